@@ -1,0 +1,2 @@
+//! Work-queue benchmark harness (placeholder until the harness lands).
+fn main() {}

@@ -1,0 +1,1 @@
+//! ctrl-envtest: an embedded, in-process Kubernetes API server.

@@ -1,0 +1,9 @@
+//! ctrl-runtime: everything below the builder.
+//!
+//! A Rust port of Go's controller-runtime. The data flow is: watch stream (kube's
+//! watcher) -> informer cache -> event handlers -> predicates -> [`workqueue`] ->
+//! workers -> `Reconciler`. Each module is one concept, as controller-runtime has one
+//! package per concept; module docs say how each relates to its neighbours.
+
+pub mod metrics;
+pub mod workqueue;

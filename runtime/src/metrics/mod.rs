@@ -1,0 +1,15 @@
+//! The process-wide Prometheus registry every ctrl metric is registered in.
+//!
+//! Work-queue metrics (`crate::workqueue`), controller metrics (`crate::controller`) and
+//! user collectors all go here, so one scrape of the metrics server shows everything,
+//! under controller-runtime's metric names.
+
+use std::sync::OnceLock;
+
+use prometheus::Registry;
+
+/// The registry ctrl registers its metrics in; add your own collectors to it too.
+pub fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::new)
+}

@@ -1,0 +1,89 @@
+//! Work queues with client-go semantics: dedup, a processing set, delays, rate limiting,
+//! priorities and metrics.
+//!
+//! Event handlers (`crate::handler`) add keys through the object-safe [`Queue`] trait;
+//! controllers (`crate::controller`) take keys out with [`Queue::get_boxed`], reconcile
+//! them, and report back with [`Queue::done`] / [`Queue::forget`] /
+//! [`Queue::add_rate_limited`]. Concrete queues implement [`Queue`] and also offer
+//! faster inherent methods for direct use.
+
+use std::hash::Hash;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+/// The bounds every queue key meets (`reconcile::Request` in controllers).
+pub trait QueueKey: Clone + Eq + Hash + Send + Sync + 'static {}
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueKey for T {}
+
+/// Options for [`Queue::add_with_opts`], as controller-runtime's priority queue `AddOpts`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddOpts {
+    /// Make the item ready only after this delay.
+    pub after: Option<Duration>,
+    /// Ask the queue's rate limiter for the delay (ignored when `after` is set).
+    pub rate_limited: bool,
+    /// The item's priority: higher is handed out first; `None` means 0.
+    pub priority: Option<i32>,
+}
+
+/// The priority controller-runtime gives to events that are not new news: creates from
+/// the initial list and resync updates.
+pub const LOW_PRIORITY: i32 = -100;
+
+/// Decides how long an item waits before it is retried (client-go's `TypedRateLimiter`).
+pub trait RateLimiter<T>: Send + Sync {
+    /// How long `item` should wait now; each call counts as one more failure.
+    fn when(&self, item: &T) -> Duration;
+    /// Stop tracking `item`: its failures are forgotten.
+    fn forget(&self, item: &T);
+    /// How many times `item` has failed (been asked `when`) since it was last forgotten.
+    fn num_requeues(&self, item: &T) -> usize;
+}
+
+/// The object-safe face of every ctrl work queue, used by handlers and controllers.
+///
+/// Semantics are client-go's: an item is held at most once (dirty set); an item being
+/// processed is not handed out again until [`Queue::done`], and if it was re-added
+/// meanwhile it is queued again at `done`.
+pub trait Queue<T: QueueKey>: Send + Sync {
+    /// Adds `item` now (no-op if already queued, deferred if being processed).
+    fn add(&self, item: T);
+    /// Adds `item` once `delay` has passed; zero delay adds at once.
+    fn add_after(&self, item: T, delay: Duration);
+    /// Adds `item` after the delay the rate limiter gives it.
+    fn add_rate_limited(&self, item: T);
+    /// Adds `item` with options. Queues without priorities ignore `priority`.
+    fn add_with_opts(&self, opts: AddOpts, item: T) {
+        match (opts.after, opts.rate_limited) {
+            (Some(d), _) => self.add_after(item, d),
+            (None, true) => self.add_rate_limited(item),
+            (None, false) => self.add(item),
+        }
+    }
+    /// Waits for the next item; `None` once shut down (and drained). The `i32` is the
+    /// item's priority (0 on queues without priorities).
+    fn get_boxed(&self) -> BoxFuture<'_, Option<(T, i32)>>;
+    /// Marks `item` as no longer being processed.
+    fn done(&self, item: &T);
+    /// Clears the rate limiter's memory of `item`.
+    fn forget(&self, item: &T);
+    /// How many times `item` was rate-limited since it was last forgotten.
+    fn num_requeues(&self, item: &T) -> usize;
+    /// Number of items ready to be handed out (not counting delayed or in-flight ones).
+    fn len(&self) -> usize;
+    /// Whether [`Queue::len`] is zero.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Stops the queue: adds are ignored, `get` returns what is queued then `None`.
+    fn shut_down(&self);
+    /// Like [`Queue::shut_down`] but resolves only once every in-flight item is done.
+    fn shut_down_with_drain(&self) -> BoxFuture<'_, ()>;
+    /// Whether the queue is shutting down.
+    fn shutting_down(&self) -> bool;
+    /// Whether the queue honours priorities (handlers use low priority only then).
+    fn is_priority(&self) -> bool {
+        false
+    }
+}
