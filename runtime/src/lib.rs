@@ -7,3 +7,7 @@
 
 pub mod metrics;
 pub mod workqueue;
+pub mod event;
+pub mod handler;
+pub mod predicate;
+pub mod reconcile;

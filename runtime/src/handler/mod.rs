@@ -1,0 +1,80 @@
+//! Event handlers: turn an event about one object into reconcile requests in a work
+//! queue (controller-runtime's `pkg/handler`).
+//!
+//! Sources (`crate::source`) call a handler for each event (`crate::event`) that the
+//! watch's predicates (`crate::predicate`) let through; the handler adds
+//! [`Request`](crate::reconcile::Request)s to the controller's queue
+//! (`crate::workqueue`). The stock handlers:
+//!
+//! - [`EnqueueRequestForObject`]: reconcile the object itself (`For` in the builder);
+//! - [`EnqueueRequestForOwner`]: reconcile the owner named in its owner references (`Owns`);
+//! - [`EnqueueRequestsFromMapFunc`]: reconcile whatever a function maps the object to;
+//! - [`Funcs`]: closures per event type.
+//!
+//! All of them follow controller-runtime's priority rule on a priority queue: creates
+//! from the informer's initial list and updates that keep the resourceVersion (resyncs)
+//! are added at [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY), so fresh changes jump
+//! ahead of a startup or resync flood ([`with_low_priority_when_unchanged`]).
+
+mod enqueue;
+mod funcs;
+mod mapped;
+mod owner;
+mod priority;
+
+use std::sync::Arc;
+
+use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
+use crate::reconcile::Request;
+use crate::workqueue::Queue;
+
+pub use enqueue::EnqueueRequestForObject;
+pub use funcs::Funcs;
+pub use mapped::EnqueueRequestsFromMapFunc;
+pub use owner::EnqueueRequestForOwner;
+pub use priority::{WithLowPriorityWhenUnchanged, with_low_priority_when_unchanged};
+
+/// Maps events about objects of type `K` to reconcile requests in `queue`
+/// (controller-runtime's `handler.EventHandler`).
+///
+/// Handlers run on the event path, so they are synchronous and should be quick:
+/// compute keys, add them, return.
+pub trait EventHandler<K>: Send + Sync + 'static {
+    /// Called for a create event.
+    fn create(&self, event: &CreateEvent<K>, queue: &dyn Queue<Request>);
+    /// Called for an update event.
+    fn update(&self, event: &UpdateEvent<K>, queue: &dyn Queue<Request>);
+    /// Called for a delete event.
+    fn delete(&self, event: &DeleteEvent<K>, queue: &dyn Queue<Request>);
+    /// Called for a generic event.
+    fn generic(&self, event: &GenericEvent<K>, queue: &dyn Queue<Request>);
+}
+
+/// A shared event handler, as sources hold them.
+pub type BoxHandler<K> = Arc<dyn EventHandler<K>>;
+
+impl<K: 'static, H: EventHandler<K> + ?Sized> EventHandler<K> for Arc<H> {
+    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<Request>) {
+        (**self).create(e, q)
+    }
+    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<Request>) {
+        (**self).update(e, q)
+    }
+    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<Request>) {
+        (**self).delete(e, q)
+    }
+    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<Request>) {
+        (**self).generic(e, q)
+    }
+}
+
+/// Adds each request once, keeping first-seen order.
+fn add_unique(queue: &dyn Queue<Request>, reqs: impl IntoIterator<Item = Request>) {
+    let mut seen: Vec<Request> = Vec::new();
+    for r in reqs {
+        if !seen.contains(&r) {
+            queue.add(r.clone());
+            seen.push(r);
+        }
+    }
+}

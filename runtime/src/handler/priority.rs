@@ -1,0 +1,124 @@
+//! controller-runtime's low-priority rule (`handler.WithLowPriorityWhenUnchanged`):
+//! on a priority queue, creates from the initial list and updates that keep the
+//! resourceVersion are added at [`LOW_PRIORITY`]. On other queues nothing changes.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kube::Resource;
+
+use super::EventHandler;
+use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
+use crate::reconcile::Request;
+use crate::workqueue::{AddOpts, LOW_PRIORITY, Queue};
+
+/// A queue view whose adds carry a default priority (Go's `workqueueWithDefaultPriority`).
+struct DefaultPriority<'a> {
+    inner: &'a dyn Queue<Request>,
+    priority: Option<i32>,
+}
+
+impl Queue<Request> for DefaultPriority<'_> {
+    fn add(&self, item: Request) {
+        self.add_with_opts(AddOpts::default(), item)
+    }
+    fn add_after(&self, item: Request, delay: Duration) {
+        let opts = AddOpts {
+            after: Some(delay),
+            ..AddOpts::default()
+        };
+        self.add_with_opts(opts, item)
+    }
+    fn add_rate_limited(&self, item: Request) {
+        let opts = AddOpts {
+            rate_limited: true,
+            ..AddOpts::default()
+        };
+        self.add_with_opts(opts, item)
+    }
+    fn add_with_opts(&self, mut opts: AddOpts, item: Request) {
+        if opts.priority.is_none() {
+            opts.priority = self.priority;
+        }
+        self.inner.add_with_opts(opts, item)
+    }
+    fn get_boxed(&self) -> BoxFuture<'_, Option<(Request, i32)>> {
+        self.inner.get_boxed()
+    }
+    fn done(&self, item: &Request) {
+        self.inner.done(item)
+    }
+    fn forget(&self, item: &Request) {
+        self.inner.forget(item)
+    }
+    fn num_requeues(&self, item: &Request) -> usize {
+        self.inner.num_requeues(item)
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn shut_down(&self) {
+        self.inner.shut_down()
+    }
+    fn shut_down_with_drain(&self) -> BoxFuture<'_, ()> {
+        self.inner.shut_down_with_drain()
+    }
+    fn shutting_down(&self) -> bool {
+        self.inner.shutting_down()
+    }
+    fn is_priority(&self) -> bool {
+        self.inner.is_priority()
+    }
+}
+
+/// Runs `f` with a queue that adds at low priority if `e` comes from the initial list.
+pub(crate) fn on_create<K>(
+    e: &CreateEvent<K>,
+    q: &dyn Queue<Request>,
+    f: impl FnOnce(&dyn Queue<Request>),
+) {
+    if !q.is_priority() {
+        return f(q);
+    }
+    let priority = e.is_in_initial_list.then_some(LOW_PRIORITY);
+    f(&DefaultPriority { inner: q, priority })
+}
+
+/// Runs `f` with a queue that adds at low priority if `e` keeps the resourceVersion.
+pub(crate) fn on_update<K: Resource>(
+    e: &UpdateEvent<K>,
+    q: &dyn Queue<Request>,
+    f: impl FnOnce(&dyn Queue<Request>),
+) {
+    if !q.is_priority() {
+        return f(q);
+    }
+    let unchanged = e.object_old.meta().resource_version == e.object_new.meta().resource_version;
+    let priority = unchanged.then_some(LOW_PRIORITY);
+    f(&DefaultPriority { inner: q, priority })
+}
+
+/// Wraps a handler in the low-priority rule; see [`with_low_priority_when_unchanged`].
+pub struct WithLowPriorityWhenUnchanged<H>(H);
+
+/// Lowers the priority of initial-list creates and resync updates that `handler`
+/// enqueues, when the queue is a priority queue (controller-runtime's
+/// `handler.WithLowPriorityWhenUnchanged`). The stock handlers already do this.
+pub fn with_low_priority_when_unchanged<H>(handler: H) -> WithLowPriorityWhenUnchanged<H> {
+    WithLowPriorityWhenUnchanged(handler)
+}
+
+impl<K: Resource + 'static, H: EventHandler<K>> EventHandler<K> for WithLowPriorityWhenUnchanged<H> {
+    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<Request>) {
+        on_create(e, q, |q| self.0.create(e, q))
+    }
+    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<Request>) {
+        on_update(e, q, |q| self.0.update(e, q))
+    }
+    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<Request>) {
+        self.0.delete(e, q)
+    }
+    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<Request>) {
+        self.0.generic(e, q)
+    }
+}
