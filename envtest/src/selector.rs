@@ -103,11 +103,11 @@ impl Requirement {
         let value = labels.and_then(|l| l.get(&self.key)).map(label_text);
         match self.op {
             Op::In | Op::Equals | Op::DoubleEquals => match value {
-                Some(v) => self.values.iter().any(|x| *x == v),
+                Some(v) => self.values.contains(&v),
                 None => false,
             },
             Op::NotIn | Op::NotEquals => match value {
-                Some(v) => !self.values.iter().any(|x| *x == v),
+                Some(v) => !self.values.contains(&v),
                 None => true,
             },
             Op::Exists => value.is_some(),
@@ -625,8 +625,8 @@ fn split_term(term: &str) -> Option<(&str, &'static str, &str)> {
     for (i, _) in term.char_indices() {
         let rest = &term[i..];
         for op in ["!=", "==", "="] {
-            if rest.starts_with(op) {
-                return Some((&term[..i], op, &rest[op.len()..]));
+            if let Some(rhs) = rest.strip_prefix(op) {
+                return Some((&term[..i], op, rhs));
             }
         }
     }

@@ -719,15 +719,13 @@ pub(crate) fn validate_data(kind: &str, obj: &Value) -> Vec<FieldCause> {
             }
         }
     }
-    if kind == "ConfigMap" {
-        if let (Some(a), Some(b)) = (a, b) {
-            for k in a.keys().filter(|k| b.contains_key(*k)) {
-                causes.push(FieldCause::invalid(
-                    format!("{first}[{k}]"),
-                    &Value::String(k.clone()),
-                    "duplicate of key present in binaryData",
-                ));
-            }
+    if let (true, Some(a), Some(b)) = (kind == "ConfigMap", a, b) {
+        for k in a.keys().filter(|k| b.contains_key(*k)) {
+            causes.push(FieldCause::invalid(
+                format!("{first}[{k}]"),
+                &Value::String(k.clone()),
+                "duplicate of key present in binaryData",
+            ));
         }
     }
     if total > MAX_DATA_BYTES {
