@@ -8,9 +8,77 @@
 //! faster inherent methods for direct use.
 
 use std::hash::Hash;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+
+mod delaying;
+mod metrics;
+mod priority;
+mod queue;
+mod rate_limiter;
+mod rate_limiting;
+mod table;
+
+pub use metrics::{
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
+    prometheus_metrics_provider,
+};
+pub use priority::PriorityQueue;
+pub use rate_limiter::{
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
+    MaxOfRateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
+    default_item_rate_limiter,
+};
+pub use rate_limiting::RateLimitingQueue;
+
+/// How to build a queue (client-go's `RateLimitingQueueConfig`, controller-runtime's
+/// priority queue `Opts`).
+pub struct QueueConfig<T> {
+    /// The queue's name: the `name` and `controller` label of its metrics. An empty name
+    /// turns metrics off, as in client-go.
+    pub name: String,
+    /// The limiter behind `add_rate_limited`; `None` takes the queue's default
+    /// ([`default_controller_rate_limiter`] for [`RateLimitingQueue`],
+    /// [`default_item_rate_limiter`] for [`PriorityQueue`]).
+    pub rate_limiter: Option<Arc<dyn RateLimiter<T>>>,
+    /// Where metrics go; `None` means no metrics (and no cost). Controllers pass
+    /// [`prometheus_metrics_provider`].
+    pub metrics: Option<Arc<dyn MetricsProvider>>,
+}
+
+impl<T> Default for QueueConfig<T> {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            rate_limiter: None,
+            metrics: None,
+        }
+    }
+}
+
+impl<T> QueueConfig<T> {
+    /// A config with this name and the defaults otherwise.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the rate limiter.
+    pub fn with_rate_limiter(mut self, limiter: Arc<dyn RateLimiter<T>>) -> Self {
+        self.rate_limiter = Some(limiter);
+        self
+    }
+
+    /// Sets the metrics provider.
+    pub fn with_metrics(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
+        self.metrics = Some(provider);
+        self
+    }
+}
 
 /// The bounds every queue key meets (`reconcile::Request` in controllers).
 pub trait QueueKey: Clone + Eq + Hash + Send + Sync + 'static {}

@@ -1,0 +1,340 @@
+//! Work-queue metrics: the [`MetricsProvider`] trait (client-go's `MetricsProvider`, with
+//! controller-runtime's per-priority depth) and the Prometheus provider that registers
+//! controller-runtime's metrics in [`crate::metrics::registry`].
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `workqueue_depth` | gauge | `name`, `controller`, `priority` |
+//! | `workqueue_adds_total` | counter | `name`, `controller` |
+//! | `workqueue_queue_duration_seconds` | histogram (1e-8 s × 10ⁿ, 12 buckets) | `name`, `controller` |
+//! | `workqueue_work_duration_seconds` | histogram (same buckets) | `name`, `controller` |
+//! | `workqueue_unfinished_work_seconds` | gauge | `name`, `controller` |
+//! | `workqueue_longest_running_processor_seconds` | gauge | `name`, `controller` |
+//! | `workqueue_retries_total` | counter | `name`, `controller` |
+//!
+//! Both `name` and `controller` carry the queue's name, as in controller-runtime. A queue
+//! asks its provider once, at construction, for handles with the label values already
+//! resolved; per operation it only touches those handles. A queue built without a
+//! provider (or with an empty name, as in client-go) keeps no metric state at all.
+//!
+//! The unfinished-work gauges are refreshed every 500 ms by one background thread shared
+//! by all queues of the process (no tokio runtime needed).
+
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts};
+
+/// A counter handle (`workqueue.CounterMetric`).
+pub trait CounterMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+}
+
+/// A gauge handle that moves by one (`workqueue.GaugeMetric`).
+pub trait GaugeMetric: Send + Sync {
+    /// Adds one.
+    fn inc(&self);
+    /// Subtracts one.
+    fn dec(&self);
+}
+
+/// A gauge handle that is set (`workqueue.SettableGaugeMetric`).
+pub trait SettableGaugeMetric: Send + Sync {
+    /// Sets the value.
+    fn set(&self, v: f64);
+}
+
+/// A histogram handle (`workqueue.HistogramMetric`).
+pub trait HistogramMetric: Send + Sync {
+    /// Records one observation.
+    fn observe(&self, v: f64);
+}
+
+/// Makes the metric handles of a named queue (client-go's `MetricsProvider` plus
+/// controller-runtime's `MetricsProviderWithPriority`).
+pub trait MetricsProvider: Send + Sync {
+    /// The depth gauge of queue `name` for `priority` (`None` for queues without
+    /// priorities; the Prometheus provider then uses the label value `""`).
+    fn new_depth_metric(&self, name: &str, priority: Option<i32>) -> Box<dyn GaugeMetric>;
+    /// The total number of adds.
+    fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+    /// Seconds an item waits in the queue before it is handed out.
+    fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    /// Seconds between handing an item out and its `done`.
+    fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    /// Seconds of work in progress not yet observed by the work duration.
+    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric>;
+    /// Seconds the longest running item has been processed.
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        name: &str,
+    ) -> Box<dyn SettableGaugeMetric>;
+    /// The total number of retries (delayed or rate-limited adds).
+    fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+}
+
+struct PromVecs {
+    depth: IntGaugeVec,
+    adds: IntCounterVec,
+    latency: HistogramVec,
+    work_duration: HistogramVec,
+    unfinished: GaugeVec,
+    longest: GaugeVec,
+    retries: IntCounterVec,
+}
+
+fn prom_vecs() -> &'static PromVecs {
+    static VECS: OnceLock<PromVecs> = OnceLock::new();
+    VECS.get_or_init(|| {
+        let nc = ["name", "controller"];
+        let buckets = prometheus::exponential_buckets(10e-9, 10.0, 12).unwrap_or_default();
+        let vecs = PromVecs {
+            depth: IntGaugeVec::new(
+                Opts::new("depth", "Current depth of workqueue by workqueue and priority").subsystem("workqueue"),
+                &["name", "controller", "priority"],
+            )
+            .expect("static metric definition is valid"),
+            adds: IntCounterVec::new(
+                Opts::new("adds_total", "Total number of adds handled by workqueue").subsystem("workqueue"),
+                &nc,
+            )
+            .expect("static metric definition is valid"),
+            latency: HistogramVec::new(
+                HistogramOpts::new(
+                    "queue_duration_seconds",
+                    "How long in seconds an item stays in workqueue before being requested",
+                )
+                .subsystem("workqueue")
+                .buckets(buckets.clone()),
+                &nc,
+            )
+            .expect("static metric definition is valid"),
+            work_duration: HistogramVec::new(
+                HistogramOpts::new(
+                    "work_duration_seconds",
+                    "How long in seconds processing an item from workqueue takes.",
+                )
+                .subsystem("workqueue")
+                .buckets(buckets),
+                &nc,
+            )
+            .expect("static metric definition is valid"),
+            unfinished: GaugeVec::new(
+                Opts::new(
+                    "unfinished_work_seconds",
+                    "How many seconds of work has been done that is in progress and hasn't been observed by \
+                     work_duration. Large values indicate stuck threads. One can deduce the number of stuck \
+                     threads by observing the rate at which this increases.",
+                )
+                .subsystem("workqueue"),
+                &nc,
+            )
+            .expect("static metric definition is valid"),
+            longest: GaugeVec::new(
+                Opts::new(
+                    "longest_running_processor_seconds",
+                    "How many seconds has the longest running processor for workqueue been running.",
+                )
+                .subsystem("workqueue"),
+                &nc,
+            )
+            .expect("static metric definition is valid"),
+            retries: IntCounterVec::new(
+                Opts::new("retries_total", "Total number of retries handled by workqueue").subsystem("workqueue"),
+                &nc,
+            )
+            .expect("static metric definition is valid"),
+        };
+        let reg = crate::metrics::registry();
+        let collectors: [Box<dyn prometheus::core::Collector>; 7] = [
+            Box::new(vecs.depth.clone()),
+            Box::new(vecs.adds.clone()),
+            Box::new(vecs.latency.clone()),
+            Box::new(vecs.work_duration.clone()),
+            Box::new(vecs.unfinished.clone()),
+            Box::new(vecs.longest.clone()),
+            Box::new(vecs.retries.clone()),
+        ];
+        for c in collectors {
+            if let Err(err) = reg.register(c) {
+                tracing::error!(%err, "registering a workqueue metric failed");
+            }
+        }
+        vecs
+    })
+}
+
+struct PrometheusProvider;
+
+/// The Prometheus provider with controller-runtime's metric names, registered in
+/// [`crate::metrics::registry`] on first use (once per process; calling this again
+/// returns the same provider).
+pub fn prometheus_metrics_provider() -> Arc<dyn MetricsProvider> {
+    static PROVIDER: OnceLock<Arc<dyn MetricsProvider>> = OnceLock::new();
+    PROVIDER
+        .get_or_init(|| {
+            prom_vecs();
+            Arc::new(PrometheusProvider)
+        })
+        .clone()
+}
+
+impl CounterMetric for prometheus::IntCounter {
+    fn inc(&self) {
+        prometheus::IntCounter::inc(self)
+    }
+}
+impl GaugeMetric for prometheus::IntGauge {
+    fn inc(&self) {
+        prometheus::IntGauge::inc(self)
+    }
+    fn dec(&self) {
+        prometheus::IntGauge::dec(self)
+    }
+}
+impl SettableGaugeMetric for prometheus::Gauge {
+    fn set(&self, v: f64) {
+        prometheus::Gauge::set(self, v)
+    }
+}
+impl HistogramMetric for prometheus::Histogram {
+    fn observe(&self, v: f64) {
+        prometheus::Histogram::observe(self, v)
+    }
+}
+
+impl MetricsProvider for PrometheusProvider {
+    fn new_depth_metric(&self, name: &str, priority: Option<i32>) -> Box<dyn GaugeMetric> {
+        let p = priority.map(|p| p.to_string()).unwrap_or_default();
+        Box::new(
+            prom_vecs()
+                .depth
+                .with_label_values(&[name, name, p.as_str()]),
+        )
+    }
+    fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
+        Box::new(prom_vecs().adds.with_label_values(&[name, name]))
+    }
+    fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(prom_vecs().latency.with_label_values(&[name, name]))
+    }
+    fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(prom_vecs().work_duration.with_label_values(&[name, name]))
+    }
+    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
+        Box::new(prom_vecs().unfinished.with_label_values(&[name, name]))
+    }
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        name: &str,
+    ) -> Box<dyn SettableGaugeMetric> {
+        Box::new(prom_vecs().longest.with_label_values(&[name, name]))
+    }
+    fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric> {
+        Box::new(prom_vecs().retries.with_label_values(&[name, name]))
+    }
+}
+
+/// The two histograms of a queue.
+pub(crate) struct Histograms {
+    pub(crate) latency: Box<dyn HistogramMetric>,
+    pub(crate) work_duration: Box<dyn HistogramMetric>,
+}
+
+/// The resolved handles of one queue. Queues keep an `Option<QueueMetrics>`: `None` costs
+/// nothing per operation.
+pub(crate) struct QueueMetrics {
+    provider: Arc<dyn MetricsProvider>,
+    name: String,
+    priority_aware: bool,
+    /// Depth gauges by priority, resolved on first use (few distinct priorities).
+    depth: Vec<(i32, Box<dyn GaugeMetric>)>,
+    pub(crate) adds: Box<dyn CounterMetric>,
+    /// The histograms, shared with the queue so it can observe outside its lock.
+    pub(crate) hists: Arc<Histograms>,
+    pub(crate) unfinished: Box<dyn SettableGaugeMetric>,
+    pub(crate) longest: Box<dyn SettableGaugeMetric>,
+    pub(crate) retries: Box<dyn CounterMetric>,
+}
+
+impl QueueMetrics {
+    /// Resolves every handle of queue `name`; `None` when `name` is empty (client-go).
+    pub(crate) fn new(
+        provider: Option<Arc<dyn MetricsProvider>>,
+        name: &str,
+        priority_aware: bool,
+    ) -> Option<Self> {
+        let provider = provider?;
+        if name.is_empty() {
+            return None;
+        }
+        let first = provider.new_depth_metric(name, priority_aware.then_some(0));
+        Some(Self {
+            depth: vec![(0, first)],
+            adds: provider.new_adds_metric(name),
+            hists: Arc::new(Histograms {
+                latency: provider.new_latency_metric(name),
+                work_duration: provider.new_work_duration_metric(name),
+            }),
+            unfinished: provider.new_unfinished_work_seconds_metric(name),
+            longest: provider.new_longest_running_processor_seconds_metric(name),
+            retries: provider.new_retries_metric(name),
+            name: name.to_string(),
+            priority_aware,
+            provider,
+        })
+    }
+
+    /// The depth gauge for `priority` (always the single one on plain queues).
+    pub(crate) fn depth(&mut self, priority: i32) -> &dyn GaugeMetric {
+        let priority = if self.priority_aware { priority } else { 0 };
+        let pos = match self.depth.iter().position(|(p, _)| *p == priority) {
+            Some(pos) => pos,
+            None => {
+                let g = self.provider.new_depth_metric(&self.name, Some(priority));
+                self.depth.push((priority, g));
+                self.depth.len() - 1
+            }
+        };
+        &*self.depth[pos].1
+    }
+}
+
+/// Something whose unfinished-work gauges need refreshing every 500 ms.
+pub(crate) trait UnfinishedWork: Send + Sync {
+    /// Recomputes and sets the unfinished-work and longest-running gauges.
+    fn update_unfinished_work(&self, now: Instant);
+}
+
+/// Registers `q` with the process-wide updater thread (started on first use). The thread
+/// holds only a weak reference: dropped queues are forgotten on the next tick.
+pub(crate) fn register_unfinished_work(q: Weak<dyn UnfinishedWork>) {
+    static QUEUES: OnceLock<Arc<Mutex<Vec<Weak<dyn UnfinishedWork>>>>> = OnceLock::new();
+    let queues = QUEUES.get_or_init(|| {
+        let queues: Arc<Mutex<Vec<Weak<dyn UnfinishedWork>>>> = Arc::default();
+        let for_thread = Arc::clone(&queues);
+        let spawned = std::thread::Builder::new()
+            .name("ctrl-workqueue-metrics".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_millis(500));
+                    let live: Vec<Arc<dyn UnfinishedWork>> = {
+                        let mut qs = for_thread.lock();
+                        qs.retain(|w| w.strong_count() > 0);
+                        qs.iter().filter_map(Weak::upgrade).collect()
+                    };
+                    let now = Instant::now();
+                    for q in live {
+                        q.update_unfinished_work(now);
+                    }
+                }
+            });
+        if let Err(err) = spawned {
+            tracing::error!(%err, "starting the workqueue metrics thread failed");
+        }
+        queues
+    });
+    queues.lock().push(q);
+}

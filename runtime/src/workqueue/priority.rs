@@ -1,0 +1,617 @@
+//! [`PriorityQueue`]: controller-runtime's priority queue (`pkg/controller/priorityqueue`),
+//! the queue controllers use by default.
+//!
+//! Like the plain queue it dedups and never hands out an item that is being processed.
+//! Each queued item has a priority and a ready time: adding an item that is already queued
+//! keeps the **maximum** priority and the **earliest** ready time. Ready items are handed
+//! out highest priority first, FIFO within a priority (an item whose priority is raised
+//! goes to the back of its new priority, as in controller-runtime).
+//!
+//! Inside: the same key table as the plain queue (`super::table`), one FIFO bucket of slot
+//! numbers per priority (a `BTreeMap`, highest first; an item moved to another priority
+//! leaves a stale ticket behind that `get` skips), and the same deadline heap and single
+//! timer task as the delaying queue (`super::delaying`). Unlike controller-runtime there is
+//! no spinning goroutine: adds hand items to waiters directly.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::delaying::{DelayHeap, TimerTarget, spawn_timer};
+use super::metrics::{Histograms, QueueMetrics, UnfinishedWork, register_unfinished_work};
+use super::queue::{now_ns, secs_between, take_or_wait, wake};
+use super::rate_limiter::default_item_rate_limiter;
+use super::table::Table;
+use super::{AddOpts, Queue, QueueConfig, QueueKey, RateLimiter};
+
+/// The item is queued (ready or waiting for its ready time).
+const QUEUED: u8 = 1;
+/// The item was handed out and `done` was not called yet.
+const PROCESSING: u8 = 2;
+/// The item sits in a priority bucket under its current ticket.
+const IN_BUCKET: u8 = 4;
+
+#[derive(Default)]
+struct Entry {
+    flags: u8,
+    priority: i32,
+    /// `Some` while queued but not ready yet.
+    ready_at: Option<Instant>,
+    /// Identifies the valid bucket element of this slot.
+    ticket: u64,
+    proc_pos: u32,
+    add_ns: u64,
+    start_ns: u64,
+}
+
+struct State<T> {
+    table: Table<T, Entry>,
+    buckets: BTreeMap<Reverse<i32>, VecDeque<(u64, u32)>>,
+    next_ticket: u64,
+    /// Queued items that are ready (handed out or not yet because processing).
+    ready: usize,
+    processing: usize,
+    proc_list: Vec<u32>,
+    delays: DelayHeap,
+    idle: usize,
+    shutting_down: bool,
+    draining: bool,
+    metrics: Option<QueueMetrics>,
+}
+
+impl<T: QueueKey> State<T> {
+    fn take_waiter(&mut self) -> usize {
+        if self.idle > 0 {
+            self.idle -= 1;
+            1
+        } else {
+            0
+        }
+    }
+
+    fn push_bucket(&mut self, idx: u32) -> usize {
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        let Some(n) = self.table.get_mut(idx) else {
+            return 0;
+        };
+        n.val.ticket = ticket;
+        n.val.flags |= IN_BUCKET;
+        let prio = n.val.priority;
+        self.buckets
+            .entry(Reverse(prio))
+            .or_default()
+            .push_back((ticket, idx));
+        self.take_waiter()
+    }
+
+    /// The item in `idx` becomes ready: counted in `len` and the metrics, and put in its
+    /// bucket unless it is being processed.
+    fn become_ready(&mut self, idx: u32, now: u64) -> usize {
+        let Some(n) = self.table.get_mut(idx) else {
+            return 0;
+        };
+        let e = &mut n.val;
+        e.ready_at = None;
+        self.ready += 1;
+        if let Some(m) = &mut self.metrics {
+            m.adds.inc();
+            m.depth(e.priority).inc();
+            if e.add_ns == 0 {
+                e.add_ns = now;
+            }
+        }
+        if e.flags & PROCESSING == 0 {
+            self.push_bucket(idx)
+        } else {
+            0
+        }
+    }
+
+    /// `AddWithOpts` for one key; returns the key when it was not stored and the number of
+    /// waiters to wake and whether the timer must be woken.
+    fn add(
+        &mut self,
+        key: T,
+        prio: i32,
+        ready_at: Option<Instant>,
+        now: u64,
+    ) -> (Option<T>, usize, bool) {
+        if self.shutting_down {
+            return (Some(key), 0, false);
+        }
+        let hash = self.table.hash(&key);
+        let (idx, rejected) = match self.table.find(hash, &key) {
+            Some(idx) => (idx, Some(key)),
+            None => (self.table.insert(hash, key, Entry::default()), None),
+        };
+        let Some(n) = self.table.get_mut(idx) else {
+            return (rejected, 0, false);
+        };
+        let e = &mut n.val;
+        if e.flags & QUEUED == 0 {
+            e.flags |= QUEUED;
+            e.priority = prio;
+            return match ready_at {
+                None => (rejected, self.become_ready(idx, now), false),
+                Some(at) => {
+                    e.ready_at = Some(at);
+                    (rejected, 0, self.delays.push(at, idx))
+                }
+            };
+        }
+        let mut woken = 0;
+        if prio > e.priority {
+            let old = e.priority;
+            e.priority = prio;
+            if e.ready_at.is_none() {
+                if let Some(m) = &mut self.metrics {
+                    m.depth(old).dec();
+                    m.depth(prio).inc();
+                }
+                if e.flags & IN_BUCKET != 0 {
+                    // The old bucket element goes stale (its ticket no longer matches).
+                    woken += self.push_bucket(idx);
+                }
+            }
+        }
+        let Some(n) = self.table.get_mut(idx) else {
+            return (rejected, woken, false);
+        };
+        let mut wake_timer = false;
+        if let Some(cur) = n.val.ready_at {
+            match ready_at {
+                None => woken += self.become_ready(idx, now),
+                Some(at) if at < cur => {
+                    n.val.ready_at = Some(at);
+                    wake_timer = self.delays.push(at, idx);
+                }
+                Some(_) => {}
+            }
+        }
+        (rejected, woken, wake_timer)
+    }
+
+    fn pop(&mut self, now: u64) -> Option<(T, i32, Option<f64>)> {
+        let mut found = None;
+        let mut emptied = None;
+        for (prio, bucket) in self.buckets.iter_mut() {
+            while let Some((ticket, idx)) = bucket.pop_front() {
+                if let Some(n) = self.table.get(idx)
+                    && n.val.ticket == ticket
+                    && n.val.flags & IN_BUCKET != 0
+                {
+                    found = Some(idx);
+                    break;
+                }
+            }
+            if bucket.is_empty() {
+                emptied = Some(*prio);
+            }
+            if found.is_some() {
+                break;
+            }
+        }
+        if let Some(p) = emptied
+            && self.buckets.len() > 4
+        {
+            self.buckets.remove(&p);
+        }
+        let idx = found?;
+        let n = self.table.get_mut(idx)?;
+        let e = &mut n.val;
+        e.flags = (e.flags & !(IN_BUCKET | QUEUED)) | PROCESSING;
+        self.ready -= 1;
+        self.processing += 1;
+        let prio = e.priority;
+        let mut latency = None;
+        if let Some(m) = &mut self.metrics {
+            m.depth(prio).dec();
+            e.start_ns = now;
+            if e.add_ns != 0 {
+                latency = Some(secs_between(e.add_ns, now));
+                e.add_ns = 0;
+            }
+            e.proc_pos = self.proc_list.len() as u32;
+            self.proc_list.push(idx);
+        }
+        Some((n.key.clone(), prio, latency))
+    }
+
+    fn done(&mut self, key: &T, now: u64) -> (usize, bool, Option<f64>) {
+        let hash = self.table.hash(key);
+        let Some(idx) = self.table.find(hash, key) else {
+            return (0, false, None);
+        };
+        let Some(n) = self.table.get_mut(idx) else {
+            return (0, false, None);
+        };
+        let e = &mut n.val;
+        if e.flags & PROCESSING == 0 {
+            return (0, false, None);
+        }
+        e.flags &= !PROCESSING;
+        self.processing -= 1;
+        let mut observe = None;
+        if self.metrics.is_some() {
+            if e.start_ns != 0 {
+                observe = Some(secs_between(e.start_ns, now));
+                e.start_ns = 0;
+            }
+            let pos = e.proc_pos as usize;
+            self.proc_list.swap_remove(pos);
+            if let Some(&moved) = self.proc_list.get(pos)
+                && let Some(m) = self.table.get_mut(moved)
+            {
+                m.val.proc_pos = pos as u32;
+            }
+        }
+        let mut woken = 0;
+        match self.table.get(idx).map(|n| (n.val.flags, n.val.ready_at)) {
+            Some((f, None)) if f & QUEUED != 0 => woken = self.push_bucket(idx),
+            Some((f, _)) if f & QUEUED == 0 => {
+                self.table.remove(idx);
+            }
+            _ => {}
+        }
+        (woken, self.draining && self.processing == 0, observe)
+    }
+}
+
+/// controller-runtime's priority queue: dedup, priorities, delays, rate limiting.
+///
+/// * [`add_with_opts`](Self::add_with_opts) adds items with a delay, a rate limit and/or
+///   a priority; an item already queued keeps the max priority and earliest ready time.
+/// * [`get_with_priority`](Self::get_with_priority) hands out the ready item with the
+///   highest priority (FIFO within a priority) and marks it as processing; an item being
+///   processed is not handed out again before [`done`](Self::done).
+/// * [`len`](Self::len) counts ready items only (including re-added ones that wait for
+///   `done`), as controller-runtime does.
+/// * After [`shut_down`](Self::shut_down) adds are ignored, delayed items dropped, and
+///   `get` hands out the ready items still queued, then returns `None`.
+///
+/// Cloning yields a handle to the same queue. Only delays need a tokio runtime.
+pub struct PriorityQueue<T> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T> Clone for PriorityQueue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Inner<T> {
+    state: Mutex<State<T>>,
+    notify: Notify,
+    drained: Notify,
+    timer_wake: Arc<Notify>,
+    limiter: Arc<dyn RateLimiter<T>>,
+    metrics_on: bool,
+    hists: Option<Arc<Histograms>>,
+    self_ref: Weak<Inner<T>>,
+}
+
+impl<T> Drop for Inner<T> {
+    fn drop(&mut self) {
+        self.timer_wake.notify_one();
+    }
+}
+
+impl<T: QueueKey> PriorityQueue<T> {
+    /// A priority queue named `cfg.name` (the `name`/`controller` metric label), with
+    /// `cfg.rate_limiter` for rate-limited adds (default: per-item exponential 5 ms ..
+    /// 1000 s) and metrics from `cfg.metrics` (default: none).
+    pub fn new(cfg: QueueConfig<T>) -> Self {
+        let metrics = QueueMetrics::new(cfg.metrics, &cfg.name, true);
+        let metrics_on = metrics.is_some();
+        let hists = metrics.as_ref().map(|m| Arc::clone(&m.hists));
+        let limiter = cfg.rate_limiter.unwrap_or_else(default_item_rate_limiter);
+        let inner = Arc::new_cyclic(|w| Inner {
+            state: Mutex::new(State {
+                table: Table::new(),
+                buckets: BTreeMap::new(),
+                next_ticket: 0,
+                ready: 0,
+                processing: 0,
+                proc_list: Vec::new(),
+                delays: DelayHeap::default(),
+                idle: 0,
+                shutting_down: false,
+                draining: false,
+                metrics,
+            }),
+            notify: Notify::new(),
+            drained: Notify::new(),
+            timer_wake: Arc::new(Notify::new()),
+            limiter,
+            metrics_on,
+            hists,
+            self_ref: w.clone(),
+        });
+        if metrics_on {
+            let weak: Weak<dyn UnfinishedWork> = Arc::downgrade(&inner) as Weak<dyn UnfinishedWork>;
+            register_unfinished_work(weak);
+        }
+        Self { inner }
+    }
+
+    fn now(&self) -> u64 {
+        if self.inner.metrics_on { now_ns() } else { 0 }
+    }
+
+    /// Adds `items` with `opts` (controller-runtime's `AddWithOpts`). With both `after` and
+    /// `rate_limited`, the shorter of the two delays applies. A positive delay counts as a
+    /// retry in the metrics.
+    pub fn add_with_opts(&self, opts: AddOpts, items: impl IntoIterator<Item = T>) {
+        let prio = opts.priority.unwrap_or(0);
+        let mut wake_n = 0;
+        let mut wake_timer = false;
+        let mut start_timer = false;
+        let mut rejected = Vec::new();
+        for key in items {
+            let mut after = opts.after.unwrap_or(Duration::ZERO);
+            if opts.rate_limited {
+                let rl = self.inner.limiter.when(&key);
+                if after.is_zero() || rl < after {
+                    after = rl;
+                }
+            }
+            let ready_at = (!after.is_zero()).then(|| Instant::now() + after);
+            let now = self.now();
+            let mut s = self.inner.state.lock();
+            if ready_at.is_some()
+                && !s.shutting_down
+                && let Some(m) = &s.metrics
+            {
+                m.retries.inc();
+            }
+            let (rej, n, wt) = s.add(key, prio, ready_at, now);
+            wake_n += n;
+            wake_timer |= wt;
+            if ready_at.is_some() && !s.delays.started && !s.shutting_down {
+                s.delays.started = true;
+                start_timer = true;
+            }
+            drop(s);
+            if let Some(r) = rej {
+                rejected.push(r);
+            }
+        }
+        drop(rejected);
+        wake(&self.inner.notify, wake_n);
+        if start_timer {
+            let target: Weak<dyn TimerTarget> =
+                self.inner.self_ref.clone() as Weak<dyn TimerTarget>;
+            spawn_timer(target, Arc::clone(&self.inner.timer_wake));
+        } else if wake_timer {
+            self.inner.timer_wake.notify_one();
+        }
+    }
+
+    /// Adds `item` now with priority 0.
+    pub fn add(&self, item: T) {
+        let now = self.now();
+        let (rejected, n, _) = self.inner.state.lock().add(item, 0, None, now);
+        drop(rejected);
+        wake(&self.inner.notify, n);
+    }
+
+    /// Adds `item` once `delay` has passed.
+    pub fn add_after(&self, item: T, delay: Duration) {
+        self.add_with_opts(
+            AddOpts {
+                after: Some(delay),
+                ..Default::default()
+            },
+            [item],
+        );
+    }
+
+    /// Adds `item` after the delay its rate limiter gives it.
+    pub fn add_rate_limited(&self, item: T) {
+        self.add_with_opts(
+            AddOpts {
+                rate_limited: true,
+                ..Default::default()
+            },
+            [item],
+        );
+    }
+
+    /// Waits for the ready item with the highest priority and marks it as processing;
+    /// returns it with its priority, or `None` once shut down and empty.
+    pub async fn get_with_priority(&self) -> Option<(T, i32)> {
+        let inner = &*self.inner;
+        let metrics_on = inner.metrics_on;
+        let (item, prio, latency) = take_or_wait(&inner.notify, |register| {
+            let now = if metrics_on { now_ns() } else { 0 };
+            let mut s = inner.state.lock();
+            if let Some(got) = s.pop(now) {
+                return Some(Some(got));
+            }
+            if s.shutting_down {
+                return Some(None);
+            }
+            if register {
+                s.idle += 1;
+            }
+            None
+        })
+        .await?;
+        if let (Some(v), Some(h)) = (latency, &inner.hists) {
+            h.latency.observe(v);
+        }
+        Some((item, prio))
+    }
+
+    /// Like [`get_with_priority`](Self::get_with_priority) without the priority.
+    pub async fn get(&self) -> Option<T> {
+        self.get_with_priority().await.map(|(t, _)| t)
+    }
+
+    /// Marks `item` as done; if it was re-added while processed, it is ready again.
+    pub fn done(&self, item: &T) {
+        let now = self.now();
+        let (n, drained, observe) = self.inner.state.lock().done(item, now);
+        if let (Some(v), Some(h)) = (observe, &self.inner.hists) {
+            h.work_duration.observe(v);
+        }
+        wake(&self.inner.notify, n);
+        if drained {
+            self.inner.drained.notify_waiters();
+        }
+    }
+
+    /// Clears the rate limiter's memory of `item`.
+    pub fn forget(&self, item: &T) {
+        self.inner.limiter.forget(item);
+    }
+
+    /// How many times `item` was rate-limited since it was last forgotten.
+    pub fn num_requeues(&self, item: &T) -> usize {
+        self.inner.limiter.num_requeues(item)
+    }
+
+    /// Number of ready items (including re-added ones waiting for `done`); items waiting
+    /// for their ready time are not counted.
+    pub fn len(&self) -> usize {
+        self.inner.state.lock().ready
+    }
+
+    /// Whether [`len`](Self::len) is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Shuts the queue down: adds are ignored, delayed items dropped, and `get` returns
+    /// the ready items still queued, then `None`.
+    pub fn shut_down(&self) {
+        {
+            let mut s = self.inner.state.lock();
+            s.shutting_down = true;
+            s.idle = 0;
+            s.delays.clear();
+        }
+        self.inner.notify.notify_waiters();
+        self.inner.timer_wake.notify_one();
+    }
+
+    /// Shuts down, then waits until every item handed out has been marked done.
+    pub async fn shut_down_with_drain(&self) {
+        {
+            self.inner.state.lock().draining = true;
+        }
+        self.shut_down();
+        loop {
+            let notified = self.inner.drained.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.inner.state.lock().processing == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Whether the queue is shutting down.
+    pub fn shutting_down(&self) -> bool {
+        self.inner.state.lock().shutting_down
+    }
+}
+
+impl<T: QueueKey> TimerTarget for Inner<T> {
+    fn fire(&self, now: Instant) -> Option<Option<Instant>> {
+        let now_m = if self.metrics_on { now_ns() } else { 0 };
+        let mut s = self.state.lock();
+        if s.shutting_down {
+            return None;
+        }
+        let mut n = 0;
+        while let Some((at, idx)) = s.delays.pop_due(now) {
+            let valid = s
+                .table
+                .get(idx)
+                .is_some_and(|n| n.val.flags & QUEUED != 0 && n.val.ready_at == Some(at));
+            if valid {
+                n += s.become_ready(idx, now_m);
+            }
+        }
+        let next = s.delays.arm();
+        drop(s);
+        wake(&self.notify, n);
+        Some(next)
+    }
+}
+
+impl<T: QueueKey> UnfinishedWork for Inner<T> {
+    fn update_unfinished_work(&self, _now: std::time::Instant) {
+        let now = now_ns();
+        let s = self.state.lock();
+        let mut total = 0.0;
+        let mut oldest = 0.0f64;
+        for &idx in &s.proc_list {
+            if let Some(n) = s.table.get(idx)
+                && n.val.start_ns != 0
+            {
+                let age = secs_between(n.val.start_ns, now);
+                total += age;
+                oldest = oldest.max(age);
+            }
+        }
+        if let Some(m) = &s.metrics {
+            m.unfinished.set(total);
+            m.longest.set(oldest);
+        }
+    }
+}
+
+impl<T: QueueKey> Queue<T> for PriorityQueue<T> {
+    fn add(&self, item: T) {
+        PriorityQueue::add(self, item)
+    }
+    fn add_after(&self, item: T, delay: Duration) {
+        PriorityQueue::add_after(self, item, delay)
+    }
+    fn add_rate_limited(&self, item: T) {
+        PriorityQueue::add_rate_limited(self, item)
+    }
+    fn add_with_opts(&self, opts: AddOpts, item: T) {
+        PriorityQueue::add_with_opts(self, opts, [item])
+    }
+    fn get_boxed(&self) -> BoxFuture<'_, Option<(T, i32)>> {
+        Box::pin(self.get_with_priority())
+    }
+    fn done(&self, item: &T) {
+        PriorityQueue::done(self, item)
+    }
+    fn forget(&self, item: &T) {
+        PriorityQueue::forget(self, item)
+    }
+    fn num_requeues(&self, item: &T) -> usize {
+        PriorityQueue::num_requeues(self, item)
+    }
+    fn len(&self) -> usize {
+        PriorityQueue::len(self)
+    }
+    fn shut_down(&self) {
+        PriorityQueue::shut_down(self)
+    }
+    fn shut_down_with_drain(&self) -> BoxFuture<'_, ()> {
+        Box::pin(PriorityQueue::shut_down_with_drain(self))
+    }
+    fn shutting_down(&self) -> bool {
+        PriorityQueue::shutting_down(self)
+    }
+    fn is_priority(&self) -> bool {
+        true
+    }
+}
