@@ -5,9 +5,11 @@
 //! workers -> `Reconciler`. Each module is one concept, as controller-runtime has one
 //! package per concept; module docs say how each relates to its neighbours.
 
-pub mod metrics;
-pub mod workqueue;
+pub mod controller;
 pub mod event;
 pub mod handler;
+pub mod metrics;
 pub mod predicate;
 pub mod reconcile;
+pub mod source;
+pub mod workqueue;

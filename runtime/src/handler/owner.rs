@@ -41,7 +41,11 @@ impl EnqueueRequestForOwner {
     }
 
     /// Matches owners of an API group and kind given at run time (e.g. dynamic types).
-    pub fn for_group_kind(group: impl Into<String>, kind: impl Into<String>, namespaced: bool) -> Self {
+    pub fn for_group_kind(
+        group: impl Into<String>,
+        kind: impl Into<String>,
+        namespaced: bool,
+    ) -> Self {
         Self {
             group: group.into(),
             kind: kind.into(),
@@ -67,7 +71,10 @@ impl EnqueueRequestForOwner {
         let meta = obj.meta();
         let refs = meta.owner_references.as_deref().unwrap_or_default();
         let refs: Vec<&OwnerReference> = if self.only_controller {
-            refs.iter().filter(|r| r.controller == Some(true)).take(1).collect()
+            refs.iter()
+                .filter(|r| r.controller == Some(true))
+                .take(1)
+                .collect()
         } else {
             refs.iter().collect()
         };

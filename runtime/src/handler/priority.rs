@@ -108,7 +108,9 @@ pub fn with_low_priority_when_unchanged<H>(handler: H) -> WithLowPriorityWhenUnc
     WithLowPriorityWhenUnchanged(handler)
 }
 
-impl<K: Resource + 'static, H: EventHandler<K>> EventHandler<K> for WithLowPriorityWhenUnchanged<H> {
+impl<K: Resource + 'static, H: EventHandler<K>> EventHandler<K>
+    for WithLowPriorityWhenUnchanged<H>
+{
     fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<Request>) {
         on_create(e, q, |q| self.0.create(e, q))
     }

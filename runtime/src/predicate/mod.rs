@@ -83,17 +83,26 @@ impl<K> Default for Funcs<K> {
 
 impl<K> Funcs<K> {
     /// Sets the create filter.
-    pub fn on_create(mut self, f: impl Fn(&CreateEvent<K>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn on_create(
+        mut self,
+        f: impl Fn(&CreateEvent<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.create_func = Some(Box::new(f));
         self
     }
     /// Sets the update filter.
-    pub fn on_update(mut self, f: impl Fn(&UpdateEvent<K>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn on_update(
+        mut self,
+        f: impl Fn(&UpdateEvent<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.update_func = Some(Box::new(f));
         self
     }
     /// Sets the delete filter.
-    pub fn on_delete(mut self, f: impl Fn(&DeleteEvent<K>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn on_delete(
+        mut self,
+        f: impl Fn(&DeleteEvent<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.delete_func = Some(Box::new(f));
         self
     }

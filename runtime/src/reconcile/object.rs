@@ -108,7 +108,11 @@ mod tests {
         assert_eq!(found.ok(), Some(Action::requeue()));
         let missing = r.reconcile(ctx.clone(), Request::new("ns", "b")).await;
         assert_eq!(missing.ok(), Some(Action::done()));
-        assert!(r.reconcile(ctx, Request::new("ns", "broken")).await.is_err());
+        assert!(
+            r.reconcile(ctx, Request::new("ns", "broken"))
+                .await
+                .is_err()
+        );
         assert_eq!(seen.load(Ordering::SeqCst), 1);
     }
 }

@@ -1,0 +1,166 @@
+//! What a worker does with one request: controller-runtime's `reconcileHandler` and
+//! `Controller.Reconcile` (panic recovery, reconciliation timeout), exactly.
+//!
+//! | reconcile returned | queue | `controller_runtime_reconcile_total{result}` |
+//! |---|---|---|
+//! | error | rate-limited re-add, no forget | `error` (+ `reconcile_errors_total`) |
+//! | terminal error | nothing | `error` (+ errors and `terminal_reconcile_errors_total`) |
+//! | `requeue_after(d)` | forget, re-add after `d` | `requeue_after` |
+//! | `requeue()` | rate-limited re-add | `requeue` |
+//! | `done()` | forget | `success` |
+//! | panic | as an error when `recover_panic`, else re-raised | `reconcile_panics_total` always |
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Inner;
+use crate::reconcile::{Action, Error, Request, with_reconcile_id};
+use crate::workqueue::{AddOpts, Queue};
+
+type Panic = Box<dyn Any + Send + 'static>;
+
+fn panic_message(payload: &Panic) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("non-string panic payload")
+}
+
+impl Inner {
+    /// Reconciles `req` and re-queues it per the result. Returns the panic payload when
+    /// a panic is to propagate (`recover_panic = false`).
+    pub(super) async fn reconcile_handler(
+        &self,
+        ctx: &CancellationToken,
+        queue: &dyn Queue<Request>,
+        req: &Request,
+        mut priority: i32,
+    ) -> Option<Panic> {
+        let start = Instant::now();
+        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.name,
+            controllerGroup = %self.opts.group,
+            controllerKind = %self.opts.kind,
+            namespace = %req.namespace,
+            name = %req.name,
+            reconcileID = %id,
+        );
+        let outcome = with_reconcile_id(id, self.reconcile(ctx, req.clone()))
+            .instrument(span.clone())
+            .await;
+        self.metrics.time.observe(start.elapsed().as_secs_f64());
+        let result = match outcome {
+            Ok(result) => result,
+            Err(payload) => return Some(payload),
+        };
+        let _entered = span.enter();
+        let m = &self.metrics;
+        match result {
+            Err(err) => {
+                if err.is_terminal() {
+                    m.terminal_errors.inc();
+                } else {
+                    let opts = AddOpts {
+                        rate_limited: true,
+                        priority: Some(priority),
+                        ..AddOpts::default()
+                    };
+                    queue.add_with_opts(opts, req.clone());
+                }
+                m.errors.inc();
+                m.error.inc();
+                tracing::error!(error = %err, "Reconciler error");
+            }
+            Ok(action) => {
+                if let Some(p) = action.priority() {
+                    priority = p;
+                }
+                if let Some(after) = action.get_requeue_after() {
+                    tracing::debug!(?after, "Reconcile done, requeueing after");
+                    queue.forget(req);
+                    let opts = AddOpts {
+                        after: Some(after),
+                        priority: Some(priority),
+                        ..AddOpts::default()
+                    };
+                    queue.add_with_opts(opts, req.clone());
+                    m.requeue_after.inc();
+                } else if action.is_requeue() {
+                    tracing::debug!("Reconcile done, requeueing");
+                    let opts = AddOpts {
+                        rate_limited: true,
+                        priority: Some(priority),
+                        ..AddOpts::default()
+                    };
+                    queue.add_with_opts(opts, req.clone());
+                    m.requeue.inc();
+                } else {
+                    tracing::debug!("Reconcile successful");
+                    queue.forget(req);
+                    m.success.inc();
+                }
+            }
+        }
+        None
+    }
+
+    /// Runs the reconciler with panic recovery and the optional reconciliation timeout
+    /// (Go's `Controller.Reconcile`). `Err` carries a panic that must propagate.
+    async fn reconcile(
+        &self,
+        ctx: &CancellationToken,
+        req: Request,
+    ) -> Result<Result<Action, Error>, Panic> {
+        let res = match self.opts.reconciliation_timeout {
+            None => {
+                AssertUnwindSafe(self.reconciler.reconcile(ctx.clone(), req))
+                    .catch_unwind()
+                    .await
+            }
+            Some(timeout) => {
+                let child = ctx.child_token();
+                let fut =
+                    AssertUnwindSafe(self.reconciler.reconcile(child.clone(), req)).catch_unwind();
+                tokio::pin!(fut);
+                let timer = tokio::time::sleep(timeout);
+                tokio::pin!(timer);
+                let mut fired = false;
+                loop {
+                    tokio::select! {
+                        r = &mut fut => break r,
+                        _ = &mut timer, if !fired => {
+                            fired = true;
+                            // Only our own deadline counts, not the parent's cancellation.
+                            if !ctx.is_cancelled() {
+                                self.metrics.timeouts.inc();
+                                child.cancel();
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        match res {
+            Ok(result) => Ok(result),
+            Err(payload) => {
+                self.metrics.panics.inc();
+                let msg = panic_message(&payload).to_string();
+                if self.opts.recover_panic {
+                    tracing::error!(panic = %msg, "Observed a panic in reconciler");
+                    Ok(Err(Error::new(format!("panic: {msg} [recovered]"))))
+                } else {
+                    tracing::info!(panic = %msg, "Observed a panic in reconciler");
+                    Err(payload)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The Controller: workers that take requests from a work queue and reconcile them
+//! (controller-runtime's `pkg/controller` and `pkg/internal/controller`).
+//!
+//! A [`Controller`] owns a queue (`crate::workqueue`), the sources that fill it
+//! (`crate::source`, each with its handler and predicates) and a
+//! [`Reconciler`](crate::reconcile::Reconciler). [`Controller::start`] starts the
+//! sources in parallel, then runs `max_concurrent_reconciles` workers; the queue
+//! guarantees one key is never reconciled by two workers at once. What happens after a
+//! reconcile is controller-runtime's `reconcileHandler` (see [`handle`]); metrics are in
+//! [`metrics`]. The builder and manager drive controllers; tests can drive them directly.
+
+mod handle;
+pub mod metrics;
+mod options;
+mod queue;
+mod start;
+
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::reconcile::{Reconciler, Request};
+use crate::source::{BoxSource, Source};
+use crate::workqueue::Queue;
+
+pub use options::{DEFAULT_CACHE_SYNC_TIMEOUT, Error, NewQueueFn, Options};
+
+use self::metrics::ControllerMetrics;
+
+/// A controller: sources -> queue -> workers -> reconciler. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Controller {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    reconciler: Arc<dyn Reconciler>,
+    opts: Options,
+    metrics: ControllerMetrics,
+    state: tokio::sync::Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    started: bool,
+    sources_started: bool,
+    ctx: Option<CancellationToken>,
+    queue: Option<Arc<dyn Queue<Request>>>,
+    watches: Vec<BoxSource>,
+}
+
+impl Controller {
+    /// A controller named `name` (unique in the process unless
+    /// `opts.skip_name_validation`) running `reconciler`.
+    pub fn new(
+        name: impl Into<String>,
+        reconciler: impl Reconciler,
+        opts: Options,
+    ) -> Result<Self, Error> {
+        let name = name.into();
+        if name.is_empty() {
+            return Err(Error::EmptyName);
+        }
+        if !opts.skip_name_validation {
+            options::claim_name(&name)?;
+        }
+        let opts = opts.normalized();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                metrics: ControllerMetrics::new(&name),
+                name,
+                reconciler: Arc::new(reconciler),
+                opts,
+                state: tokio::sync::Mutex::new(State::default()),
+            }),
+        })
+    }
+
+    /// The controller's name (the `controller` metric label).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The options the controller runs with (zero values replaced by defaults).
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// Whether the controller runs only on the elected leader.
+    pub fn need_leader_election(&self) -> bool {
+        self.inner.opts.need_leader_election
+    }
+
+    /// The controller's queue, once started.
+    pub async fn queue(&self) -> Option<Arc<dyn Queue<Request>>> {
+        self.inner.state.lock().await.queue.clone()
+    }
+
+    /// Adds a source. Before `start` it is kept and started by `start`; after, it is
+    /// started at once (without waiting for it to sync), as controller-runtime does.
+    pub async fn watch(&self, source: impl Source) -> Result<(), Error> {
+        let mut st = self.inner.state.lock().await;
+        let (ctx, queue) = match (&st.ctx, &st.queue, st.sources_started) {
+            (Some(ctx), Some(queue), true) => (ctx.clone(), queue.clone()),
+            _ => {
+                st.watches.push(Arc::new(source));
+                return Ok(());
+            }
+        };
+        let source_name = source.name();
+        tracing::info!(controller = %self.inner.name, source = %source_name, "Starting EventSource");
+        source
+            .start(ctx, queue)
+            .await
+            .map_err(|error| Error::SourceStart { source_name, error })
+    }
+
+    /// Runs the controller until `ctx` is cancelled: builds the queue, starts every
+    /// source (in parallel, each bounded by `cache_sync_timeout`), then runs the
+    /// workers. On cancel it shuts the queue down, starts no new reconcile and waits for
+    /// those in flight. With `recover_panic = false` a reconciler's panic propagates
+    /// out of this call.
+    pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
+        let inner = &self.inner;
+        let mut st = inner.state.lock().await;
+        if st.started {
+            return Err(Error::AlreadyStarted);
+        }
+        st.started = true;
+        inner.metrics.init(inner.opts.max_concurrent_reconciles);
+        let queue = queue::new_queue(&inner.name, &inner.opts);
+        st.ctx = Some(ctx.clone());
+        st.queue = Some(queue.clone());
+        {
+            let (ctx, queue) = (ctx.clone(), queue.clone());
+            tokio::spawn(async move {
+                ctx.cancelled().await;
+                queue.shut_down();
+            });
+        }
+        let watches = std::mem::take(&mut st.watches);
+        let started = futures::future::join_all(
+            watches
+                .into_iter()
+                .map(|src| start::start_source(inner, src, &ctx, &queue)),
+        )
+        .await;
+        st.sources_started = true;
+        if let Some(err) = started.into_iter().find_map(Result::err) {
+            return Err(err);
+        }
+        let n = inner.opts.max_concurrent_reconciles;
+        tracing::info!(controller = %inner.name, "Starting Controller");
+        tracing::info!(controller = %inner.name, worker_count = n, "Starting workers");
+        let mut workers = JoinSet::new();
+        for _ in 0..n {
+            workers.spawn(worker(inner.clone(), queue.clone(), ctx.clone()));
+        }
+        drop(st);
+
+        loop {
+            tokio::select! {
+                _ = ctx.cancelled() => break,
+                Some(res) = workers.join_next() => rethrow(res, &*queue),
+            }
+        }
+        tracing::info!(controller = %inner.name, "Shutdown signal received, waiting for all workers to finish");
+        while let Some(res) = workers.join_next().await {
+            rethrow(res, &*queue);
+        }
+        tracing::info!(controller = %inner.name, "All workers finished");
+        Ok(())
+    }
+}
+
+/// Re-raises a worker's panic (only unrecovered reconciler panics end a worker early).
+fn rethrow(res: Result<(), tokio::task::JoinError>, queue: &dyn Queue<Request>) {
+    if let Err(e) = res
+        && e.is_panic()
+    {
+        queue.shut_down();
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// One worker: take a request, reconcile it, mark it done; until the queue shuts down.
+async fn worker(inner: Arc<Inner>, queue: Arc<dyn Queue<Request>>, ctx: CancellationToken) {
+    while let Some((req, priority)) = queue.get_boxed().await {
+        if ctx.is_cancelled() {
+            queue.done(&req);
+            break;
+        }
+        inner.metrics.active.inc();
+        let panic = inner.reconcile_handler(&ctx, &*queue, &req, priority).await;
+        inner.metrics.active.dec();
+        queue.done(&req);
+        if let Some(payload) = panic {
+            std::panic::resume_unwind(payload);
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! [`Func`]: a source made from a closure (controller-runtime's `source.Func`).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::{Error, Source};
+use crate::reconcile::Request;
+use crate::workqueue::Queue;
+
+/// A [`Source`] whose `start` is a closure given the context and the queue. The closure
+/// must not block: spawn a task for long-running work.
+pub struct Func<F> {
+    f: F,
+    name: String,
+}
+
+impl<F, Fut> Func<F>
+where
+    F: Fn(CancellationToken, Arc<dyn Queue<Request>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), Error>> + Send + 'static,
+{
+    /// A source that runs `f` when started.
+    pub fn new(f: F) -> Self {
+        Self {
+            f,
+            name: "func source".to_string(),
+        }
+    }
+
+    /// Names the source in logs and errors.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+}
+
+#[async_trait]
+impl<F, Fut> Source for Func<F>
+where
+    F: Fn(CancellationToken, Arc<dyn Queue<Request>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), Error>> + Send + 'static,
+{
+    async fn start(
+        &self,
+        ctx: CancellationToken,
+        queue: Arc<dyn Queue<Request>>,
+    ) -> Result<(), Error> {
+        (self.f)(ctx, queue).await
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
