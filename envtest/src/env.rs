@@ -1,0 +1,327 @@
+//! The public entry point: [`Environment::builder`] configures and starts an embedded API
+//! server on 127.0.0.1 (built-in types, namespaces `default`, `kube-system`, `kube-public`,
+//! `kube-node-lease`, and the CRDs given), and [`Environment`] hands out a `kube::Client`, the URL
+//! and a kubeconfig. Every environment is independent, so each test can start its own.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::builtins::builtin_types;
+use crate::faults::Faults;
+use crate::registry::Registry;
+use crate::server::{self, Settings, State};
+use crate::store::Store;
+use crate::verbs;
+
+/// Why an environment could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Binding the port or reading a CRD file failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or address concerned.
+        path: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A CRD document could not be parsed.
+    #[error("cannot parse CRD from {path}: {message}")]
+    Parse {
+        /// Where the document came from.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The server rejected a CRD.
+    #[error("CRD {name} rejected: {message}")]
+    Crd {
+        /// The CRD's name.
+        name: String,
+        /// The Status message.
+        message: String,
+    },
+    /// Building the client failed.
+    #[error("client error: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// Configures an [`Environment`].
+#[derive(Debug, Clone)]
+pub struct EnvironmentBuilder {
+    crd_paths: Vec<PathBuf>,
+    crds: Vec<Value>,
+    port: u16,
+    history: usize,
+    watch_buffer: usize,
+    token: Option<String>,
+    bookmark_interval: Duration,
+    max_watch: Duration,
+}
+
+impl Default for EnvironmentBuilder {
+    fn default() -> Self {
+        EnvironmentBuilder {
+            crd_paths: Vec::new(),
+            crds: Vec::new(),
+            port: 0,
+            history: 20_000,
+            watch_buffer: 4096,
+            token: None,
+            bookmark_interval: Duration::from_secs(60),
+            max_watch: Duration::from_secs(1800),
+        }
+    }
+}
+
+impl EnvironmentBuilder {
+    /// Installs the CRDs of a YAML/JSON file (several documents allowed) or of every `.yaml`,
+    /// `.yml` and `.json` file in a directory (like envtest's `CRDDirectoryPaths`).
+    pub fn crd_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.crd_paths.push(path.into());
+        self
+    }
+
+    /// Alias of [`crd_path`](Self::crd_path) for a directory.
+    pub fn crd_dir(self, dir: impl Into<PathBuf>) -> Self {
+        self.crd_path(dir)
+    }
+
+    /// Installs a CRD object (e.g. `MyKind::crd()` from kube's `CustomResource` derive).
+    pub fn crd(mut self, crd: CustomResourceDefinition) -> Self {
+        self.crds
+            .push(serde_json::to_value(crd).unwrap_or_default());
+        self
+    }
+
+    /// Listens on this port (0, the default, lets the OS choose).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// How many change events each resource keeps for watch resume and paginated lists
+    /// (default 20,000). Older starting points get 410 Expired.
+    pub fn history_window(mut self, events: usize) -> Self {
+        self.history = events;
+        self
+    }
+
+    /// How many events a watcher may fall behind before it is dropped (default 4,096).
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events;
+        self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on every request (the client and kubeconfig carry it).
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// How often watches with `allowWatchBookmarks=true` get a BOOKMARK (default 60 s).
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_interval = every;
+        self
+    }
+
+    /// The longest a watch stays open without `timeoutSeconds` (default 30 min).
+    pub fn max_watch_duration(mut self, d: Duration) -> Self {
+        self.max_watch = d;
+        self
+    }
+
+    /// Starts the server and installs the CRDs.
+    pub async fn start(self) -> Result<Environment, Error> {
+        let mut crds = self.crds.clone();
+        for p in &self.crd_paths {
+            crds.extend(read_crds(p)?);
+        }
+        let bind = format!("127.0.0.1:{}", self.port);
+        let listener = TcpListener::bind(&bind).await.map_err(|source| Error::Io {
+            path: bind.clone(),
+            source,
+        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| Error::Io { path: bind, source })?;
+        let store = Arc::new(Store::new(self.history, self.watch_buffer));
+        let state = Arc::new(State {
+            registry: Registry::new(builtin_types()),
+            faults: Faults::new(store.clone()),
+            store,
+            settings: Settings {
+                token: self.token.clone(),
+                bookmark_interval: self.bookmark_interval,
+                max_watch: self.max_watch,
+            },
+            shutdown: CancellationToken::new(),
+            addr,
+        });
+        seed(&state, crds)?;
+        tokio::spawn(server::serve(listener, state.clone()));
+        Ok(Environment {
+            state,
+            addr,
+            token: self.token,
+        })
+    }
+}
+
+fn read_crds(path: &Path) -> Result<Vec<Value>, Error> {
+    let io = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+            })
+            .collect();
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            out.extend(read_crds(&f)?);
+        }
+        return Ok(out);
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| Error::Parse {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(docs
+        .into_iter()
+        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+        .collect())
+}
+
+/// Namespaces present at start, then the CRDs.
+fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
+    let snap = state.registry.snapshot();
+    let find = |g: &str, p: &str| {
+        snap.types
+            .iter()
+            .find(|t| t.group == g && t.plural == p && t.crd.is_none())
+            .cloned()
+    };
+    if let Some(ns) = find("", "namespaces") {
+        for n in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
+            let _ = verbs::create::create_object(state, &ns, None, obj, false);
+        }
+    }
+    if let Some(crd_rt) = find("apiextensions.k8s.io", "customresourcedefinitions") {
+        for mut c in crds {
+            let name = crate::meta::name(&c).to_string();
+            let crd_err = |e: crate::status::ApiError| Error::Crd {
+                name: name.clone(),
+                message: e.message,
+            };
+            verbs::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
+            verbs::create::create_object(state, &crd_rt, None, c, false).map_err(crd_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// A running embedded API server. Dropping it (or [`stop`](Self::stop)) shuts it down.
+pub struct Environment {
+    state: Arc<State>,
+    addr: SocketAddr,
+    token: Option<String>,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environment")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl Environment {
+    /// A builder with defaults: OS-chosen port, no CRDs, no token.
+    pub fn builder() -> EnvironmentBuilder {
+        EnvironmentBuilder::default()
+    }
+
+    /// Starts an environment with defaults.
+    pub async fn start() -> Result<Environment, Error> {
+        Self::builder().start().await
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The socket address served.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A `kube::Config` for this server: namespace `default`, the bearer token if any, and
+    /// `default_retry = false` so that error statuses reach the caller unretried.
+    pub fn config(&self) -> kube::Config {
+        let uri: http::Uri = self.url().parse().unwrap_or_default();
+        let mut cfg = kube::Config::new(uri);
+        cfg.default_namespace = "default".into();
+        cfg.default_retry = false;
+        if let Some(t) = &self.token {
+            cfg.auth_info.token = Some(t.clone().into());
+        }
+        cfg
+    }
+
+    /// A real `kube::Client` talking HTTP to this server.
+    pub fn client(&self) -> kube::Client {
+        // Building a client over plain http from a valid Config does not fail.
+        kube::Client::try_from(self.config())
+            .unwrap_or_else(|e| panic!("kube client for {}: {e}", self.url()))
+    }
+
+    /// Writes a kubeconfig (context `envtest`, namespace `default`) pointing at this server.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        let user = match &self.token {
+            Some(t) => format!("    token: {t}\n"),
+            None => "    {}\n".to_string(),
+        };
+        let user = if self.token.is_some() {
+            format!("  user:\n{user}")
+        } else {
+            "  user: {}\n".to_string()
+        };
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\nusers:\n- name: envtest\n{user}",
+            self.url()
+        );
+        std::fs::write(path, text)
+    }
+
+    /// Fault injection and the request log of this server.
+    pub fn faults(&self) -> Faults {
+        self.state.faults.clone()
+    }
+
+    /// Stops serving: the listener closes and open connections and watches end.
+    pub fn stop(&self) {
+        self.state.shutdown.cancel();
+    }
+}
+
+impl Drop for Environment {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

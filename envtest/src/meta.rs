@@ -1,0 +1,143 @@
+//! Object-metadata rules shared by the verbs (spec §1.12): reading and writing metadata fields
+//! of a JSON object, uid / creationTimestamp / generateName on create, the fields an update may
+//! not change, and when `generation` moves.
+
+use serde_json::{Map, Value, json};
+
+use crate::registry::ResourceType;
+
+/// `metadata.<field>` as a string, if present.
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+pub(crate) fn name(obj: &Value) -> &str {
+    meta_str(obj, "name").unwrap_or("")
+}
+
+pub(crate) fn namespace(obj: &Value) -> &str {
+    meta_str(obj, "namespace").unwrap_or("")
+}
+
+/// The metadata map, created if missing (the object must be a JSON object).
+pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    match obj.get_mut("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => unreachable!("metadata was just made an object"),
+    }
+}
+
+pub(crate) fn set_meta(obj: &mut Value, field: &str, v: Value) {
+    meta_mut(obj).insert(field.to_string(), v);
+}
+
+pub(crate) fn remove_meta(obj: &mut Value, field: &str) {
+    meta_mut(obj).remove(field);
+}
+
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    obj.get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Empty lists/maps that upstream stores as absent.
+pub(crate) fn normalize(obj: &mut Value) {
+    let m = meta_mut(obj);
+    for f in [
+        "finalizers",
+        "ownerReferences",
+        "labels",
+        "annotations",
+        "managedFields",
+    ] {
+        let empty = match m.get(f) {
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Object(o)) => o.is_empty(),
+            Some(Value::Null) => true,
+            _ => false,
+        };
+        if empty {
+            m.remove(f);
+        }
+    }
+}
+
+/// RFC 3339, second precision, `Z`.
+pub(crate) fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// Sets the server-owned fields of a new object.
+pub(crate) fn init_create(obj: &mut Value, rt: &ResourceType) {
+    let m = meta_mut(obj);
+    m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    m.insert("creationTimestamp".into(), json!(now()));
+    m.remove("deletionTimestamp");
+    m.remove("deletionGracePeriodSeconds");
+    m.remove("resourceVersion");
+    m.remove("selfLink");
+    m.remove("managedFields");
+    if rt.generation {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
+}
+
+/// Restores the fields an update may not touch from the stored object.
+pub(crate) fn keep_immutable(new: &mut Value, old: &Value) {
+    let om = old.get("metadata").cloned().unwrap_or_default();
+    let nm = meta_mut(new);
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        match om.get(f) {
+            Some(v) => {
+                nm.insert(f.into(), v.clone());
+            }
+            None => {
+                nm.remove(f);
+            }
+        }
+    }
+}
+
+/// Whether anything outside `metadata` (and `status`, when `skip_status`) differs.
+pub(crate) fn spec_changed(a: &Value, b: &Value, skip_status: bool) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a != b;
+    };
+    let ignored = |k: &str| {
+        k == "metadata" || (skip_status && k == "status") || k == "apiVersion" || k == "kind"
+    };
+    let ka = a.iter().filter(|(k, _)| !ignored(k)).count();
+    let kb = b.iter().filter(|(k, _)| !ignored(k)).count();
+    ka != kb
+        || a.iter()
+            .filter(|(k, _)| !ignored(k))
+            .any(|(k, v)| b.get(k) != Some(v))
+}
+
+pub(crate) fn generation(obj: &Value) -> i64 {
+    obj.get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}

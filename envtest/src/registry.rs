@@ -1,0 +1,183 @@
+//! The registry of served resource types. Built-ins (see `builtins`) are registered at start,
+//! CRDs (see `crd`) add and remove theirs at run time. The registry is one immutable snapshot
+//! behind a lock that is swapped whole on every change, so routing, discovery, OpenAPI and the
+//! store always read one consistent table.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde_json::Value;
+
+/// Where the objects of a resource live: one collection per (group, plural), shared by every
+/// served version of a custom resource.
+pub(crate) type StoreKey = (String, String);
+
+/// The `/scale` subresource of a custom resource (JSON paths like `.spec.replicas`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ScaleSpec {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+/// One served resource at one group/version.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    /// Has a `/status` subresource.
+    pub status: bool,
+    pub scale: Option<ScaleSpec>,
+    /// `metadata.generation` is maintained.
+    pub generation: bool,
+    /// A custom resource (served from a CRD); holds the CRD's name.
+    pub crd: Option<String>,
+    /// The CRD version's `openAPIV3Schema`.
+    pub schema: Option<Arc<Value>>,
+    /// The apiVersion objects are stored at.
+    pub storage_version: String,
+    /// Only `create` (tokenreviews, subjectaccessreviews): nothing is stored.
+    pub virtual_create: bool,
+    /// Field selector fields besides metadata.name / metadata.namespace.
+    pub fields: Vec<String>,
+}
+
+impl ResourceType {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn store_key(&self) -> StoreKey {
+        (self.group.clone(), self.plural.clone())
+    }
+
+    pub fn verbs(&self) -> Vec<&'static str> {
+        if self.virtual_create {
+            return vec!["create"];
+        }
+        let mut v = vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ];
+        if self.group.is_empty() && self.plural == "namespaces" {
+            v.retain(|x| *x != "deletecollection");
+        }
+        v
+    }
+}
+
+/// An immutable view of every served type.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    pub types: Vec<Arc<ResourceType>>,
+    by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
+    /// Bumped on every change (part of the OpenAPI hashes).
+    pub revision: u64,
+}
+
+impl Snapshot {
+    fn build(types: Vec<Arc<ResourceType>>, revision: u64) -> Self {
+        let by_gvr = types
+            .iter()
+            .map(|t| {
+                (
+                    (t.group.clone(), t.version.clone(), t.plural.clone()),
+                    t.clone(),
+                )
+            })
+            .collect();
+        Snapshot {
+            types,
+            by_gvr,
+            revision,
+        }
+    }
+
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+    }
+
+    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
+        self.types
+            .iter()
+            .any(|t| t.group == group && t.version == version)
+    }
+
+    /// Groups in registration order, each with its versions in preference order.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for t in &self.types {
+            match out.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, vs)) => {
+                    if !vs.contains(&t.version) {
+                        vs.push(t.version.clone());
+                    }
+                }
+                None => out.push((t.group.clone(), vec![t.version.clone()])),
+            }
+        }
+        out
+    }
+
+    pub fn in_group_version<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<ResourceType>> {
+        self.types
+            .iter()
+            .filter(move |t| t.group == group && t.version == version)
+    }
+}
+
+/// The shared, atomically replaced table of resource types.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    current: RwLock<Arc<Snapshot>>,
+}
+
+impl Registry {
+    pub fn new(types: Vec<ResourceType>) -> Self {
+        let types = types.into_iter().map(Arc::new).collect();
+        Registry {
+            current: RwLock::new(Arc::new(Snapshot::build(types, 1))),
+        }
+    }
+
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.read().clone()
+    }
+
+    /// Replace every type served for CRD `crd` by `types` (empty = remove it).
+    pub fn set_crd(&self, crd: &str, types: Vec<ResourceType>) {
+        let mut cur = self.current.write();
+        let mut all: Vec<Arc<ResourceType>> = cur
+            .types
+            .iter()
+            .filter(|t| t.crd.as_deref() != Some(crd))
+            .cloned()
+            .collect();
+        all.extend(types.into_iter().map(Arc::new));
+        let rev = cur.revision + 1;
+        *cur = Arc::new(Snapshot::build(all, rev));
+    }
+}

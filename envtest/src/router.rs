@@ -1,0 +1,217 @@
+//! The URL grammar (spec §1.5): maps a request path to a discovery/health endpoint or to a
+//! resource route (type from the `registry`, namespace, name, subresource), and parses query
+//! strings the way kube and kubectl send them (`?&…`, `+` for spaces, percent-escapes).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::registry::{ResourceType, Snapshot};
+use crate::status::ApiError;
+
+/// A resource request: collection or item, with namespace and subresource.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceRoute {
+    pub rt: Arc<ResourceType>,
+    /// The namespace in the URL (`None` for cluster-scoped and all-namespaces requests).
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub sub: Option<String>,
+}
+
+/// What a path addresses.
+#[derive(Debug, Clone)]
+pub(crate) enum Route {
+    Health,
+    Version,
+    /// `/api`
+    CoreVersions,
+    /// `/apis`
+    Groups,
+    /// `/apis/{group}`
+    Group(String),
+    /// `/api/v1`, `/apis/{g}/{v}`
+    ResourceList(String, String),
+    OpenApiRoot,
+    /// `/openapi/v3/api/v1`, `/openapi/v3/apis/g/v`
+    OpenApiDoc(String, String),
+    Resource(ResourceRoute),
+}
+
+/// Routes `path` against the registry snapshot.
+pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
+    let trimmed = path.trim_end_matches('/');
+    match trimmed {
+        "/healthz" | "/readyz" | "/livez" => return Ok(Route::Health),
+        "/version" => return Ok(Route::Version),
+        "/api" => return Ok(Route::CoreVersions),
+        "/apis" => return Ok(Route::Groups),
+        "/openapi/v3" => return Ok(Route::OpenApiRoot),
+        _ => {}
+    }
+    for h in ["/healthz/", "/readyz/", "/livez/"] {
+        if trimmed.starts_with(h) {
+            return Ok(Route::Health);
+        }
+    }
+    if trimmed.contains('%') {
+        return Err(ApiError::unknown_path());
+    }
+    let segs: Vec<&str> = trimmed.split('/').skip(1).collect();
+    if segs.iter().any(|s| s.is_empty()) {
+        return Err(ApiError::unknown_path());
+    }
+    match segs.as_slice() {
+        ["openapi", "v3", "api", v] => return Ok(Route::OpenApiDoc(String::new(), v.to_string())),
+        ["openapi", "v3", "apis", g, v] => {
+            return Ok(Route::OpenApiDoc(g.to_string(), v.to_string()));
+        }
+        _ => {}
+    }
+    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", v, rest),
+        ["apis", g] => {
+            return if reg.groups().iter().any(|(n, _)| n == g) {
+                Ok(Route::Group(g.to_string()))
+            } else {
+                Err(ApiError::unknown_path())
+            };
+        }
+        ["apis", g, v, rest @ ..] => (g, v, rest),
+        _ => return Err(ApiError::unknown_path()),
+    };
+    if !reg.has_group_version(group, version) {
+        return Err(ApiError::unknown_path());
+    }
+    let mut rest = rest;
+    if rest.first() == Some(&"watch") {
+        rest = &rest[1..];
+    }
+    let find = |plural: &str| reg.get(group, version, plural).cloned();
+    let res =
+        |rt: Arc<ResourceType>, namespace: Option<&str>, name: Option<&str>, sub: Option<&str>| {
+            if let Some(n) = name {
+                if n == "." || n == ".." {
+                    return Err(ApiError::bad_request(format!(
+                        "invalid resource name: {n:?}"
+                    )));
+                }
+            }
+            Ok(Route::Resource(ResourceRoute {
+                rt,
+                namespace: namespace.map(String::from),
+                name: name.map(String::from),
+                sub: sub.map(String::from),
+            }))
+        };
+    let not_found = || Err(ApiError::unknown_path());
+    match rest {
+        [] => Ok(Route::ResourceList(group.to_string(), version.to_string())),
+        // namespaces/{ns}/{res}[/{name}[/{sub}]] when {res} is a namespaced resource here.
+        ["namespaces", ns, r, tail @ ..] if find(r).is_some_and(|t| t.namespaced) => {
+            let Some(rt) = find(r) else {
+                return not_found();
+            };
+            match tail {
+                [] => res(rt, Some(ns), None, None),
+                [name] => res(rt, Some(ns), Some(name), None),
+                [name, sub] => res(rt, Some(ns), Some(name), Some(sub)),
+                _ => not_found(),
+            }
+        }
+        [r] => match find(r) {
+            Some(rt) => res(rt, None, None, None),
+            None => not_found(),
+        },
+        [r, name] => match find(r) {
+            Some(rt) if !rt.namespaced => res(rt, None, Some(name), None),
+            _ => not_found(),
+        },
+        [r, name, sub] => match find(r) {
+            Some(rt) if !rt.namespaced => res(rt, None, Some(name), Some(sub)),
+            _ => not_found(),
+        },
+        _ => not_found(),
+    }
+}
+
+/// Decodes `application/x-www-form-urlencoded` text (`+` is a space).
+pub(crate) fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Query parameters: empty pairs ignored, later values win.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Query(HashMap<String, String>);
+
+impl Query {
+    pub fn parse(q: Option<&str>) -> Self {
+        let mut m = HashMap::new();
+        for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            m.insert(decode(k), decode(v));
+        }
+        Query(m)
+    }
+
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+
+    /// A non-empty value.
+    pub fn value(&self, k: &str) -> Option<&str> {
+        self.get(k).filter(|v| !v.is_empty())
+    }
+
+    pub fn flag(&self, k: &str) -> Result<bool, ApiError> {
+        match self.get(k) {
+            None | Some("") | Some("false") | Some("0") => Ok(false),
+            Some("true") | Some("1") => Ok(true),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "invalid value for {k}: {v:?}"
+            ))),
+        }
+    }
+
+    pub fn number(&self, k: &str) -> Result<Option<u64>, ApiError> {
+        match self.value(k) {
+            None => Ok(None),
+            Some(v) => v
+                .parse()
+                .map(Some)
+                .map_err(|_| ApiError::bad_request(format!("invalid value for {k}: {v:?}"))),
+        }
+    }
+
+    /// `dryRun=All`; any other value is rejected.
+    pub fn dry_run(&self) -> Result<bool, ApiError> {
+        match self.value("dryRun") {
+            None => Ok(false),
+            Some("All") => Ok(true),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "Invalid dryRun value {v:?}: supported values: \"All\""
+            ))),
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection. Each request
+//! is authenticated (optional bearer token), its body read with the 3 MiB limit (413 without
+//! buffering more), routed (`router`) and handed to discovery or the verbs. Every failure is
+//! answered with a `Status` body (`status`).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::faults::{Faults, RequestFacts, RequestRecord, Verb};
+use crate::registry::{Registry, Snapshot};
+use crate::router::{self, Query, Route};
+use crate::status::ApiError;
+use crate::store::Store;
+use crate::{discovery, verbs};
+
+/// The request body limit (upstream's 3 MiB).
+pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
+
+/// A response body: a whole buffer or a stream (watch).
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
+
+/// Server settings fixed at start.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub token: Option<String>,
+    pub bookmark_interval: Duration,
+    pub max_watch: Duration,
+}
+
+/// Everything a request handler can reach.
+pub(crate) struct State {
+    pub registry: Registry,
+    pub store: Arc<Store>,
+    pub faults: Faults,
+    pub settings: Settings,
+    pub shutdown: CancellationToken,
+    pub addr: std::net::SocketAddr,
+}
+
+/// A decoded request (body already read).
+pub(crate) struct Req {
+    pub method: Method,
+    pub query: Query,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Req {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
+    /// The Accept header asks for PartialObjectMetadata(List).
+    pub fn meta_only(&self) -> bool {
+        self.header("accept").contains("as=PartialObjectMetadata")
+    }
+}
+
+/// Accepts connections until `state.shutdown` fires.
+pub(crate) async fn serve(listener: TcpListener, state: Arc<State>) {
+    loop {
+        let stream = tokio::select! {
+            _ = state.shutdown.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    tracing::debug!("accept failed: {e}");
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let st = state.clone();
+        let token = state.shutdown.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| {
+                let st = st.clone();
+                async move { Ok::<_, Infallible>(handle(st, req).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), svc);
+            tokio::select! {
+                r = conn => if let Err(e) = r { tracing::debug!("connection error: {e}") },
+                _ = token.cancelled() => {}
+            }
+        });
+    }
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let raw_query = parts.uri.query().unwrap_or("").to_string();
+    let query = Query::parse(parts.uri.query());
+    let snap = state.registry.snapshot();
+    let route = router::route(&path, &snap);
+    let (verb, resource) = classify(&parts.method, &query, route.as_ref().ok());
+    let resp = 'resp: {
+        if let Some(token) = &state.settings.token {
+            let want = format!("Bearer {token}");
+            if parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                != Some(want.as_str())
+            {
+                break 'resp error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+            }
+        }
+        let rr = match &route {
+            Ok(Route::Resource(r)) => Some(r),
+            _ => None,
+        };
+        let facts = RequestFacts {
+            method: parts.method.as_str(),
+            path: &path,
+            verb,
+            resource: rr.map(|r| r.rt.plural.as_str()),
+            subresource: rr.and_then(|r| r.sub.as_deref()),
+            name: rr.and_then(|r| r.name.as_deref()),
+            namespace: rr.and_then(|r| r.namespace.as_deref()),
+        };
+        if let Some(inj) = state.faults.intercept(&facts).await {
+            let mut r = json(inj.code, &inj.body);
+            if let Some(s) = inj
+                .retry_after_seconds
+                .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
+            {
+                r.headers_mut().insert(header::RETRY_AFTER, s);
+            }
+            record(
+                &state,
+                &parts.method,
+                &path,
+                raw_query,
+                r.status().as_u16(),
+                verb,
+                resource,
+                true,
+            );
+            return r;
+        }
+        let route = match route {
+            Ok(r) => r,
+            Err(e) => break 'resp error(&e),
+        };
+        let reads_body = matches!(
+            parts.method,
+            Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+        );
+        let body = if reads_body {
+            match read_body(body, &parts.headers).await {
+                Ok(b) => b,
+                Err(e) => break 'resp error(&e),
+            }
+        } else {
+            Bytes::new()
+        };
+        let req = Req {
+            method: parts.method.clone(),
+            query,
+            headers: parts.headers,
+            body,
+        };
+        match dispatch(&state, route, &snap, req).await {
+            Ok(r) => r,
+            Err(e) => error(&e),
+        }
+    };
+    record(
+        &state,
+        &parts.method,
+        &path,
+        raw_query,
+        resp.status().as_u16(),
+        verb,
+        resource,
+        false,
+    );
+    resp
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    state: &State,
+    method: &Method,
+    path: &str,
+    query: String,
+    status: u16,
+    verb: Option<Verb>,
+    resource: Option<String>,
+    injected: bool,
+) {
+    state.faults.record(RequestRecord {
+        method: method.to_string(),
+        path: path.to_string(),
+        query,
+        status,
+        verb,
+        resource,
+        injected,
+    });
+}
+
+/// The API verb and resource of a request, for faults and the request log.
+fn classify(method: &Method, q: &Query, route: Option<&Route>) -> (Option<Verb>, Option<String>) {
+    let Some(Route::Resource(r)) = route else {
+        return (None, None);
+    };
+    let item = r.name.is_some();
+    let verb = match (method, item) {
+        (&Method::GET, true) => Verb::Get,
+        (&Method::GET, false) if q.flag("watch").unwrap_or(false) => Verb::Watch,
+        (&Method::GET, false) => Verb::List,
+        (&Method::POST, _) => Verb::Create,
+        (&Method::PUT, _) => Verb::Update,
+        (&Method::PATCH, _) => Verb::Patch,
+        (&Method::DELETE, true) => Verb::Delete,
+        (&Method::DELETE, false) => Verb::DeleteCollection,
+        _ => return (None, Some(r.rt.plural.clone())),
+    };
+    (Some(verb), Some(r.rt.plural.clone()))
+}
+
+async fn read_body(body: Incoming, headers: &HeaderMap) -> Result<Bytes, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return Err(ApiError::too_large());
+    }
+    match Limited::new(body, BODY_LIMIT).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError::too_large())
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
+    }
+}
+
+async fn dispatch(
+    state: &Arc<State>,
+    route: Route,
+    snap: &Snapshot,
+    req: Req,
+) -> Result<Response<Body>, ApiError> {
+    let accept = req.header("accept");
+    if !matches!(route, Route::Health) && !accept.is_empty() && !acceptable(accept) {
+        return Err(ApiError::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, */*",
+        ));
+    }
+    let is_get = req.method == Method::GET;
+    match route {
+        Route::Resource(r) => verbs::dispatch(state, r, req).await,
+        _ if !is_get => Err(ApiError::method_not_allowed()),
+        Route::Health => Ok(bytes(
+            200,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"ok"),
+        )),
+        Route::Version => Ok(json(200, &discovery::version())),
+        Route::CoreVersions => Ok(discovery::core_versions(state, snap, aggregated(accept))),
+        Route::Groups => Ok(discovery::groups(snap, aggregated(accept))),
+        Route::Group(g) => Ok(json(200, &discovery::group(snap, &g))),
+        Route::ResourceList(g, v) => Ok(json(200, &discovery::resource_list(snap, &g, &v))),
+        Route::OpenApiRoot => Ok(json(200, &discovery::openapi_root(snap))),
+        Route::OpenApiDoc(g, v) => discovery::openapi_doc(snap, &g, &v)
+            .map(|d| json(200, &d))
+            .ok_or_else(ApiError::unknown_path),
+    }
+}
+
+/// JSON is acceptable unless only protobuf (or another foreign type) is listed.
+fn acceptable(accept: &str) -> bool {
+    accept.split(',').any(|m| {
+        let m = m.trim();
+        m.starts_with("application/json")
+            || m.starts_with("*/*")
+            || m.starts_with("application/*")
+            || m.starts_with("application/yaml")
+            || m.is_empty()
+    })
+}
+
+fn aggregated(accept: &str) -> bool {
+    accept.split(',').any(|m| {
+        m.contains("g=apidiscovery.k8s.io")
+            && m.contains("v=v2")
+            && !m.contains("v=v2beta1")
+            && m.contains("as=APIGroupDiscoveryList")
+    })
+}
+
+/// A whole-buffer response.
+pub(crate) fn bytes(code: u16, content_type: &str, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Full::new(body).boxed());
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    r
+}
+
+/// A JSON response.
+pub(crate) fn json(code: u16, v: &Value) -> Response<Body> {
+    bytes(
+        code,
+        "application/json",
+        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+    )
+}
+
+/// A `Status` error response.
+pub(crate) fn error(e: &ApiError) -> Response<Body> {
+    let mut r = json(e.code, &e.to_value());
+    if let Some(s) = e.retry_after {
+        if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    r
+}
+
+/// A streaming JSON response (watch): every received buffer is one chunk.
+pub(crate) fn stream(content_type: &str, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<Body> {
+    let s = ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
+    let mut r = Response::new(BodyExt::boxed(StreamBody::new(s)));
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r
+}

@@ -1,0 +1,403 @@
+//! The in-memory object store: one collection of JSON objects per resource (keyed by group and
+//! plural, see `registry`), one global resourceVersion counter, a bounded per-collection
+//! history of change events for watch resume and consistent paginated lists, and the fan-out
+//! of those events to watchers (`watch`). Writers never wait on watchers: each watcher has a
+//! bounded channel and is dropped (its stream ends) when that channel is full.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::meta;
+use crate::registry::StoreKey;
+use crate::status::ApiError;
+
+/// (namespace, name); namespace is empty for cluster-scoped objects.
+pub(crate) type ObjKey = (String, String);
+
+/// The type of a change event.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One committed change. Serialized watch lines are cached, so an event is encoded once however
+/// many watchers receive it.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub ty: EventType,
+    pub rv: u64,
+    pub key: ObjKey,
+    /// The new state; for DELETED the last state carrying the deletion's resourceVersion.
+    pub obj: Arc<Value>,
+    /// The state before this change.
+    pub old: Option<Arc<Value>>,
+    lines: [OnceLock<Bytes>; 6],
+}
+
+impl Event {
+    /// The watch line `{"type":T,"object":O}\n`, full or PartialObjectMetadata.
+    pub fn line(&self, ty: EventType, meta_only: bool) -> Bytes {
+        let i = ty.index() + if meta_only { 3 } else { 0 };
+        self.lines[i]
+            .get_or_init(|| {
+                if meta_only {
+                    encode_line(ty.as_str(), &partial_metadata(&self.obj))
+                } else {
+                    encode_line(ty.as_str(), &self.obj)
+                }
+            })
+            .clone()
+    }
+}
+
+/// One watch line.
+pub(crate) fn encode_line(ty: &str, obj: &Value) -> Bytes {
+    let mut buf = Vec::with_capacity(256);
+    buf.extend_from_slice(b"{\"type\":\"");
+    buf.extend_from_slice(ty.as_bytes());
+    buf.extend_from_slice(b"\",\"object\":");
+    // Serializing a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut buf, obj);
+    buf.extend_from_slice(b"}\n");
+    Bytes::from(buf)
+}
+
+/// `PartialObjectMetadata` of an object.
+pub(crate) fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+#[derive(Default)]
+struct Collection {
+    objects: BTreeMap<ObjKey, Arc<Value>>,
+    history: VecDeque<Arc<Event>>,
+    /// Lists and watches from below this resourceVersion are expired.
+    floor: u64,
+    watchers: Vec<mpsc::Sender<Arc<Event>>>,
+}
+
+struct Inner {
+    rv: u64,
+    cols: HashMap<StoreKey, Collection>,
+}
+
+/// What a write closure decides.
+pub(crate) enum Change {
+    /// Store this object (create or update).
+    Put(Value),
+    /// Remove the object.
+    Remove,
+}
+
+/// The result of a write.
+pub(crate) enum Outcome {
+    Created(Arc<Value>),
+    Updated(Arc<Value>),
+    Unchanged(Arc<Value>),
+    Deleted(Arc<Value>),
+}
+
+/// Where a watch starts.
+pub(crate) enum Start {
+    /// From the current state; with `initial`, synthetic ADDED events for existing objects.
+    Current { initial: bool },
+    /// Every change after this resourceVersion.
+    From(u64),
+}
+
+/// A registered watch: what to send first, then the live channel.
+pub(crate) struct Subscription {
+    pub rv: u64,
+    pub initial: Vec<Arc<Value>>,
+    pub backlog: Vec<Arc<Event>>,
+    pub rx: mpsc::Receiver<Arc<Event>>,
+}
+
+/// The store. All writes go through [`Store::commit`] under one lock.
+pub(crate) struct Store {
+    inner: Mutex<Inner>,
+    window: usize,
+    watch_buffer: usize,
+}
+
+fn rv_of(v: &Value) -> Option<&str> {
+    meta::meta_str(v, "resourceVersion")
+}
+
+impl Store {
+    pub fn new(window: usize, watch_buffer: usize) -> Self {
+        Store {
+            inner: Mutex::new(Inner {
+                rv: 1,
+                cols: HashMap::new(),
+            }),
+            window: window.max(1),
+            watch_buffer: watch_buffer.max(1),
+        }
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.inner.lock().rv
+    }
+
+    pub fn get(&self, key: &StoreKey, okey: &ObjKey) -> Option<Arc<Value>> {
+        self.inner.lock().cols.get(key)?.objects.get(okey).cloned()
+    }
+
+    pub fn count(&self, key: &StoreKey) -> usize {
+        self.inner
+            .lock()
+            .cols
+            .get(key)
+            .map_or(0, |c| c.objects.len())
+    }
+
+    /// Runs `f` on the stored object under the store lock and applies its decision. A dry run
+    /// returns the would-be outcome and changes nothing.
+    pub fn commit<F>(
+        &self,
+        key: &StoreKey,
+        okey: &ObjKey,
+        dry_run: bool,
+        f: F,
+    ) -> Result<Outcome, ApiError>
+    where
+        F: FnOnce(Option<&Arc<Value>>) -> Result<Change, ApiError>,
+    {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let col = inner.cols.entry(key.clone()).or_default();
+        let cur = col.objects.get(okey).cloned();
+        let change = f(cur.as_ref())?;
+        let (ty, obj) = match change {
+            Change::Put(mut v) => {
+                if let Some(c) = &cur {
+                    match rv_of(c) {
+                        Some(rv) => meta::set_meta(&mut v, "resourceVersion", json!(rv)),
+                        None => meta::remove_meta(&mut v, "resourceVersion"),
+                    }
+                    if **c == v {
+                        return Ok(Outcome::Unchanged(c.clone()));
+                    }
+                }
+                if dry_run {
+                    let v = Arc::new(v);
+                    return Ok(if cur.is_some() {
+                        Outcome::Updated(v)
+                    } else {
+                        Outcome::Created(v)
+                    });
+                }
+                let rv = inner.rv + 1;
+                meta::set_meta(&mut v, "resourceVersion", json!(rv.to_string()));
+                (
+                    if cur.is_some() {
+                        EventType::Modified
+                    } else {
+                        EventType::Added
+                    },
+                    Arc::new(v),
+                )
+            }
+            Change::Remove => {
+                let Some(c) = &cur else {
+                    return Err(ApiError::internal("no object to remove"));
+                };
+                if dry_run {
+                    return Ok(Outcome::Deleted(c.clone()));
+                }
+                let mut v = (**c).clone();
+                meta::set_meta(&mut v, "resourceVersion", json!((inner.rv + 1).to_string()));
+                (EventType::Deleted, Arc::new(v))
+            }
+        };
+        inner.rv += 1;
+        let rv = inner.rv;
+        if ty == EventType::Deleted {
+            col.objects.remove(okey);
+        } else {
+            col.objects.insert(okey.clone(), obj.clone());
+        }
+        let ev = Arc::new(Event {
+            ty,
+            rv,
+            key: okey.clone(),
+            obj: obj.clone(),
+            old: cur,
+            lines: Default::default(),
+        });
+        col.history.push_back(ev.clone());
+        while col.history.len() > self.window {
+            if let Some(old) = col.history.pop_front() {
+                col.floor = old.rv;
+            }
+        }
+        col.watchers.retain(|tx| tx.try_send(ev.clone()).is_ok());
+        drop(guard);
+        Ok(match ty {
+            EventType::Added => Outcome::Created(obj),
+            EventType::Modified => Outcome::Updated(obj),
+            EventType::Deleted => Outcome::Deleted(obj),
+        })
+    }
+
+    /// Objects of a collection (optionally one namespace) in (namespace, name) order, at the
+    /// current state or exactly at `at`. `Err(floor)` when `at` is older than the history.
+    pub fn list(
+        &self,
+        key: &StoreKey,
+        ns: Option<&str>,
+        at: Option<u64>,
+    ) -> Result<(u64, Vec<Arc<Value>>), u64> {
+        let inner = self.inner.lock();
+        let Some(col) = inner.cols.get(key) else {
+            return match at {
+                Some(at) if at < inner.rv && at != 0 => Ok((at, Vec::new())),
+                _ => Ok((inner.rv, Vec::new())),
+            };
+        };
+        let in_ns = |k: &ObjKey| ns.is_none_or(|n| k.0 == n);
+        match at {
+            Some(at) if at < inner.rv => {
+                if at < col.floor {
+                    return Err(col.floor);
+                }
+                let mut objs: BTreeMap<ObjKey, Arc<Value>> = col
+                    .objects
+                    .iter()
+                    .filter(|(k, _)| in_ns(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                for ev in col.history.iter().rev().take_while(|e| e.rv > at) {
+                    if !in_ns(&ev.key) {
+                        continue;
+                    }
+                    match (&ev.ty, &ev.old) {
+                        (EventType::Added, _) => {
+                            objs.remove(&ev.key);
+                        }
+                        (_, Some(old)) => {
+                            objs.insert(ev.key.clone(), old.clone());
+                        }
+                        (_, None) => {}
+                    }
+                }
+                Ok((at, objs.into_values().collect()))
+            }
+            _ => {
+                let items = match ns {
+                    Some(n) => col
+                        .objects
+                        .range((n.to_string(), String::new())..)
+                        .take_while(|(k, _)| k.0 == n)
+                        .map(|(_, v)| v.clone())
+                        .collect(),
+                    None => col.objects.values().cloned().collect(),
+                };
+                Ok((inner.rv, items))
+            }
+        }
+    }
+
+    /// Registers a watcher. `Err(floor)` when `Start::From` is below the history floor.
+    pub fn watch(&self, key: &StoreKey, start: Start) -> Result<Subscription, u64> {
+        let mut inner = self.inner.lock();
+        let rv = inner.rv;
+        let col = inner.cols.entry(key.clone()).or_default();
+        let (initial, backlog) = match start {
+            Start::Current { initial } => (
+                if initial {
+                    col.objects.values().cloned().collect()
+                } else {
+                    Vec::new()
+                },
+                Vec::new(),
+            ),
+            Start::From(from) => {
+                if from < col.floor {
+                    return Err(col.floor);
+                }
+                let n = col.history.iter().rev().take_while(|e| e.rv > from).count();
+                (
+                    Vec::new(),
+                    col.history
+                        .iter()
+                        .skip(col.history.len() - n)
+                        .cloned()
+                        .collect(),
+                )
+            }
+        };
+        let (tx, rx) = mpsc::channel(self.watch_buffer);
+        col.watchers.push(tx);
+        Ok(Subscription {
+            rv,
+            initial,
+            backlog,
+            rx,
+        })
+    }
+
+    /// Ends every open watch (each stream ends after what it already received).
+    pub fn close_all_watches(&self) {
+        for col in self.inner.lock().cols.values_mut() {
+            col.watchers.clear();
+        }
+    }
+
+    /// Ends the watches of one collection.
+    pub fn close_watches(&self, key: &StoreKey) {
+        if let Some(col) = self.inner.lock().cols.get_mut(key) {
+            col.watchers.clear();
+        }
+    }
+
+    /// Forgets all history: watches and exact lists from before now get 410 Expired.
+    pub fn compact(&self) {
+        let mut inner = self.inner.lock();
+        let rv = inner.rv;
+        for col in inner.cols.values_mut() {
+            col.history.clear();
+            col.floor = rv;
+        }
+    }
+
+    /// Drops a collection whose resource is gone: its watches end, its objects vanish.
+    pub fn drop_collection(&self, key: &StoreKey) {
+        self.inner.lock().cols.remove(key);
+    }
+}
+
+impl crate::faults::WatchControl for Store {
+    fn close_all_watches(&self) {
+        Store::close_all_watches(self);
+    }
+
+    fn compact(&self) {
+        Store::compact(self);
+    }
+}

@@ -1,0 +1,101 @@
+//! Create (POST on a collection, spec §1.6.1): decode, check type and namespace, name or
+//! generateName, server-set metadata, type rules, validation, then store and emit ADDED.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+
+use crate::registry::ResourceType;
+use crate::router::ResourceRoute;
+use crate::server::{Body, Req, State};
+use crate::status::ApiError;
+use crate::store::{Change, Outcome};
+use crate::validation::FieldCause;
+use crate::{crd, kinds, meta, validation};
+
+pub(crate) fn create(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let dry = req.query.dry_run()?;
+    let mut obj = super::decode_body(req)?;
+    super::check_type(&mut obj, &r.rt, &super::siblings(state, &r.rt))?;
+    let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, dry)?;
+    Ok(super::respond(201, &stored, &r.rt, req))
+}
+
+/// Creates `obj` (already type-checked) in `url_ns`; also used to install CRDs at start.
+pub(crate) fn create_object(
+    state: &Arc<State>,
+    rt: &Arc<ResourceType>,
+    url_ns: Option<&str>,
+    mut obj: Value,
+    dry: bool,
+) -> Result<Arc<Value>, ApiError> {
+    let body_ns = meta::namespace(&obj).to_string();
+    if rt.namespaced {
+        let url_ns = url_ns.unwrap_or("");
+        if body_ns.is_empty() {
+            meta::set_meta(&mut obj, "namespace", json!(url_ns));
+        } else if body_ns != url_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    } else {
+        meta::remove_meta(&mut obj, "namespace");
+    }
+    let ns = meta::namespace(&obj).to_string();
+    if meta::name(&obj).is_empty() {
+        match meta::meta_str(&obj, "generateName").filter(|g| !g.is_empty()) {
+            Some(prefix) => {
+                let n = validation::generate_name(prefix);
+                meta::set_meta(&mut obj, "name", json!(n));
+            }
+            None => {
+                let cause =
+                    FieldCause::required("metadata.name", "name or generateName is required");
+                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
+            }
+        }
+    }
+    if meta::meta_str(&obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::bad_request(
+            "resourceVersion can not be set for Create requests",
+        ));
+    }
+    let name = meta::name(&obj).to_string();
+    super::validate(rt, &mut obj)?;
+    if rt.namespaced {
+        super::ensure_namespace(state, rt, &ns, &name)?;
+    }
+    meta::init_create(&mut obj, rt);
+    kinds::normalize(rt, &mut obj, true);
+    if rt.crd.is_some() && rt.status {
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
+        }
+    }
+    crd::on_write(state, rt, None, &mut obj)?;
+    crd::validate_custom(rt, &mut obj)?;
+    meta::normalize(&mut obj);
+    let key = rt.store_key();
+    let okey = super::okey(rt, Some(&ns), &name);
+    let out = state.store.commit(&key, &okey, dry, |cur| {
+        if cur.is_some() {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        Ok(Change::Put(obj))
+    })?;
+    let stored = match out {
+        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) | Outcome::Deleted(v) => {
+            v
+        }
+    };
+    if !dry {
+        crd::after_write(state, rt, &stored, false);
+    }
+    Ok(stored)
+}

@@ -1,0 +1,196 @@
+//! Delete and deletecollection (spec §1.6.5–1.6.6): preconditions, propagation-policy
+//! finalizers, marking an object with finalizers as deleting (deletionTimestamp, generation+1)
+//! or removing it; a CRD's deletion then cleans up its custom resources (`crd`).
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+
+use crate::registry::ResourceType;
+use crate::router::ResourceRoute;
+use crate::server::{self, Body, Req, State};
+use crate::status::{self, ApiError};
+use crate::store::{Change, Outcome};
+use crate::validation::FieldCause;
+use crate::{crd, filter::Filter, meta};
+
+/// DeleteOptions from the body and the query.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DeleteOpts {
+    pub dry_run: bool,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub policy: Option<String>,
+}
+
+fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
+    let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        serde_json::from_slice(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    };
+    let mut o = DeleteOpts {
+        dry_run: req.query.dry_run()?,
+        ..Default::default()
+    };
+    match body.get("dryRun") {
+        Some(Value::Array(a)) if !a.is_empty() => {
+            if a.iter().any(|v| v != "All") {
+                return Err(ApiError::bad_request(
+                    "Invalid dryRun value: supported values: \"All\"",
+                ));
+            }
+            o.dry_run = true;
+        }
+        _ => {}
+    }
+    if let Some(p) = body.get("preconditions") {
+        o.uid = p.get("uid").and_then(Value::as_str).map(String::from);
+        o.resource_version = p
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .map(String::from);
+    }
+    o.policy = body
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .or_else(|| req.query.value("propagationPolicy").map(String::from));
+    let orphan = body.get("orphanDependents").and_then(Value::as_bool);
+    let bad = |c: FieldCause| Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &[c]));
+    if let Some(p) = &o.policy {
+        if !["Orphan", "Background", "Foreground"].contains(&p.as_str()) {
+            return bad(FieldCause::not_supported(
+                "propagationPolicy",
+                &json!(p),
+                &[json!("Foreground"), json!("Background"), json!("Orphan")],
+            ));
+        }
+        if orphan.is_some() {
+            return bad(FieldCause::invalid(
+                "propagationPolicy",
+                &json!(p),
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+    } else if orphan == Some(true) {
+        o.policy = Some("Orphan".into());
+    }
+    Ok(o)
+}
+
+pub(crate) fn delete(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    name: &str,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let opts = options(req)?;
+    let (obj, removed) = delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
+    if removed {
+        let uid = meta::meta_str(&obj, "uid").unwrap_or("");
+        return Ok(server::json(
+            200,
+            &status::success(&r.rt.group, &r.rt.plural, name, uid),
+        ));
+    }
+    Ok(super::respond(200, &obj, &r.rt, req))
+}
+
+/// Deletes or marks one object; returns it and whether it is gone.
+pub(crate) fn delete_object(
+    state: &Arc<State>,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    opts: &DeleteOpts,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let key = rt.store_key();
+    let okey = super::okey(rt, ns, name);
+    let out = state.store.commit(&key, &okey, opts.dry_run, |cur| {
+        let Some(cur) = cur else {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        };
+        let uid = meta::meta_str(cur, "uid").unwrap_or("");
+        if let Some(want) = opts.uid.as_deref().filter(|u| *u != uid) {
+            return Err(ApiError::new(409, "Conflict", format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}")));
+        }
+        let rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
+        if let Some(want) = opts.resource_version.as_deref().filter(|r| *r != rv) {
+            return Err(ApiError::new(
+                409,
+                "Conflict",
+                format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"),
+            ));
+        }
+        let mut new = (**cur).clone();
+        let mut fins = meta::finalizers(&new);
+        let extra = match opts.policy.as_deref() {
+            Some("Orphan") => Some("orphan"),
+            Some("Foreground") => Some("foregroundDeletion"),
+            _ => None,
+        };
+        if let Some(f) = extra {
+            if !fins.iter().any(|x| x == f) {
+                fins.push(f.to_string());
+                meta::set_meta(&mut new, "finalizers", json!(fins));
+            }
+        }
+        let is_ns = super::update::namespace_finalizers(rt, &new);
+        if fins.is_empty() && !is_ns {
+            return Ok(Change::Remove);
+        }
+        if meta::meta_str(&new, "deletionTimestamp").is_none() {
+            meta::set_meta(&mut new, "deletionTimestamp", json!(meta::now()));
+            meta::set_meta(&mut new, "deletionGracePeriodSeconds", json!(0));
+            if rt.generation {
+                meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
+            }
+        }
+        if rt.group.is_empty() && rt.plural == "namespaces" {
+            new["status"] = json!({"phase": "Terminating"});
+        }
+        Ok(Change::Put(new))
+    })?;
+    let (obj, removed) = match out {
+        Outcome::Deleted(v) => (v, true),
+        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
+    };
+    if !opts.dry_run {
+        crd::after_write(state, rt, &obj, removed);
+        if !removed {
+            crd::after_delete_marked(state, rt, &obj);
+        }
+    }
+    Ok((obj, removed))
+}
+
+pub(crate) fn delete_collection(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let opts = options(req)?;
+    let rt = &r.rt;
+    let filter = Filter::parse(&req.query, rt, r.namespace.clone())?;
+    let (_, items) = state
+        .store
+        .list(&rt.store_key(), r.namespace.as_deref(), None)
+        .map_err(|_| ApiError::internal("list failed"))?;
+    let mut out = Vec::new();
+    for obj in items.iter().filter(|o| filter.matches(o)) {
+        let ns = meta::namespace(obj).to_string();
+        match delete_object(state, rt, Some(&ns), meta::name(obj), &opts) {
+            Ok((v, _)) => out.push(super::served(&v, rt).into_owned()),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let list = json!({
+        "kind": rt.list_kind, "apiVersion": rt.api_version(),
+        "metadata": {"resourceVersion": state.store.current_rv().to_string()}, "items": out,
+    });
+    Ok(server::json(200, &list))
+}

@@ -1,0 +1,219 @@
+//! The resource verbs: `dispatch` picks one from the method and the route (collection or item,
+//! subresource) and the submodules implement them on the `store` — `read` (get, list), `create`,
+//! `update` (PUT and PATCH share one update path), `delete` (delete, deletecollection); watches
+//! live in `crate::watch`. The helpers here decode bodies, check apiVersion/kind and namespace,
+//! and render stored objects at the served version.
+
+pub(crate) mod create;
+pub(crate) mod delete;
+pub(crate) mod read;
+pub(crate) mod update;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Response};
+use serde_json::{Value, json};
+
+use crate::registry::ResourceType;
+use crate::router::ResourceRoute;
+use crate::server::{self, Body, Req, State};
+use crate::status::ApiError;
+use crate::store::{ObjKey, partial_metadata};
+use crate::{kinds, meta, watch};
+
+pub(crate) async fn dispatch(
+    state: &Arc<State>,
+    r: ResourceRoute,
+    req: Req,
+) -> Result<Response<Body>, ApiError> {
+    let rt = r.rt.clone();
+    if let Some(sub) = &r.sub {
+        let ok = match sub.as_str() {
+            "status" => rt.status,
+            _ => false,
+        };
+        if !ok {
+            return Err(ApiError::unknown_path());
+        }
+    }
+    if rt.virtual_create {
+        return match (&req.method, &r.name) {
+            (&Method::POST, None) => kinds::review(&rt, &req),
+            _ => Err(ApiError::method_not_allowed()),
+        };
+    }
+    let all_namespaces = rt.namespaced && r.namespace.is_none();
+    match (&req.method, r.name.as_deref()) {
+        (&Method::GET, None) => {
+            if req.query.flag("watch")? {
+                watch::serve(state, &r, &req)
+            } else {
+                read::list(state, &r, &req)
+            }
+        }
+        (&Method::POST, None) if !all_namespaces => create::create(state, &r, &req),
+        (&Method::DELETE, None) if !all_namespaces => delete::delete_collection(state, &r, &req),
+        (&Method::GET, Some(name)) => read::get(state, &r, name, &req),
+        (&Method::PUT, Some(name)) => update::put(state, &r, name, &req),
+        (&Method::PATCH, Some(name)) => update::patch(state, &r, name, &req),
+        (&Method::DELETE, Some(name)) if r.sub.is_none() => delete::delete(state, &r, name, &req),
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// The JSON (or YAML) object in a POST/PUT body.
+pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
+    let ct = req.header("content-type");
+    let media = ct.split(';').next().unwrap_or("").trim();
+    let v: Value = match media {
+        "" | "application/json" | "*/*" => serde_json::from_slice(&req.body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            let text =
+                std::str::from_utf8(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?
+        }
+        _ => {
+            return Err(ApiError::unsupported_media(
+                "application/json, application/yaml",
+            ));
+        }
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    Ok(v)
+}
+
+/// `apiVersion`/`kind` must name the endpoint's type (missing ones are filled in). Custom
+/// resources may carry any served version of their group; objects are stored at the storage
+/// version.
+pub(crate) fn check_type(
+    obj: &mut Value,
+    rt: &ResourceType,
+    served: &[Arc<ResourceType>],
+) -> Result<(), ApiError> {
+    let want_av = rt.api_version();
+    let av = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if !kind.is_empty() && kind != rt.kind {
+        let version = if av.is_empty() {
+            rt.version.clone()
+        } else {
+            av.rsplit('/').next().unwrap_or("").to_string()
+        };
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {}: the object kind does not match the endpoint",
+            rt.kind
+        )));
+    }
+    let ok_av = av.is_empty()
+        || av == want_av
+        || served
+            .iter()
+            .any(|t| t.api_version() == av && t.kind == rt.kind);
+    if !ok_av {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({want_av})"
+        )));
+    }
+    obj["apiVersion"] = json!(rt.storage_version);
+    obj["kind"] = json!(rt.kind);
+    Ok(())
+}
+
+/// The other served versions of the same resource (for multi-version custom resources).
+pub(crate) fn siblings(state: &State, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
+    state
+        .registry
+        .snapshot()
+        .types
+        .iter()
+        .filter(|t| t.group == rt.group && t.plural == rt.plural)
+        .cloned()
+        .collect()
+}
+
+/// The store key of an object.
+pub(crate) fn okey(rt: &ResourceType, ns: Option<&str>, name: &str) -> ObjKey {
+    (
+        if rt.namespaced {
+            ns.unwrap_or("").to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    )
+}
+
+/// A stored object as served at `rt`'s version.
+pub(crate) fn served<'a>(obj: &'a Arc<Value>, rt: &ResourceType) -> std::borrow::Cow<'a, Value> {
+    if rt.storage_version == rt.api_version() {
+        std::borrow::Cow::Borrowed(&**obj)
+    } else {
+        let mut v = (**obj).clone();
+        v["apiVersion"] = json!(rt.api_version());
+        std::borrow::Cow::Owned(v)
+    }
+}
+
+/// An object response (full, or PartialObjectMetadata when asked for).
+pub(crate) fn respond(code: u16, obj: &Arc<Value>, rt: &ResourceType, req: &Req) -> Response<Body> {
+    if req.meta_only() {
+        return server::json(code, &partial_metadata(obj));
+    }
+    let v = served(obj, rt);
+    server::bytes(
+        code,
+        "application/json",
+        Bytes::from(serde_json::to_vec(&*v).unwrap_or_default()),
+    )
+}
+
+/// Namespaced creates need an existing namespace that is not terminating.
+pub(crate) fn ensure_namespace(
+    state: &State,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let key = (String::new(), "namespaces".to_string());
+    match state.store.get(&key, &(String::new(), ns.to_string())) {
+        None => Err(ApiError::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_details(json!({"name": ns, "kind": "namespaces"}))),
+        Some(n) if meta::meta_str(&n, "deletionTimestamp").is_some() => Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!("{} {name:?} is forbidden: unable to create new content in namespace {ns} because it is being terminated", rt.plural),
+        )
+        .with_details(json!({"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Generic metadata/data validation, then the CRD schema for custom resources.
+pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    let causes =
+        crate::validation::validate_object(&rt.group, &rt.plural, &rt.kind, rt.namespaced, obj);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            meta::name(obj),
+            &causes,
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! Get and list (spec §1.6.2, §1.7). Lists honour selectors (`filter`), resourceVersion /
+//! resourceVersionMatch, and pagination: a continue token carries the list's resourceVersion
+//! and the last key, and every page is read from the store at that resourceVersion, so the
+//! pages form one consistent snapshot.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+use http::Response;
+use serde_json::{Value, json};
+
+use crate::filter::Filter;
+use crate::router::ResourceRoute;
+use crate::server::{self, Body, Req, State};
+use crate::status::ApiError;
+use crate::store::{ObjKey, partial_metadata};
+
+pub(crate) fn get(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    name: &str,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let rt = &r.rt;
+    match state.store.get(
+        &rt.store_key(),
+        &super::okey(rt, r.namespace.as_deref(), name),
+    ) {
+        Some(obj) => Ok(super::respond(200, &obj, rt, req)),
+        None => Err(ApiError::not_found(&rt.group, &rt.plural, name)),
+    }
+}
+
+fn encode_token(rv: u64, key: &ObjKey) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!([rv, key.0, key.1]).to_string())
+}
+
+fn decode_token(t: &str) -> Option<(u64, ObjKey)> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(t)
+        .ok()?;
+    let v: Value = serde_json::from_slice(&raw).ok()?;
+    let a = v.as_array()?;
+    Some((
+        a.first()?.as_u64()?,
+        (
+            a.get(1)?.as_str()?.to_string(),
+            a.get(2)?.as_str()?.to_string(),
+        ),
+    ))
+}
+
+/// The 504 for a resourceVersion from the future.
+pub(crate) fn too_large(n: u64, current: u64) -> ApiError {
+    let mut e = ApiError::new(504, "Timeout", format!("Too large resource version: {n}, current: {current}"))
+        .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}));
+    e.retry_after = Some(1);
+    e
+}
+
+pub(crate) fn parse_rv(q: &crate::router::Query) -> Result<Option<u64>, ApiError> {
+    match q.value("resourceVersion") {
+        None => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}"))),
+    }
+}
+
+pub(crate) fn list(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let rt = &r.rt;
+    let q = &req.query;
+    let filter = Filter::parse(q, rt, r.namespace.clone())?;
+    let limit = q.number("limit")?.unwrap_or(0) as usize;
+    let rv = parse_rv(q)?;
+    let rvm = q.value("resourceVersionMatch");
+    let current = state.store.current_rv();
+    let key = rt.store_key();
+    let (at, start) = if let Some(tok) = q.value("continue") {
+        let (trv, k) = decode_token(tok)
+            .ok_or_else(|| ApiError::bad_request("continue key is not valid: malformed token"))?;
+        (Some(trv), Some(k))
+    } else {
+        if rvm.is_some() && rv.is_none() {
+            return Err(ApiError::bad_request(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        let at = match (rv, rvm) {
+            (None, _) | (Some(0), None | Some("NotOlderThan")) => None,
+            (Some(n), Some("Exact")) => Some(n),
+            (Some(n), None) if limit > 0 => Some(n),
+            (Some(_), None | Some("NotOlderThan")) => None,
+            (Some(_), Some(other)) => {
+                return Err(ApiError::bad_request(format!(
+                    "invalid resourceVersionMatch: {other:?}"
+                )));
+            }
+        };
+        if let Some(n) = rv.filter(|n| *n > current) {
+            return Err(too_large(n, current));
+        }
+        (at, None)
+    };
+    let (list_rv, items) = match state.store.list(&key, r.namespace.as_deref(), at) {
+        Ok(x) => x,
+        Err(floor) => {
+            let mut e = if start.is_some() {
+                ApiError::expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                )
+            } else {
+                ApiError::expired(format!(
+                    "too old resource version: {} ({floor})",
+                    at.unwrap_or(0)
+                ))
+            };
+            if let Some(k) = &start {
+                e.details = None;
+                let tok = encode_token(current, k);
+                return Ok({
+                    let mut v = e.to_value();
+                    v["metadata"] = json!({"continue": tok});
+                    server::json(410, &v)
+                });
+            }
+            e.details = None;
+            return Err(e);
+        }
+    };
+    let start_idx = match &start {
+        Some(k) => items.partition_point(|o| key_of(o) <= *k),
+        None => 0,
+    };
+    let mut page = Vec::new();
+    let mut cont = None;
+    let mut remaining = 0usize;
+    for (i, obj) in items.iter().enumerate().skip(start_idx) {
+        if !filter.matches(obj) {
+            continue;
+        }
+        if limit > 0 && page.len() == limit {
+            cont = page
+                .last()
+                .map(|o: &&Arc<Value>| encode_token(list_rv, &key_of(o)));
+            remaining = items.len() - i;
+            break;
+        }
+        page.push(obj);
+    }
+    let meta_only = req.meta_only();
+    let mut lm = json!({"resourceVersion": list_rv.to_string()});
+    if let Some(c) = cont {
+        lm["continue"] = json!(c);
+        if filter.no_selectors() {
+            lm["remainingItemCount"] = json!(remaining);
+        }
+    }
+    let (kind, api_version) = if meta_only {
+        (
+            "PartialObjectMetadataList".to_string(),
+            "meta.k8s.io/v1".to_string(),
+        )
+    } else {
+        (rt.list_kind.clone(), rt.api_version())
+    };
+    let mut buf = Vec::with_capacity(64 + page.len() * 512);
+    buf.extend_from_slice(
+        format!(
+            "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+            json!(kind),
+            json!(api_version),
+            lm
+        )
+        .as_bytes(),
+    );
+    for (i, obj) in page.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        let _ = if meta_only {
+            serde_json::to_writer(&mut buf, &partial_metadata(obj))
+        } else {
+            serde_json::to_writer(&mut buf, &*super::served(obj, rt))
+        };
+    }
+    buf.extend_from_slice(b"]}");
+    Ok(server::bytes(200, "application/json", Bytes::from(buf)))
+}
+
+fn key_of(o: &Value) -> ObjKey {
+    (
+        crate::meta::namespace(o).to_string(),
+        crate::meta::name(o).to_string(),
+    )
+}

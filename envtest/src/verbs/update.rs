@@ -1,0 +1,265 @@
+//! Update (PUT) and patch (PATCH) of an item or its `/status` (spec §1.6.3–1.6.4). Both build a
+//! new object from the stored one and go through one update path: type/name/namespace checks,
+//! resourceVersion precondition, immutable fields, status-subresource rules, finalizers of an
+//! object being deleted, generation, validation — then a no-op write changes nothing, and an
+//! update that removes the last finalizer of a deleting object removes it.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+
+use crate::registry::ResourceType;
+use crate::router::ResourceRoute;
+use crate::server::{Body, Req, State};
+use crate::status::ApiError;
+use crate::store::{Change, Outcome};
+use crate::validation::FieldCause;
+use crate::{crd, kinds, meta};
+
+pub(crate) fn put(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    name: &str,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let dry = req.query.dry_run()?;
+    let mut body = super::decode_body(req)?;
+    super::check_type(&mut body, &r.rt, &super::siblings(state, &r.rt))?;
+    let (out, _) = update_object(
+        state,
+        &r.rt,
+        r.namespace.as_deref(),
+        name,
+        r.sub.as_deref(),
+        dry,
+        true,
+        move |_| Ok(body),
+    )?;
+    Ok(super::respond(200, &out, &r.rt, req))
+}
+
+pub(crate) fn patch(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    name: &str,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let dry = req.query.dry_run()?;
+    let ct = req
+        .header("content-type")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let accepted =
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+    if ct != "application/apply-patch+yaml" && req.query.flag("force")? {
+        let cause = FieldCause::forbidden("force", "may not be specified for non-apply patch");
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            &[cause],
+        ));
+    }
+    let rt = r.rt.clone();
+    let apply: Box<dyn FnOnce(&Value) -> Result<Value, ApiError>> = match ct.as_str() {
+        "application/json-patch+json" => {
+            let p: json_patch::Patch = serde_json::from_slice(&req.body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            if p.0.len() > 10_000 {
+                return Err(ApiError::new(
+                    413,
+                    "RequestEntityTooLarge",
+                    "The allowed maximum operations in a JSON patch is 10000",
+                ));
+            }
+            Box::new(move |cur| json_patch_apply(cur, &p))
+        }
+        "application/merge-patch+json" => {
+            let p: Value = serde_json::from_slice(&req.body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            Box::new(move |cur| {
+                let mut doc = cur.clone();
+                json_patch::merge(&mut doc, &p);
+                Ok(doc)
+            })
+        }
+        // Strategic merge and server-side apply are not served yet.
+        _ => return Err(ApiError::unsupported_media(accepted)),
+    };
+    let served_rt = rt.clone();
+    let (out, _) = update_object(
+        state,
+        &rt,
+        r.namespace.as_deref(),
+        name,
+        r.sub.as_deref(),
+        dry,
+        false,
+        move |cur| {
+            let doc = super::served(cur, &served_rt).into_owned();
+            let mut new = apply(&doc)?;
+            if !new.is_object() {
+                return Err(ApiError::bad_request(
+                    "the patched object is not a JSON object",
+                ));
+            }
+            if new.get("apiVersion") == Some(&json!(served_rt.api_version())) {
+                new["apiVersion"] = json!(served_rt.storage_version);
+            }
+            Ok(new)
+        },
+    )?;
+    Ok(super::respond(200, &out, &r.rt, req))
+}
+
+/// RFC 6902 with upstream's compatibility rule: `test` of a missing path against `null` passes.
+fn json_patch_apply(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
+    let mut doc = cur.clone();
+    for op in &p.0 {
+        if let json_patch::PatchOperation::Test(t) = op {
+            if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() {
+                continue;
+            }
+        }
+        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| {
+            ApiError::new(
+                422,
+                "Invalid",
+                format!("the server rejected our request due to an error in our request: {e}"),
+            )
+        })?;
+    }
+    Ok(doc)
+}
+
+/// The shared update path. `make` builds the new object from the stored one. `put` marks a PUT
+/// (custom resources then require `metadata.resourceVersion`). Returns the resulting object and
+/// whether it was removed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update_object(
+    state: &Arc<State>,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    dry: bool,
+    put: bool,
+    make: impl FnOnce(&Arc<Value>) -> Result<Value, ApiError>,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let key = rt.store_key();
+    let okey = super::okey(rt, ns, name);
+    let status_write = sub == Some("status");
+    let sibs = super::siblings(state, rt);
+    let out = state.store.commit(&key, &okey, dry, |cur| {
+        let Some(cur) = cur else {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        };
+        let mut new = make(cur)?;
+        super::check_type(&mut new, rt, &sibs)?;
+        // name and namespace
+        match meta::meta_str(&new, "name") {
+            None | Some("") => meta::set_meta(&mut new, "name", json!(name)),
+            Some(n) if n != name => {
+                return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+            }
+            _ => {}
+        }
+        if rt.namespaced {
+            let url_ns = ns.unwrap_or("");
+            match meta::meta_str(&new, "namespace") {
+                None | Some("") => meta::set_meta(&mut new, "namespace", json!(url_ns)),
+                Some(n) if n != url_ns => {
+                    return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+                }
+                _ => {}
+            }
+        } else {
+            meta::remove_meta(&mut new, "namespace");
+        }
+        // optimistic concurrency
+        let cur_rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
+        match meta::meta_str(&new, "resourceVersion").filter(|v| !v.is_empty()) {
+            Some(rv) if rv != cur_rv => return Err(ApiError::conflict(&rt.group, &rt.plural, name)),
+            None if put && rt.crd.is_some() => {
+                let cause = FieldCause::invalid("metadata.resourceVersion", &json!("0x0"), "must be specified for an update");
+                let mut e = ApiError::invalid(&rt.group, &rt.kind, name, &[cause]);
+                e.message = format!("{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update", crate::status::qualified(&rt.group, &rt.plural));
+                return Err(e);
+            }
+            _ => {}
+        }
+        if let Some(uid) = meta::meta_str(&new, "uid").filter(|u| !u.is_empty()) {
+            if Some(uid) != meta::meta_str(cur, "uid") {
+                let cause = FieldCause::invalid("metadata.uid", &json!(uid), "field is immutable");
+                return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
+            }
+        }
+        meta::keep_immutable(&mut new, cur);
+        // status subresource rules
+        if status_write {
+            let mut merged = (**cur).clone();
+            match new.get("status") {
+                Some(s) => merged["status"] = s.clone(),
+                None => {
+                    if let Some(o) = merged.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+            new = merged;
+        } else if rt.status {
+            match cur.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    if let Some(o) = new.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+        }
+        // finalizers of an object being deleted
+        let deleting = meta::meta_str(cur, "deletionTimestamp").is_some();
+        if deleting {
+            let old_f = meta::finalizers(cur);
+            if meta::finalizers(&new).iter().any(|f| !old_f.contains(f)) {
+                let cause = FieldCause::forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted");
+                return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
+            }
+        }
+        kinds::normalize(rt, &mut new, false);
+        meta::normalize(&mut new);
+        super::validate(rt, &mut new)?;
+        crd::on_write(state, rt, Some(cur), &mut new)?;
+        crd::validate_custom(rt, &mut new)?;
+        if rt.generation && !status_write && meta::spec_changed(cur, &new, rt.status) {
+            meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
+        }
+        if deleting && meta::finalizers(&new).is_empty() && !namespace_finalizers(rt, &new) {
+            return Ok(Change::Remove);
+        }
+        Ok(Change::Put(new))
+    })?;
+    let (obj, removed) = match out {
+        Outcome::Deleted(v) => (v, true),
+        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
+    };
+    if !dry {
+        crd::after_write(state, rt, &obj, removed);
+    }
+    Ok((obj, removed))
+}
+
+/// A namespace is held by its `spec.finalizers` too.
+pub(crate) fn namespace_finalizers(rt: &ResourceType, obj: &Value) -> bool {
+    rt.group.is_empty()
+        && rt.plural == "namespaces"
+        && obj
+            .get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+}

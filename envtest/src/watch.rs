@@ -1,0 +1,287 @@
+//! Watch streams (spec §1.8). A watch registers with the `store` (which hands over the backlog
+//! from the requested resourceVersion, or the current objects, plus a bounded live channel) and
+//! a task turns those events into newline-delimited JSON on a chunked HTTP 200 response:
+//! selector transitions (ADDED/DELETED when an object starts/stops matching), bookmarks, the
+//! initial-events-end bookmark of streaming lists, `timeoutSeconds`, and an in-stream
+//! ERROR 410 when the start is older than the history. Lines are encoded once per event and
+//! shared among watchers; consecutive events are batched into one chunk.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::Response;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::filter::Filter;
+use crate::registry::ResourceType;
+use crate::router::ResourceRoute;
+use crate::server::{self, Body, Req, State};
+use crate::status::ApiError;
+use crate::store::{Event, EventType, Start, Subscription, encode_line, partial_metadata};
+use crate::verbs::read::parse_rv;
+
+const BATCH: usize = 64 * 1024;
+
+struct Watch {
+    rt: Arc<ResourceType>,
+    filter: Filter,
+    meta_only: bool,
+    bookmarks: bool,
+    /// RV of the last event sent (or the start position).
+    last_rv: u64,
+    buf: BytesMut,
+}
+
+pub(crate) fn serve(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let q = &req.query;
+    let rt = r.rt.clone();
+    let filter = Filter::parse(q, &rt, r.namespace.clone())?;
+    let rv = parse_rv(q)?;
+    let bookmarks = q.flag("allowWatchBookmarks")?;
+    let initial_events = q
+        .get("sendInitialEvents")
+        .map(|_| q.flag("sendInitialEvents"))
+        .transpose()?;
+    let rvm = q.value("resourceVersionMatch");
+    if initial_events.is_some() && rvm != Some("NotOlderThan") {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "sendInitialEvents requires resourceVersionMatch=NotOlderThan",
+        ));
+    }
+    if initial_events.is_none() && rvm.is_some() {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    if initial_events == Some(true) && !bookmarks {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "sendInitialEvents requires allowWatchBookmarks=true",
+        ));
+    }
+    let timeout = match q.number("timeoutSeconds")? {
+        Some(s) => Duration::from_secs(s).min(state.settings.max_watch),
+        None => state.settings.max_watch,
+    };
+    let start = match (initial_events, rv) {
+        (Some(true), _) => Start::Current { initial: true },
+        (Some(false), None | Some(0)) => Start::Current { initial: false },
+        (_, None | Some(0)) => Start::Current { initial: true },
+        (_, Some(n)) => Start::From(n),
+    };
+    let from = if let Start::From(n) = start {
+        Some(n)
+    } else {
+        None
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    let ct = if req.meta_only() {
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    } else {
+        "application/json"
+    };
+    let sub = state.store.watch(&rt.store_key(), start);
+    let sub = match sub {
+        Ok(s) => s,
+        Err(floor) => {
+            let e = ApiError::expired(format!(
+                "too old resource version: {} ({floor})",
+                from.unwrap_or(0)
+            ));
+            let line = encode_line("ERROR", &e.to_value());
+            let _ = tx.try_send(line);
+            return Ok(server::stream(ct, rx));
+        }
+    };
+    let w = Watch {
+        rt,
+        filter,
+        meta_only: req.meta_only(),
+        bookmarks,
+        last_rv: from.unwrap_or(sub.rv),
+        buf: BytesMut::new(),
+    };
+    let state = state.clone();
+    tokio::spawn(run(
+        state,
+        w,
+        sub,
+        tx,
+        timeout,
+        initial_events == Some(true),
+    ));
+    Ok(server::stream(ct, rx))
+}
+
+async fn run(
+    state: Arc<State>,
+    mut w: Watch,
+    mut sub: Subscription,
+    tx: mpsc::Sender<Bytes>,
+    timeout: Duration,
+    end_bookmark: bool,
+) {
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    for obj in std::mem::take(&mut sub.initial) {
+        if w.filter.in_namespace(crate::meta::namespace(&obj)) && w.filter.matches(&obj) {
+            let line = w.encode("ADDED", &obj);
+            w.buf.extend_from_slice(&line);
+            if w.buf.len() >= BATCH && !w.flush(&tx).await {
+                return;
+            }
+        }
+    }
+    if end_bookmark {
+        w.last_rv = sub.rv;
+        w.bookmark(sub.rv, true);
+    }
+    for ev in std::mem::take(&mut sub.backlog) {
+        w.push(&ev);
+        if w.buf.len() >= BATCH && !w.flush(&tx).await {
+            return;
+        }
+    }
+    if !w.flush(&tx).await {
+        return;
+    }
+    let mut ticker = tokio::time::interval(state.settings.bookmark_interval);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = state.shutdown.cancelled() => return,
+            _ = tx.closed() => return,
+            _ = &mut deadline => {
+                if w.bookmarks && w.drain_for_bookmark(&state, &mut sub) {
+                    let _ = w.flush(&tx).await;
+                }
+                return;
+            }
+            _ = ticker.tick(), if w.bookmarks => {
+                if !w.drain_for_bookmark(&state, &mut sub) {
+                    let _ = w.flush(&tx).await;
+                    return;
+                }
+                if !w.flush(&tx).await {
+                    return;
+                }
+            }
+            ev = sub.rx.recv() => {
+                let Some(ev) = ev else {
+                    let _ = w.flush(&tx).await;
+                    return;
+                };
+                w.push(&ev);
+                while w.buf.len() < BATCH {
+                    match sub.rx.try_recv() {
+                        Ok(ev) => w.push(&ev),
+                        Err(_) => break,
+                    }
+                }
+                if !w.flush(&tx).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Watch {
+    fn encode(&self, ty: &str, obj: &Value) -> Bytes {
+        if self.meta_only {
+            encode_line(ty, &partial_metadata(obj))
+        } else if self.rt.storage_version != self.rt.api_version() {
+            let mut v = obj.clone();
+            v["apiVersion"] = json!(self.rt.api_version());
+            encode_line(ty, &v)
+        } else {
+            encode_line(ty, obj)
+        }
+    }
+
+    /// Appends the line for `ev` as this watcher sees it (or nothing).
+    fn push(&mut self, ev: &Arc<Event>) {
+        if !self.filter.in_namespace(&ev.key.0) {
+            return;
+        }
+        let ty = if self.filter.no_selectors() {
+            Some(ev.ty)
+        } else {
+            match ev.ty {
+                EventType::Added => self.filter.matches(&ev.obj).then_some(EventType::Added),
+                EventType::Deleted => self.filter.matches(&ev.obj).then_some(EventType::Deleted),
+                EventType::Modified => {
+                    let was = ev.old.as_ref().is_some_and(|o| self.filter.matches(o));
+                    match (was, self.filter.matches(&ev.obj)) {
+                        (true, true) => Some(EventType::Modified),
+                        (false, true) => Some(EventType::Added),
+                        (true, false) => Some(EventType::Deleted),
+                        (false, false) => None,
+                    }
+                }
+            }
+        };
+        self.last_rv = self.last_rv.max(ev.rv);
+        let Some(ty) = ty else { return };
+        if self.meta_only || self.rt.storage_version == self.rt.api_version() {
+            self.buf.extend_from_slice(&ev.line(ty, self.meta_only));
+        } else {
+            let line = self.encode(ty.as_str(), &ev.obj);
+            self.buf.extend_from_slice(&line);
+        }
+    }
+
+    /// Takes in every event up to the current resourceVersion, then queues a bookmark at it.
+    /// False when the watcher was dropped by the store (no bookmark may then be sent).
+    fn drain_for_bookmark(&mut self, state: &State, sub: &mut Subscription) -> bool {
+        let now = state.store.current_rv();
+        loop {
+            match sub.rx.try_recv() {
+                Ok(ev) => self.push(&ev),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return false,
+            }
+        }
+        let rv = self.last_rv.max(now);
+        self.last_rv = rv;
+        self.bookmark(rv, false);
+        true
+    }
+
+    fn bookmark(&mut self, rv: u64, initial_end: bool) {
+        let (kind, av) = if self.meta_only {
+            (
+                "PartialObjectMetadata".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            )
+        } else {
+            (self.rt.kind.clone(), self.rt.api_version())
+        };
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let line = encode_line(
+            "BOOKMARK",
+            &json!({"kind": kind, "apiVersion": av, "metadata": meta}),
+        );
+        self.buf.extend_from_slice(&line);
+    }
+
+    async fn flush(&mut self, tx: &mpsc::Sender<Bytes>) -> bool {
+        if self.buf.is_empty() {
+            return true;
+        }
+        let chunk = self.buf.split().freeze();
+        tx.send(chunk).await.is_ok()
+    }
+}

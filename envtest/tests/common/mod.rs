@@ -1,0 +1,115 @@
+//! Shared helpers of the envtest integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+
+use ctrl_envtest::Environment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::core::Status;
+
+/// A fresh environment.
+pub async fn env() -> Environment {
+    Environment::builder().start().await.expect("start envtest")
+}
+
+/// A ConfigMap in `default` with data.
+pub fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+    let mut c = ConfigMap::default();
+    c.metadata.name = Some(name.to_string());
+    c.data = Some(
+        data.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+    );
+    c
+}
+
+/// The Status of an API error.
+pub fn status_of(e: kube::Error) -> Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// A raw HTTP request; returns the status code and the JSON body (Null if not JSON).
+pub async fn raw(
+    env: &Environment,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    content_type: &str,
+) -> (u16, serde_json::Value) {
+    let (code, _, text) = raw_full(env, method, path, body, content_type, &[]).await;
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// A raw HTTP/1.1 request over a fresh TCP connection; returns code, headers and body text.
+pub async fn raw_full(
+    env: &Environment,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    content_type: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(env.addr()).await.unwrap();
+    let body = body.unwrap_or("");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    parse_response(&out)
+}
+
+/// Splits a raw HTTP/1.1 response (de-chunking the body).
+pub fn parse_response(out: &[u8]) -> (u16, Vec<(String, String)>, String) {
+    let text = String::from_utf8_lossy(out).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let code = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    (code, headers, body)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
