@@ -308,12 +308,15 @@ pub(crate) trait UnfinishedWork: Send + Sync {
     fn update_unfinished_work(&self, now: Instant);
 }
 
+/// The queues the updater thread refreshes.
+type Registered = Arc<Mutex<Vec<Weak<dyn UnfinishedWork>>>>;
+
 /// Registers `q` with the process-wide updater thread (started on first use). The thread
 /// holds only a weak reference: dropped queues are forgotten on the next tick.
 pub(crate) fn register_unfinished_work(q: Weak<dyn UnfinishedWork>) {
-    static QUEUES: OnceLock<Arc<Mutex<Vec<Weak<dyn UnfinishedWork>>>>> = OnceLock::new();
+    static QUEUES: OnceLock<Registered> = OnceLock::new();
     let queues = QUEUES.get_or_init(|| {
-        let queues: Arc<Mutex<Vec<Weak<dyn UnfinishedWork>>>> = Arc::default();
+        let queues: Registered = Arc::default();
         let for_thread = Arc::clone(&queues);
         let spawned = std::thread::Builder::new()
             .name("ctrl-workqueue-metrics".into())

@@ -75,19 +75,29 @@ impl<T: QueueKey> State<T> {
         }
     }
 
-    fn push_bucket(&mut self, idx: u32) -> usize {
+    /// Gives the item in `idx` a fresh ticket: its place in FIFO order within its priority.
+    fn new_ticket(&mut self, idx: u32) {
         self.next_ticket += 1;
-        let ticket = self.next_ticket;
+        if let Some(n) = self.table.get_mut(idx) {
+            n.val.ticket = self.next_ticket;
+        }
+    }
+
+    /// Puts the item in `idx` into its priority's bucket, in ticket order (at the back,
+    /// unless it waited for `done` while younger items were added).
+    fn push_bucket(&mut self, idx: u32) -> usize {
         let Some(n) = self.table.get_mut(idx) else {
             return 0;
         };
-        n.val.ticket = ticket;
         n.val.flags |= IN_BUCKET;
-        let prio = n.val.priority;
-        self.buckets
-            .entry(Reverse(prio))
-            .or_default()
-            .push_back((ticket, idx));
+        let (ticket, prio) = (n.val.ticket, n.val.priority);
+        let bucket = self.buckets.entry(Reverse(prio)).or_default();
+        if bucket.back().is_none_or(|&(t, _)| t < ticket) {
+            bucket.push_back((ticket, idx));
+        } else {
+            let pos = bucket.partition_point(|&(t, _)| t < ticket);
+            bucket.insert(pos, (ticket, idx));
+        }
         self.take_waiter()
     }
 
@@ -100,6 +110,8 @@ impl<T: QueueKey> State<T> {
         let e = &mut n.val;
         e.ready_at = None;
         self.ready += 1;
+        self.next_ticket += 1;
+        e.ticket = self.next_ticket;
         if let Some(m) = &mut self.metrics {
             m.adds.inc();
             m.depth(e.priority).inc();
@@ -155,8 +167,11 @@ impl<T: QueueKey> State<T> {
                     m.depth(old).dec();
                     m.depth(prio).inc();
                 }
-                if e.flags & IN_BUCKET != 0 {
-                    // The old bucket element goes stale (its ticket no longer matches).
+                let in_bucket = e.flags & IN_BUCKET != 0;
+                // A raised item goes to the back of its new priority; its old bucket
+                // element goes stale (the ticket no longer matches).
+                self.new_ticket(idx);
+                if in_bucket {
                     woken += self.push_bucket(idx);
                 }
             }

@@ -1,0 +1,153 @@
+//! Work-queue metrics read back from the process registry after a known sequence of
+//! operations (client-go's `metrics_test.go`, controller-runtime's metric names).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ctrl_runtime::workqueue::{QueueConfig, RateLimitingQueue, prometheus_metrics_provider};
+use prometheus::proto::{Metric, MetricType};
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+fn queue() -> (RateLimitingQueue<String>, String) {
+    let name = format!("rlq-metrics-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let q = RateLimitingQueue::new(
+        QueueConfig::new(name.clone()).with_metrics(prometheus_metrics_provider()),
+    );
+    (q, name)
+}
+
+fn find(family: &str, name: &str) -> Option<(MetricType, Metric)> {
+    let families = ctrl_runtime::metrics::registry().gather();
+    let fam = families.iter().find(|f| f.name() == family)?;
+    let m = fam.get_metric().iter().find(|m| {
+        let has = |k: &str, v: &str| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == k && l.value() == v)
+        };
+        has("name", name) && has("controller", name)
+    })?;
+    Some((fam.get_field_type(), m.clone()))
+}
+
+fn value(family: &str, name: &str) -> f64 {
+    match find(family, name) {
+        Some((MetricType::COUNTER, m)) => m.get_counter().get_value(),
+        Some((MetricType::GAUGE, m)) => m.get_gauge().get_value(),
+        Some((_, m)) => m.get_histogram().get_sample_count() as f64,
+        None => f64::NAN,
+    }
+}
+
+#[tokio::test]
+async fn counts_after_a_known_sequence() {
+    let (q, name) = queue();
+    q.add("a".into());
+    q.add("b".into());
+    q.add("a".into()); // dedup: not an add
+    assert_eq!(value("workqueue_adds_total", &name), 2.0);
+    assert_eq!(value("workqueue_depth", &name), 2.0);
+
+    let a = q.get().await.expect("a");
+    assert_eq!(value("workqueue_depth", &name), 1.0);
+    assert_eq!(value("workqueue_queue_duration_seconds", &name), 1.0);
+    assert_eq!(value("workqueue_work_duration_seconds", &name), 0.0);
+
+    q.add("a".into()); // re-added while processing: an add, counted in depth
+    assert_eq!(value("workqueue_adds_total", &name), 3.0);
+    assert_eq!(value("workqueue_depth", &name), 2.0);
+    q.done(&a);
+    assert_eq!(value("workqueue_work_duration_seconds", &name), 1.0);
+
+    q.add_after("c".into(), Duration::ZERO);
+    assert_eq!(value("workqueue_retries_total", &name), 1.0);
+    assert_eq!(value("workqueue_adds_total", &name), 4.0);
+    assert_eq!(value("workqueue_depth", &name), 3.0);
+
+    for _ in 0..3 {
+        let k = q.get().await.expect("item");
+        q.done(&k);
+    }
+    assert_eq!(value("workqueue_depth", &name), 0.0);
+    assert_eq!(value("workqueue_queue_duration_seconds", &name), 4.0);
+    assert_eq!(value("workqueue_work_duration_seconds", &name), 4.0);
+}
+
+#[tokio::test]
+async fn depth_has_an_empty_priority_label_on_the_plain_queue() {
+    let (q, name) = queue();
+    q.add("x".into());
+    let (_, m) = find("workqueue_depth", &name).expect("depth");
+    let prio = m
+        .get_label()
+        .iter()
+        .find(|l| l.name() == "priority")
+        .map(|l| l.value().to_string());
+    assert_eq!(prio.as_deref(), Some(""));
+}
+
+#[tokio::test]
+async fn histograms_use_controller_runtime_buckets() {
+    let (q, name) = queue();
+    q.add("x".into());
+    let x = q.get().await.expect("x");
+    q.done(&x);
+    for family in [
+        "workqueue_queue_duration_seconds",
+        "workqueue_work_duration_seconds",
+    ] {
+        let (kind, m) = find(family, &name).expect("histogram");
+        assert_eq!(kind, MetricType::HISTOGRAM);
+        let bounds: Vec<f64> = m
+            .get_histogram()
+            .get_bucket()
+            .iter()
+            .map(|b| b.upper_bound())
+            .collect();
+        assert_eq!(bounds.len(), 12);
+        let mut want = 1e-8;
+        for b in bounds {
+            assert!((b - want).abs() <= want * 1e-9, "bucket {b} != {want}");
+            want *= 10.0;
+        }
+        assert!(m.get_histogram().get_sample_sum() >= 0.0);
+    }
+}
+
+#[tokio::test]
+async fn unfinished_work_is_reported_while_processing() {
+    let (q, name) = queue();
+    q.add("slow".into());
+    let k = q.get().await.expect("slow");
+    // The gauges are refreshed every 500 ms by the metrics thread.
+    let mut seen = 0.0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        seen = value("workqueue_longest_running_processor_seconds", &name);
+        if seen > 0.0 {
+            break;
+        }
+    }
+    assert!(seen > 0.0, "longest running processor stayed at {seen}");
+    assert!(value("workqueue_unfinished_work_seconds", &name) >= seen);
+    q.done(&k);
+}
+
+#[tokio::test]
+async fn no_provider_or_empty_name_registers_nothing() {
+    let q: RateLimitingQueue<String> =
+        RateLimitingQueue::new(QueueConfig::new("").with_metrics(prometheus_metrics_provider()));
+    q.add("x".into());
+    assert!(find("workqueue_adds_total", "").is_none());
+    let q: RateLimitingQueue<String> = RateLimitingQueue::new(QueueConfig::new("rlq-metrics-none"));
+    q.add("x".into());
+    assert!(find("workqueue_adds_total", "rlq-metrics-none").is_none());
+}
+
+#[test]
+fn provider_is_registered_once() {
+    let a = prometheus_metrics_provider();
+    let b = prometheus_metrics_provider();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+}
