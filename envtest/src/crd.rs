@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::meta;
 use crate::registry::{ResourceType, ScaleSpec};
 use crate::server::State;
 use crate::status::ApiError;
 use crate::validation::FieldCause;
 use crate::verbs::{delete, update};
+use crate::{meta, schema};
 
 /// The finalizer that holds a CRD until its objects are gone.
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -235,11 +235,21 @@ pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
 }
 
 /// Validates a custom object against its version's schema (prunes unknown fields, defaults).
-pub(crate) fn validate_custom(rt: &ResourceType, _obj: &mut Value) -> Result<(), ApiError> {
-    if rt.crd.is_none() || rt.schema.is_none() {
+pub(crate) fn validate_custom(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    let (Some(_), Some(sch)) = (&rt.crd, &rt.schema) else {
         return Ok(());
+    };
+    schema::prune(sch, obj);
+    schema::apply_defaults(sch, obj);
+    let causes = schema::validate(sch, obj);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            meta::name(obj),
+            &causes,
+        ));
     }
-    // The schema module (openAPIV3Schema validation, pruning, defaults) plugs in here.
     Ok(())
 }
 

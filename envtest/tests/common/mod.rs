@@ -113,3 +113,49 @@ fn dechunk(mut s: &str) -> String {
     }
     out
 }
+
+/// A `widgets.example.com` CRD (namespaced, v1, short name `wg`, category `all`) with or
+/// without the status subresource.
+pub fn widget_crd(
+    status: bool,
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    let subresources = if status {
+        serde_json::json!({"status": {}})
+    } else {
+        serde_json::json!({})
+    };
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wg"], "categories": ["all"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true, "subresources": subresources,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer", "minimum": 0, "maximum": 100},
+                        "color": {"type": "string", "enum": ["red", "blue"]},
+                    }},
+                    "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
+                }}},
+            }],
+        },
+    }))
+    .expect("valid CRD")
+}
+
+/// The ApiResource of `widgets.example.com/v1`.
+pub fn widget_ar() -> kube::core::ApiResource {
+    kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    )
+}
+
+/// A Widget object.
+pub fn widget(name: &str, spec: serde_json::Value) -> kube::core::DynamicObject {
+    kube::core::DynamicObject::new(name, &widget_ar()).data(serde_json::json!({ "spec": spec }))
+}

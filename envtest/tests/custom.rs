@@ -1,0 +1,346 @@
+//! Custom resources: acceptance checks 5 (CR PUT needs resourceVersion), 10–11 (generation and
+//! the status subresource), 33–34 (CRD create/delete effects on discovery and routes).
+
+mod common;
+
+use common::{status_of, widget, widget_ar, widget_crd};
+use ctrl_envtest::Environment;
+use futures::StreamExt;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::core::{DynamicObject, GroupVersionKind};
+use kube::discovery::Discovery;
+use serde_json::json;
+
+async fn env_with(status: bool) -> Environment {
+    Environment::builder()
+        .crd(widget_crd(status))
+        .start()
+        .await
+        .unwrap()
+}
+
+fn generation(o: &DynamicObject) -> i64 {
+    o.metadata.generation.unwrap()
+}
+
+#[tokio::test]
+async fn cr_put_without_resource_version_is_invalid() {
+    let env = env_with(true).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
+    api.create(&PostParams::default(), &widget("w", json!({"size": 1})))
+        .await
+        .unwrap();
+    let st = status_of(
+        api.replace(
+            "w",
+            &PostParams::default(),
+            &widget("w", json!({"size": 2})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(st.code, 422);
+    assert_eq!(st.reason, "Invalid");
+    assert!(
+        st.message.contains("metadata.resourceVersion")
+            && st.message.contains("must be specified for an update"),
+        "{}",
+        st.message
+    );
+}
+
+#[tokio::test]
+async fn generation_with_status_subresource() {
+    let env = env_with(true).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
+    let w = api
+        .create(&PostParams::default(), &widget("w", json!({"size": 1})))
+        .await
+        .unwrap();
+    assert_eq!(generation(&w), 1);
+    let w = api
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(generation(&w), 2);
+    let w = api
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(generation(&w), 2);
+    let w = api
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(generation(&w), 2);
+    assert_eq!(w.data["status"]["ready"], true);
+
+    // A /status PUT that also changes spec changes only status.
+    let mut body = w.clone();
+    body.data["spec"]["size"] = json!(50);
+    body.data["status"]["ready"] = json!(false);
+    let out = api
+        .replace_status("w", &PostParams::default(), &body)
+        .await
+        .unwrap();
+    assert_eq!(out.data["spec"]["size"], 2);
+    assert_eq!(out.data["status"]["ready"], false);
+    assert_eq!(generation(&out), 2);
+
+    // A main-endpoint PUT that changes status changes nothing in status.
+    let mut body = out.clone();
+    body.data["status"]["ready"] = json!(true);
+    let out2 = api
+        .replace("w", &PostParams::default(), &body)
+        .await
+        .unwrap();
+    assert_eq!(out2.data["status"]["ready"], false);
+    assert_eq!(
+        out2.metadata.resource_version,
+        out.metadata.resource_version
+    );
+}
+
+#[tokio::test]
+async fn no_status_subresource() {
+    let env = env_with(false).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
+    api.create(&PostParams::default(), &widget("w", json!({"size": 1})))
+        .await
+        .unwrap();
+    let st = status_of(api.get_status("w").await.unwrap_err());
+    assert_eq!(st.code, 404);
+    let w = api
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(generation(&w), 2);
+    assert_eq!(w.data["status"]["ready"], true);
+}
+
+#[tokio::test]
+async fn schema_violations_are_invalid_and_unknown_fields_pruned() {
+    let env = env_with(true).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
+    let st = status_of(
+        api.create(&PostParams::default(), &widget("w", json!({"size": 1000})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(st.code, 422, "{st:?}");
+    let st = status_of(
+        api.create(
+            &PostParams::default(),
+            &widget("w", json!({"color": "green"})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(st.code, 422, "{st:?}");
+    let w = api
+        .create(
+            &PostParams::default(),
+            &widget("w", json!({"size": 3, "extra": 1})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.data["spec"], json!({"size": 3}));
+}
+
+#[tokio::test]
+async fn crd_create_serves_resource_before_response() {
+    let env = Environment::builder().start().await.unwrap();
+    let client = env.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let made = crds
+        .create(&PostParams::default(), &widget_crd(true))
+        .await
+        .unwrap();
+    let conds = made.status.clone().unwrap().conditions.unwrap();
+    for t in ["NamesAccepted", "Established"] {
+        assert!(
+            conds.iter().any(|c| c.type_ == t && c.status == "True"),
+            "{t} in {conds:?}"
+        );
+    }
+    // legacy /apis and /apis/G/V
+    let (_, apis) = common::raw(&env, "GET", "/apis", None, "application/json").await;
+    assert!(
+        apis["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "example.com")
+    );
+    let (code, rl) = common::raw(
+        &env,
+        "GET",
+        "/apis/example.com/v1",
+        None,
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 200);
+    let res = rl["resources"].as_array().unwrap();
+    assert!(
+        res.iter()
+            .any(|r| r["name"] == "widgets" && r["shortNames"] == json!(["wg"]))
+    );
+    assert!(res.iter().any(|r| r["name"] == "widgets/status"));
+    // OpenAPI v3 root
+    let (_, oa) = common::raw(&env, "GET", "/openapi/v3", None, "application/json").await;
+    assert!(
+        oa["paths"]["apis/example.com/v1"]["serverRelativeURL"]
+            .as_str()
+            .unwrap()
+            .starts_with("/openapi/v3/apis/example.com/v1?hash=")
+    );
+    // aggregated discovery
+    let (_, _, text) = common::raw_full(
+        &env,
+        "GET",
+        "/apis",
+        None,
+        "application/json",
+        &[(
+            "Accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        )],
+    )
+    .await;
+    let agg: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(agg["kind"], "APIGroupDiscoveryList");
+    assert!(
+        agg["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["metadata"]["name"] == "example.com")
+    );
+    // kube discovery both ways
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let d = Discovery::new(client.clone()).run().await.unwrap();
+    assert!(d.resolve_gvk(&gvk).is_some());
+    let d = Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
+    let (ar, caps) = d
+        .resolve_gvk(&gvk)
+        .expect("aggregated discovery finds widgets");
+    assert_eq!(ar.plural, "widgets");
+    assert!(
+        caps.subresources.iter().any(|(s, _)| s.plural == "status"),
+        "{caps:?}"
+    );
+    // CRUD + watch
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &widget_ar());
+    let w = api
+        .create(&PostParams::default(), &widget("w", json!({"size": 1})))
+        .await
+        .unwrap();
+    let rv = w.metadata.resource_version.clone().unwrap();
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    api.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"size": 2}})),
+    )
+    .await
+    .unwrap();
+    match stream.next().await.unwrap().unwrap() {
+        WatchEvent::Modified(o) => assert_eq!(o.data["spec"]["size"], 2),
+        other => panic!("unexpected {other:?}"),
+    }
+    api.delete("w", &DeleteParams::default()).await.unwrap();
+    assert!(api.get_opt("w").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn crd_delete_removes_objects_routes_and_discovery() {
+    let env = env_with(true).await;
+    let client = env.client();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &widget_ar());
+    let w = api
+        .create(&PostParams::default(), &widget("a", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &widget("b", json!({})))
+        .await
+        .unwrap();
+    let rv = w.metadata.resource_version.clone().unwrap();
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(30).disable_bookmarks(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match stream.next().await.unwrap().unwrap() {
+        WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("b")),
+        other => panic!("unexpected {other:?}"),
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let mut deleted = Vec::new();
+    while let Some(ev) = stream.next().await {
+        match ev.unwrap() {
+            WatchEvent::Deleted(o) => deleted.push(o.metadata.name.unwrap()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    deleted.sort();
+    assert_eq!(deleted, ["a", "b"]);
+    assert!(crds.get_opt("widgets.example.com").await.unwrap().is_none());
+    let (code, _) = common::raw(
+        &env,
+        "GET",
+        "/apis/example.com/v1/namespaces/default/widgets",
+        None,
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 404);
+    let (_, apis) = common::raw(&env, "GET", "/apis", None, "application/json").await;
+    assert!(
+        !apis["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "example.com")
+    );
+    let (_, oa) = common::raw(&env, "GET", "/openapi/v3", None, "application/json").await;
+    assert!(oa["paths"].get("apis/example.com/v1").is_none());
+    // recreating serves an empty collection
+    crds.create(&PostParams::default(), &widget_crd(true))
+        .await
+        .unwrap();
+    assert!(
+        api.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
