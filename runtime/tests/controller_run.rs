@@ -56,6 +56,29 @@ fn run(c: &Controller, ctx: &CancellationToken) -> JoinHandle<Result<(), Control
     tokio::spawn(async move { c.start(ctx).await })
 }
 
+struct Running {
+    c: Controller,
+    tx: mpsc::Sender<GenericEvent<ConfigMap>>,
+    ctx: CancellationToken,
+    h: JoinHandle<Result<(), ControllerError>>,
+}
+
+/// A started controller fed by a Channel source.
+async fn launch(name: impl Into<String>, r: impl reconcile::Reconciler, opts: Options) -> Running {
+    let c = Controller::new(name, r, opts).expect("controller");
+    let (tx, src) = channel();
+    c.watch(src).await.expect("watch");
+    let ctx = CancellationToken::new();
+    let h = run(&c, &ctx);
+    Running { c, tx, ctx, h }
+}
+
+/// Cancels and waits for `start` to return `Ok`.
+async fn stop(ctx: CancellationToken, h: JoinHandle<Result<(), ControllerError>>) {
+    ctx.cancel();
+    h.await.expect("start task").expect("start");
+}
+
 fn limiter() -> Option<Arc<dyn ctrl_runtime::workqueue::RateLimiter<Request>>> {
     Some(Arc::new(ItemExponentialFailureRateLimiter::new(
         Duration::from_millis(5),
@@ -158,15 +181,10 @@ async fn scripted_run(steps: &[Step], use_priority_queue: bool, calls: usize) ->
         use_priority_queue,
         ..Options::default()
     };
-    let c = Controller::new(unique("scripted"), r.clone(), opts).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { tx, ctx, h, .. } = launch(unique("scripted"), r.clone(), opts).await;
     send(&tx, "ns", "a").await;
     r.wait_for_calls(calls).await;
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
     r
 }
 
@@ -216,11 +234,7 @@ async fn requeue_after_waits_and_resets_the_backoff() {
 async fn terminal_errors_are_counted_but_not_retried() {
     let r = Scripted::new(&[Step::Terminal]);
     let name = unique("terminal");
-    let c = Controller::new(name.clone(), r.clone(), Options::default()).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { c, tx, ctx, h } = launch(name.clone(), r.clone(), Options::default()).await;
     send(&tx, "ns", "a").await;
     r.wait_for_calls(1).await;
     // Far past any backoff: nothing comes back.
@@ -244,23 +258,17 @@ async fn terminal_errors_are_counted_but_not_retried() {
         metric("controller_runtime_reconcile_total", &name, Some("error")),
         Some(1.0)
     );
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn panics_are_recovered_counted_and_retried() {
     let r = Scripted::new(&[Step::Panic]);
     let name = unique("panic");
-    let c = Controller::new(name.clone(), r.clone(), Options::default()).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { tx, ctx, h, .. } = launch(name.clone(), r.clone(), Options::default()).await;
     send(&tx, "ns", "a").await;
     r.wait_for_calls(2).await;
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
     assert_eq!(r.count(), 2);
     assert_eq!(
         metric("controller_runtime_reconcile_panics_total", &name, None),
@@ -284,11 +292,7 @@ async fn unrecovered_panics_propagate_out_of_start() {
         recover_panic: false,
         ..Options::default()
     };
-    let c = Controller::new(name.clone(), r.clone(), opts).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { tx, h, .. } = launch(name.clone(), r.clone(), opts).await;
     send(&tx, "ns", "a").await;
     let err = h.await.expect_err("start panics");
     assert!(err.is_panic());
@@ -334,11 +338,7 @@ async fn shutdown_waits_for_in_flight_reconciles_and_starts_none_after() {
             use_priority_queue: pq,
             ..Options::default()
         };
-        let c = Controller::new(unique("shutdown"), r.clone(), opts).expect("controller");
-        let (tx, src) = channel();
-        c.watch(src).await.expect("watch");
-        let ctx = CancellationToken::new();
-        let h = run(&c, &ctx);
+        let Running { tx, ctx, h, .. } = launch(unique("shutdown"), r.clone(), opts).await;
         send(&tx, "ns", "slow").await;
         r.started.notified().await;
         // Queued behind the in-flight reconcile (one worker).
@@ -377,8 +377,7 @@ async fn a_watch_added_after_start_delivers() {
     send(&tx, "ns", "late").await;
     r.wait_for_calls(1).await;
     assert_eq!(r.calls.lock()[0].0, Request::new("ns", "late"));
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
 }
 
 struct NeverSyncs;
@@ -504,8 +503,7 @@ async fn start_twice_and_name_rules() {
     }
     let again = c.start(ctx.clone()).await;
     assert!(matches!(again, Err(ControllerError::AlreadyStarted)));
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
 
     let dup = Controller::new(name.clone(), Scripted::default(), Options::default());
     assert!(matches!(dup, Err(ControllerError::DuplicateName(n)) if n == name));
@@ -540,17 +538,12 @@ async fn reconciliation_timeout_cancels_the_context_and_is_counted() {
         reconciliation_timeout: Some(Duration::from_secs(5)),
         ..Options::default()
     };
-    let c = Controller::new(name.clone(), r, opts).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { tx, ctx, h, .. } = launch(name.clone(), r, opts).await;
     send(&tx, "ns", "a").await;
     done.notified().await;
     assert!(!ctx.is_cancelled());
     assert_eq!(saw_cancel.load(Ordering::SeqCst), 1);
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
     assert_eq!(
         metric("controller_runtime_reconcile_timeouts_total", &name, None),
         Some(1.0)
@@ -597,11 +590,7 @@ async fn the_same_key_is_never_reconciled_concurrently() {
         max_concurrent_reconciles: 8,
         ..Options::default()
     };
-    let c = Controller::new(unique("no-overlap"), r, opts).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { tx, ctx, h, .. } = launch(unique("no-overlap"), r, opts).await;
     for i in 0..EVENTS {
         let name = format!("k{}", i % KEYS);
         *sent
@@ -623,8 +612,7 @@ async fn the_same_key_is_never_reconciled_concurrently() {
         }
         notified.await;
     }
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
     assert_eq!(overlaps.load(Ordering::SeqCst), 0);
     assert!(max_parallel.load(Ordering::SeqCst) <= 8);
     assert_eq!(seen.lock().len(), KEYS);
@@ -644,11 +632,7 @@ async fn metrics_start_at_zero_and_match_the_counts() {
         max_concurrent_reconciles: 3,
         ..Options::default()
     };
-    let c = Controller::new(name.clone(), r.clone(), opts).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { c, tx, ctx, h } = launch(name.clone(), r.clone(), opts).await;
     while c.queue().await.is_none() {
         tokio::task::yield_now().await;
     }
@@ -677,8 +661,7 @@ async fn metrics_start_at_zero_and_match_the_counts() {
     send(&tx, "ns", "a").await;
     r.wait_for_calls(5).await;
     tokio::time::sleep(ms(1)).await;
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
     let total = |r| metric("controller_runtime_reconcile_total", &name, Some(r));
     assert_eq!(total("error"), Some(2.0));
     assert_eq!(total("requeue"), Some(1.0));
@@ -734,17 +717,12 @@ async fn every_reconcile_gets_a_fresh_v4_reconcile_id() {
             Ok(Action::done())
         }
     });
-    let c = Controller::new(unique("ids"), r, Options::default()).expect("controller");
-    let (tx, src) = channel();
-    c.watch(src).await.expect("watch");
-    let ctx = CancellationToken::new();
-    let h = run(&c, &ctx);
+    let Running { tx, ctx, h, .. } = launch(unique("ids"), r, Options::default()).await;
     send(&tx, "ns", "a").await;
     n.notified().await;
     send(&tx, "ns", "b").await;
     n.notified().await;
-    ctx.cancel();
-    h.await.expect("start task").expect("start");
+    stop(ctx, h).await;
     let ids: Vec<uuid::Uuid> = ids
         .lock()
         .iter()

@@ -24,6 +24,15 @@ use crate::workqueue::{AddOpts, Queue};
 
 type Panic = Box<dyn Any + Send + 'static>;
 
+/// Options for a rate-limited re-add at `priority`.
+fn rate_limited(priority: i32) -> AddOpts {
+    AddOpts {
+        rate_limited: true,
+        priority: Some(priority),
+        ..AddOpts::default()
+    }
+}
+
 fn panic_message(payload: &Panic) -> &str {
     payload
         .downcast_ref::<&str>()
@@ -68,12 +77,7 @@ impl Inner {
                 if err.is_terminal() {
                     m.terminal_errors.inc();
                 } else {
-                    let opts = AddOpts {
-                        rate_limited: true,
-                        priority: Some(priority),
-                        ..AddOpts::default()
-                    };
-                    queue.add_with_opts(opts, req.clone());
+                    queue.add_with_opts(rate_limited(priority), req.clone());
                 }
                 m.errors.inc();
                 m.error.inc();
@@ -95,12 +99,7 @@ impl Inner {
                     m.requeue_after.inc();
                 } else if action.is_requeue() {
                     tracing::debug!("Reconcile done, requeueing");
-                    let opts = AddOpts {
-                        rate_limited: true,
-                        priority: Some(priority),
-                        ..AddOpts::default()
-                    };
-                    queue.add_with_opts(opts, req.clone());
+                    queue.add_with_opts(rate_limited(priority), req.clone());
                     m.requeue.inc();
                 } else {
                     tracing::debug!("Reconcile successful");
