@@ -714,8 +714,13 @@ pub(crate) fn validate_data(kind: &str, obj: &Value) -> Vec<FieldCause> {
             for e in is_config_map_key(k) {
                 causes.push(FieldCause::invalid(field, &Value::String(k.clone()), &e));
             }
-            if let Value::String(s) = v {
-                total += if b64 { base64_decoded_len(s) } else { s.len() };
+            match v {
+                Value::String(s) => total += if b64 { base64_decoded_len(s) } else { s.len() },
+                other => causes.push(FieldCause::type_invalid(
+                    format!("{field}[{k}]"),
+                    other,
+                    "must be of type string",
+                )),
             }
         }
     }
@@ -1030,6 +1035,8 @@ mod tests {
         assert!(validate_data("ConfigMap", &exact).is_empty());
         let bad_key = json!({"data": {"a/b": "v", "..x": "v"}});
         assert_eq!(validate_data("ConfigMap", &bad_key).len(), 2);
+        let typed = json!({"data": {"a": 1, "b": null}});
+        assert_eq!(validate_data("ConfigMap", &typed).len(), 2);
         let dup = json!({"data": {"a": "v"}, "binaryData": {"a": "dg=="}});
         assert_eq!(validate_data("ConfigMap", &dup).len(), 1);
         // Secret data is base64: 4 chars = 3 bytes.
