@@ -1,2 +1,661 @@
-//! Work-queue benchmark harness (placeholder until the harness lands).
-fn main() {}
+//! The work-queue table: scenarios S1..S6 and a memory column, every implementation side
+//! by side in one process, interleaved, 5 repetitions, median/min/max and ratios.
+//!
+//! `cargo bench --bench workqueue` runs the full sizes (a few minutes). Run without
+//! `--bench` (as `cargo test --all-targets` does) it uses tiny sizes and one repetition,
+//! to prove the harness works in a few seconds.
+//!
+//! Implementations: ctrl `RateLimitingQueue` (metrics off / on), ctrl `PriorityQueue`
+//! (metrics off / on), kube-runtime's `scheduler` (a single-consumer stream: one consumer
+//! task in every scenario), a bare `Mutex<(VecDeque, HashSet)>` + `Notify` baseline, and
+//! an unbounded tokio mpsc channel as the floor (no dedup). Every run gets a fresh 2-worker
+//! multi-thread tokio runtime; keys are `default/obj-{i}` Strings built before the clock
+//! starts.
+
+#[path = "workqueue_support/impls.rs"]
+mod impls;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use cap::Cap;
+use futures::StreamExt;
+use impls::{Bare, BenchQueue, Chan, ctrl_priority, ctrl_queue};
+use kube::runtime::scheduler::{ScheduleRequest, scheduler};
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+
+#[global_allocator]
+static ALLOC: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Impl {
+    Rlq,
+    RlqMetrics,
+    Pq,
+    PqMetrics,
+    Kube,
+    Bare,
+    Chan,
+}
+
+const IMPLS: [Impl; 7] = [
+    Impl::Rlq,
+    Impl::RlqMetrics,
+    Impl::Pq,
+    Impl::PqMetrics,
+    Impl::Kube,
+    Impl::Bare,
+    Impl::Chan,
+];
+
+impl Impl {
+    fn label(self) -> &'static str {
+        match self {
+            Impl::Rlq => "ctrl RateLimitingQueue",
+            Impl::RlqMetrics => "ctrl RateLimitingQueue +metrics",
+            Impl::Pq => "ctrl PriorityQueue",
+            Impl::PqMetrics => "ctrl PriorityQueue +metrics",
+            Impl::Kube => "kube-runtime 5 scheduler",
+            Impl::Bare => "bare Mutex+HashSet+Notify",
+            Impl::Chan => "tokio mpsc unbounded (floor)",
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Scenario {
+    S1(usize),
+    S2 { keys: usize, adds: usize },
+    S3(usize),
+    S4(usize),
+    S5(usize),
+}
+
+/// One run's result: wall time, CPU time, and the count the rate is computed from.
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+    count: usize,
+}
+
+fn keys(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("default/obj-{i}")).collect()
+}
+
+/// CPU time of every thread of this process so far (ns precision, from schedstat).
+fn cpu_time() -> Duration {
+    let mut ns = 0u64;
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for t in dir.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
+                ns += s
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn delays(n: usize, horizon: Duration) -> Vec<Duration> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    let max = horizon.as_micros() as u64;
+    (0..n)
+        .map(|_| Duration::from_micros(rng.random_range(0..=max)))
+        .collect()
+}
+
+// ---- scenarios over the get/done protocol ----
+
+async fn s1<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
+    let n = ks.len();
+    let qp = q.clone();
+    let prod = tokio::spawn(async move {
+        for k in ks {
+            qp.add(k);
+        }
+    });
+    let qc = q.clone();
+    let cons = tokio::spawn(async move {
+        let mut c = 0;
+        while c < n {
+            match qc.get().await {
+                Some(k) => {
+                    qc.done(&k);
+                    c += 1;
+                }
+                None => break,
+            }
+        }
+        c
+    });
+    prod.await.expect("producer");
+    let c = cons.await.expect("consumer");
+    q.shut_down();
+    c
+}
+
+async fn s2<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
+    let n = ks.len();
+    let qp = q.clone();
+    let prod = tokio::spawn(async move {
+        for k in ks {
+            qp.add(k);
+        }
+        qp.shut_down();
+    });
+    let qc = q.clone();
+    let cons = tokio::spawn(async move {
+        while let Some(k) = qc.get().await {
+            qc.done(&k);
+        }
+    });
+    prod.await.expect("producer");
+    cons.await.expect("consumer");
+    n
+}
+
+async fn s3<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
+    let n = ks.len();
+    let processed = Arc::new(AtomicUsize::new(0));
+    let chunk = n.div_ceil(4);
+    let mut tasks = Vec::new();
+    let mut ks = ks;
+    for _ in 0..4 {
+        let part: Vec<String> = ks.drain(..chunk.min(ks.len())).collect();
+        let qp = q.clone();
+        tasks.push(tokio::spawn(async move {
+            for k in part {
+                qp.add(k);
+            }
+        }));
+    }
+    for _ in 0..4 {
+        let qc = q.clone();
+        let processed = Arc::clone(&processed);
+        tasks.push(tokio::spawn(async move {
+            while let Some(k) = qc.get().await {
+                qc.done(&k);
+                if processed.fetch_add(1, Ordering::Relaxed) + 1 == n {
+                    qc.shut_down();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    processed.load(Ordering::Relaxed)
+}
+
+async fn s4<Q: BenchQueue>(q: Q, ks: Vec<String>, ds: Vec<Duration>) -> usize {
+    let n = ks.len();
+    let qp = q.clone();
+    let prod = tokio::spawn(async move {
+        for (k, d) in ks.into_iter().zip(ds) {
+            qp.add_after(k, d);
+        }
+    });
+    let qc = q.clone();
+    let cons = tokio::spawn(async move {
+        let mut c = 0;
+        while c < n {
+            match qc.get().await {
+                Some(k) => {
+                    qc.done(&k);
+                    c += 1;
+                }
+                None => break,
+            }
+        }
+        c
+    });
+    prod.await.expect("producer");
+    let c = cons.await.expect("consumer");
+    q.shut_down();
+    c
+}
+
+async fn s5<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
+    let n = ks.len();
+    for k in ks {
+        q.add(k);
+    }
+    let mut failures: HashMap<String, u32> = HashMap::with_capacity(n);
+    let mut finished = 0;
+    while finished < n {
+        let Some(k) = q.get().await else { break };
+        let f = failures.entry(k.clone()).or_insert(0);
+        if *f < 3 {
+            *f += 1;
+            q.done(&k);
+            q.retry(k);
+        } else {
+            q.forget(&k);
+            q.done(&k);
+            finished += 1;
+        }
+    }
+    q.shut_down();
+    finished
+}
+
+async fn run_queue<Q: BenchQueue>(q: Q, sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
+    match sc {
+        Scenario::S1(_) => s1(q, ks).await,
+        Scenario::S2 { .. } => s2(q, ks).await,
+        Scenario::S3(_) => s3(q, ks).await,
+        Scenario::S4(_) => s4(q, ks, ds).await,
+        Scenario::S5(_) => s5(q, ks).await,
+    }
+}
+
+// ---- kube-runtime's scheduler: one stream, one consumer ----
+
+async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
+    let (tx, rx) = futures::channel::mpsc::unbounded::<ScheduleRequest<String>>();
+    let mut sched = Box::pin(scheduler(rx));
+    match sc {
+        Scenario::S1(_) | Scenario::S3(_) | Scenario::S4(_) => {
+            let n = ks.len();
+            let producers = if matches!(sc, Scenario::S3(_)) { 4 } else { 1 };
+            let chunk = n.div_ceil(producers);
+            let mut ks = ks;
+            let mut ds = ds;
+            let mut prods = Vec::new();
+            for _ in 0..producers {
+                let part: Vec<String> = ks.drain(..chunk.min(ks.len())).collect();
+                let dpart: Vec<Duration> = ds.drain(..chunk.min(ds.len())).collect();
+                let tx = tx.clone();
+                prods.push(tokio::spawn(async move {
+                    for (i, k) in part.into_iter().enumerate() {
+                        let d = dpart.get(i).copied().unwrap_or_default();
+                        let _ = tx.unbounded_send(ScheduleRequest {
+                            message: k,
+                            run_at: Instant::now() + d,
+                        });
+                    }
+                }));
+            }
+            let cons = tokio::spawn(async move {
+                let mut c = 0;
+                while c < n {
+                    match sched.next().await {
+                        Some(_k) => c += 1,
+                        None => break,
+                    }
+                }
+                c
+            });
+            for p in prods {
+                p.await.expect("producer");
+            }
+            let c = cons.await.expect("consumer");
+            drop(tx);
+            c
+        }
+        Scenario::S2 { .. } => {
+            let n = ks.len();
+            let prod = tokio::spawn(async move {
+                for k in ks {
+                    let _ = tx.unbounded_send(ScheduleRequest {
+                        message: k,
+                        run_at: Instant::now(),
+                    });
+                }
+                // Everything scheduled before this is emitted before it.
+                let _ = tx.unbounded_send(ScheduleRequest {
+                    message: String::new(),
+                    run_at: Instant::now() + Duration::from_millis(2),
+                });
+                tx
+            });
+            let cons = tokio::spawn(async move {
+                while let Some(k) = sched.next().await {
+                    if k.is_empty() {
+                        break;
+                    }
+                }
+            });
+            let tx = prod.await.expect("producer");
+            cons.await.expect("consumer");
+            drop(tx);
+            n
+        }
+        Scenario::S5(_) => {
+            let n = ks.len();
+            for k in ks {
+                let _ = tx.unbounded_send(ScheduleRequest {
+                    message: k,
+                    run_at: Instant::now(),
+                });
+            }
+            let mut failures: HashMap<String, u32> = HashMap::with_capacity(n);
+            let mut finished = 0;
+            while finished < n {
+                let Some(k) = sched.next().await else { break };
+                let f = failures.entry(k.clone()).or_insert(0);
+                if *f < 3 {
+                    let backoff = Duration::from_millis(5) * 2u32.pow(*f);
+                    *f += 1;
+                    let _ = tx.unbounded_send(ScheduleRequest {
+                        message: k,
+                        run_at: Instant::now() + backoff,
+                    });
+                } else {
+                    finished += 1;
+                }
+            }
+            finished
+        }
+    }
+}
+
+fn scenario_inputs(sc: Scenario) -> (Vec<String>, Vec<Duration>) {
+    match sc {
+        Scenario::S1(n) | Scenario::S3(n) | Scenario::S5(n) => (keys(n), Vec::new()),
+        Scenario::S2 { keys: k, adds } => {
+            let base = keys(k);
+            ((0..adds).map(|i| base[i % k].clone()).collect(), Vec::new())
+        }
+        Scenario::S4(n) => (keys(n), delays(n, Duration::from_millis(100))),
+    }
+}
+
+fn run(imp: Impl, sc: Scenario) -> Option<Sample> {
+    let rt = runtime();
+    let (ks, ds) = scenario_inputs(sc);
+    let cpu0 = cpu_time();
+    let start = std::time::Instant::now();
+    let count = rt.block_on(async move {
+        match imp {
+            Impl::Rlq => run_queue(ctrl_queue(false), sc, ks, ds).await,
+            Impl::RlqMetrics => run_queue(ctrl_queue(true), sc, ks, ds).await,
+            Impl::Pq => run_queue(ctrl_priority(false), sc, ks, ds).await,
+            Impl::PqMetrics => run_queue(ctrl_priority(true), sc, ks, ds).await,
+            Impl::Bare => run_queue(Bare::new(), sc, ks, ds).await,
+            Impl::Chan => run_queue(Chan::new(), sc, ks, ds).await,
+            Impl::Kube => run_kube(sc, ks, ds).await,
+        }
+    });
+    let wall = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu0);
+    drop(rt);
+    Some(Sample { wall, cpu, count })
+}
+
+/// Bytes allocated to hold `n` distinct keys (keys included) in each implementation.
+fn memory(imp: Impl, n: usize) -> usize {
+    let rt = runtime();
+    rt.block_on(async move {
+        let m0 = ALLOC.allocated();
+        let ks = keys(n);
+        let held: Box<dyn std::any::Any + Send> = match imp {
+            Impl::Rlq | Impl::RlqMetrics => {
+                let q = ctrl_queue(imp == Impl::RlqMetrics);
+                for k in ks {
+                    q.add(k);
+                }
+                Box::new(q)
+            }
+            Impl::Pq | Impl::PqMetrics => {
+                let q = ctrl_priority(imp == Impl::PqMetrics);
+                for k in ks {
+                    q.add(k);
+                }
+                Box::new(q)
+            }
+            Impl::Bare => {
+                let q = Bare::new();
+                for k in ks {
+                    q.add(k);
+                }
+                Box::new(q)
+            }
+            Impl::Chan => {
+                let q = Chan::new();
+                for k in ks {
+                    q.add(k);
+                }
+                Box::new(q)
+            }
+            Impl::Kube => {
+                let (tx, rx) = futures::channel::mpsc::unbounded();
+                let mut sched = Box::pin(scheduler(rx));
+                let later = Instant::now() + Duration::from_secs(3600);
+                for k in ks {
+                    let _ = tx.unbounded_send(ScheduleRequest {
+                        message: k,
+                        run_at: later,
+                    });
+                }
+                // One poll moves every request into the scheduler's own structures.
+                let _ = futures::poll!(sched.next());
+                Box::new((tx, sched))
+            }
+        };
+        let used = ALLOC.allocated().saturating_sub(m0);
+        drop(held);
+        used
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+struct Row {
+    imp: Impl,
+    med: f64,
+    min: f64,
+    max: f64,
+    extra: String,
+}
+
+fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
+    let find = |i: Impl| rows.iter().find(|r| r.imp == i).map(|r| r.med);
+    let bare = find(Impl::Bare);
+    let kube = find(Impl::Kube);
+    println!("\n{title}");
+    println!(
+        "  {:<32} {:>10} {:>10} {:>10}  {:>8} {:>8} {:>9}  {}",
+        "implementation", "median", "min", "max", "vs bare", "vs kube", "metrics", unit
+    );
+    for r in rows {
+        let ratio = |base: Option<f64>| match base {
+            Some(b) if b > 0.0 && r.med > 0.0 => {
+                format!(
+                    "{:.2}x",
+                    if higher_is_better {
+                        r.med / b
+                    } else {
+                        b / r.med
+                    }
+                )
+            }
+            _ => "-".into(),
+        };
+        let metrics_cost = match r.imp {
+            Impl::RlqMetrics => ratio(find(Impl::Rlq)),
+            Impl::PqMetrics => ratio(find(Impl::Pq)),
+            _ => String::new(),
+        };
+        println!(
+            "  {:<32} {:>10.3} {:>10.3} {:>10.3}  {:>8} {:>8} {:>9}  {}",
+            r.imp.label(),
+            r.med,
+            r.min,
+            r.max,
+            ratio(bare),
+            ratio(kube),
+            metrics_cost,
+            r.extra
+        );
+    }
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    // WORKQUEUE_BENCH_REPS overrides the repetitions (for a quicker look in release).
+    let reps = std::env::var("WORKQUEUE_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(if full { 5 } else { 1 })
+        .max(1);
+    let (n1, s2_keys, s2_adds, n3, n4, n5, s6, nmem) = if full {
+        (
+            1_000_000,
+            100,
+            1_000_000,
+            1_000_000,
+            100_000,
+            10_000,
+            vec![100_000, 1_000_000, 4_000_000],
+            1_000_000,
+        )
+    } else {
+        (
+            2_000,
+            100,
+            20_000,
+            2_000,
+            1_000,
+            100,
+            vec![1_000, 4_000],
+            10_000,
+        )
+    };
+    println!(
+        "ctrl work-queue table ({} mode: {} repetition(s), interleaved; 2-worker tokio runtime per run)",
+        if full { "full" } else { "quick" },
+        reps
+    );
+    println!(
+        "ratios: 'vs bare'/'vs kube' > 1 means ctrl's row is better; 'metrics' = metrics-on cost vs off"
+    );
+
+    let mut scenarios: Vec<(String, Scenario)> = vec![
+        (
+            format!("S1 1 producer / 1 consumer, {n1} distinct keys (M items/s)"),
+            Scenario::S1(n1),
+        ),
+        (
+            format!("S2 dedup: {s2_keys} keys, {s2_adds} adds, 1 consumer draining (M adds/s)"),
+            Scenario::S2 {
+                keys: s2_keys,
+                adds: s2_adds,
+            },
+        ),
+        (
+            format!("S3 4 producers / 4 consumers, {n3} distinct keys (M items/s)"),
+            Scenario::S3(n3),
+        ),
+        (
+            format!("S4 {n4} keys add_after uniform [0,100ms]: ms past the 100 ms horizon"),
+            Scenario::S4(n4),
+        ),
+        (
+            format!("S5 {n5} keys x 3 rate-limited failures (5 ms exp. backoff): total ms"),
+            Scenario::S5(n5),
+        ),
+    ];
+    for &n in &s6 {
+        scenarios.push((
+            format!("S6 scaling: S1 at {n} keys (ns per item)"),
+            Scenario::S1(n),
+        ));
+    }
+
+    for (title, sc) in &scenarios {
+        let mut samples: HashMap<&'static str, Vec<Sample>> = HashMap::new();
+        for _ in 0..reps {
+            for imp in IMPLS {
+                if let Some(s) = run(imp, *sc) {
+                    samples.entry(imp.label()).or_default().push(s);
+                }
+            }
+        }
+        let is_s6 = title.starts_with("S6");
+        let mut rows = Vec::new();
+        for imp in IMPLS {
+            let Some(v) = samples.get(imp.label()) else {
+                continue;
+            };
+            let metric = |s: &Sample| -> f64 {
+                match sc {
+                    _ if is_s6 => s.wall.as_nanos() as f64 / s.count.max(1) as f64,
+                    Scenario::S1(_) | Scenario::S3(_) => {
+                        s.count as f64 / s.wall.as_secs_f64() / 1e6
+                    }
+                    Scenario::S2 { adds, .. } => *adds as f64 / s.wall.as_secs_f64() / 1e6,
+                    Scenario::S4(_) => (s.wall.as_secs_f64() * 1e3 - 100.0).max(0.0),
+                    Scenario::S5(_) => s.wall.as_secs_f64() * 1e3,
+                }
+            };
+            let mut vals: Vec<f64> = v.iter().map(metric).collect();
+            let mut cpus: Vec<f64> = v.iter().map(|s| s.cpu.as_secs_f64() * 1e3).collect();
+            let med = median(&mut vals);
+            let extra = match sc {
+                Scenario::S4(_) => format!("CPU {:.0} ms (median)", median(&mut cpus)),
+                Scenario::S3(_) if imp == Impl::Kube => "1 consumer (one stream)".into(),
+                _ => String::new(),
+            };
+            rows.push(Row {
+                imp,
+                med,
+                min: vals[0],
+                max: vals[vals.len() - 1],
+                extra,
+            });
+        }
+        let higher =
+            matches!(sc, Scenario::S1(_) | Scenario::S2 { .. } | Scenario::S3(_)) && !is_s6;
+        let unit = if is_s6 {
+            "ns/item"
+        } else {
+            match sc {
+                Scenario::S1(_) | Scenario::S3(_) => "M items/s",
+                Scenario::S2 { .. } => "M adds/s",
+                _ => "ms",
+            }
+        };
+        print_rows(title, unit, higher, &rows);
+    }
+
+    // Memory for nmem distinct keys held (keys included), median of reps.
+    let mut rows = Vec::new();
+    for imp in IMPLS {
+        let mut v: Vec<f64> = (0..reps.min(3))
+            .map(|_| memory(imp, nmem) as f64 / 1e6)
+            .collect();
+        let med = median(&mut v);
+        rows.push(Row {
+            imp,
+            med,
+            min: v[0],
+            max: v[v.len() - 1],
+            extra: String::new(),
+        });
+    }
+    print_rows(
+        &format!("Memory holding {nmem} distinct keys, keys included (MB)"),
+        "MB",
+        false,
+        &rows,
+    );
+}

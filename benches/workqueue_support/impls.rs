@@ -1,0 +1,245 @@
+//! The queue implementations the work-queue table compares, behind one small trait.
+//!
+//! kube-runtime's scheduler is a single-consumer stream with no get/done protocol, so its
+//! scenarios are written separately in `workqueue.rs`.
+
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ctrl_runtime::workqueue::{
+    ItemExponentialFailureRateLimiter, PriorityQueue, QueueConfig, RateLimitingQueue,
+    prometheus_metrics_provider,
+};
+use parking_lot::Mutex;
+use tokio::sync::{Notify, mpsc};
+
+/// What a scenario needs from a queue.
+pub trait BenchQueue: Clone + Send + Sync + 'static {
+    fn add(&self, k: String);
+    fn add_after(&self, k: String, d: Duration);
+    /// A failed item: back off (per-item exponential 5 ms base) and add again.
+    fn retry(&self, k: String);
+    /// The item succeeded: forget its failures.
+    fn forget(&self, k: &String);
+    fn get(&self) -> impl Future<Output = Option<String>> + Send;
+    fn done(&self, k: &String);
+    fn shut_down(&self);
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+fn exp_limiter() -> Arc<ItemExponentialFailureRateLimiter<String>> {
+    Arc::new(ItemExponentialFailureRateLimiter::new(
+        Duration::from_millis(5),
+        Duration::from_secs(1000),
+    ))
+}
+
+/// ctrl's `RateLimitingQueue` (limiter: per-item exponential 5 ms, as S5 asks).
+pub fn ctrl_queue(metrics: bool) -> RateLimitingQueue<String> {
+    let mut cfg = QueueConfig::new(format!(
+        "bench-rlq-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
+    .with_rate_limiter(exp_limiter());
+    if metrics {
+        cfg = cfg.with_metrics(prometheus_metrics_provider());
+    }
+    RateLimitingQueue::new(cfg)
+}
+
+/// ctrl's `PriorityQueue` (its default limiter is the per-item exponential 5 ms one).
+pub fn ctrl_priority(metrics: bool) -> PriorityQueue<String> {
+    let mut cfg = QueueConfig::new(format!("bench-pq-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    if metrics {
+        cfg = cfg.with_metrics(prometheus_metrics_provider());
+    }
+    PriorityQueue::new(cfg)
+}
+
+impl BenchQueue for RateLimitingQueue<String> {
+    fn add(&self, k: String) {
+        RateLimitingQueue::add(self, k)
+    }
+    fn add_after(&self, k: String, d: Duration) {
+        RateLimitingQueue::add_after(self, k, d)
+    }
+    fn retry(&self, k: String) {
+        self.add_rate_limited(k)
+    }
+    fn forget(&self, k: &String) {
+        RateLimitingQueue::forget(self, k)
+    }
+    fn get(&self) -> impl Future<Output = Option<String>> + Send {
+        RateLimitingQueue::get(self)
+    }
+    fn done(&self, k: &String) {
+        RateLimitingQueue::done(self, k)
+    }
+    fn shut_down(&self) {
+        RateLimitingQueue::shut_down(self)
+    }
+}
+
+impl BenchQueue for PriorityQueue<String> {
+    fn add(&self, k: String) {
+        PriorityQueue::add(self, k)
+    }
+    fn add_after(&self, k: String, d: Duration) {
+        PriorityQueue::add_after(self, k, d)
+    }
+    fn retry(&self, k: String) {
+        self.add_rate_limited(k)
+    }
+    fn forget(&self, k: &String) {
+        PriorityQueue::forget(self, k)
+    }
+    fn get(&self) -> impl Future<Output = Option<String>> + Send {
+        PriorityQueue::get(self)
+    }
+    fn done(&self, k: &String) {
+        PriorityQueue::done(self, k)
+    }
+    fn shut_down(&self) {
+        PriorityQueue::shut_down(self)
+    }
+}
+
+/// The bare baseline: `Mutex<(VecDeque, HashSet)>` + `Notify`; dedup only, no processing
+/// set; delays are one sleeping task per item.
+#[derive(Clone)]
+pub struct Bare {
+    inner: Arc<BareInner>,
+}
+
+struct BareInner {
+    state: Mutex<(VecDeque<String>, HashSet<String>, bool)>,
+    notify: Notify,
+    limiter: Arc<ItemExponentialFailureRateLimiter<String>>,
+}
+
+impl Bare {
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(BareInner {
+                state: Mutex::new((VecDeque::new(), HashSet::new(), false)),
+                notify: Notify::new(),
+                limiter: exp_limiter(),
+            }),
+        }
+    }
+}
+
+impl BenchQueue for Bare {
+    fn add(&self, k: String) {
+        let mut s = self.inner.state.lock();
+        if s.2 || s.1.contains(&k) {
+            return;
+        }
+        s.1.insert(k.clone());
+        s.0.push_back(k);
+        drop(s);
+        self.inner.notify.notify_one();
+    }
+    fn add_after(&self, k: String, d: Duration) {
+        let q = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            q.add(k);
+        });
+    }
+    fn retry(&self, k: String) {
+        use ctrl_runtime::workqueue::RateLimiter;
+        let d = self.inner.limiter.when(&k);
+        self.add_after(k, d);
+    }
+    fn forget(&self, k: &String) {
+        use ctrl_runtime::workqueue::RateLimiter;
+        self.inner.limiter.forget(k);
+    }
+    async fn get(&self) -> Option<String> {
+        let try_take = || {
+            let mut s = self.inner.state.lock();
+            if let Some(k) = s.0.pop_front() {
+                s.1.remove(&k);
+                return Some(Some(k));
+            }
+            if s.2 { Some(None) } else { None }
+        };
+        if let Some(r) = try_take() {
+            return r;
+        }
+        loop {
+            let notified = self.inner.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(r) = try_take() {
+                return r;
+            }
+            notified.await;
+        }
+    }
+    fn done(&self, _k: &String) {}
+    fn shut_down(&self) {
+        self.inner.state.lock().2 = true;
+        self.inner.notify.notify_waiters();
+    }
+}
+
+/// The floor: an unbounded tokio mpsc channel (no dedup at all). An empty string is the
+/// stop signal; consumers share the receiver through an async mutex.
+#[derive(Clone)]
+pub struct Chan {
+    tx: mpsc::UnboundedSender<String>,
+    rx: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>,
+    limiter: Arc<ItemExponentialFailureRateLimiter<String>>,
+}
+
+impl Chan {
+    pub fn new() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            tx,
+            rx: Arc::new(tokio::sync::Mutex::new(rx)),
+            limiter: exp_limiter(),
+        }
+    }
+}
+
+impl BenchQueue for Chan {
+    fn add(&self, k: String) {
+        let _ = self.tx.send(k);
+    }
+    fn add_after(&self, k: String, d: Duration) {
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            let _ = tx.send(k);
+        });
+    }
+    fn retry(&self, k: String) {
+        use ctrl_runtime::workqueue::RateLimiter;
+        let d = self.limiter.when(&k);
+        self.add_after(k, d);
+    }
+    fn forget(&self, k: &String) {
+        use ctrl_runtime::workqueue::RateLimiter;
+        self.limiter.forget(k);
+    }
+    async fn get(&self) -> Option<String> {
+        let mut rx = self.rx.lock().await;
+        match rx.recv().await {
+            Some(k) if !k.is_empty() => Some(k),
+            _ => None,
+        }
+    }
+    fn done(&self, _k: &String) {}
+    fn shut_down(&self) {
+        for _ in 0..64 {
+            let _ = self.tx.send(String::new());
+        }
+    }
+}
