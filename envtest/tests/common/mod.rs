@@ -159,3 +159,89 @@ pub fn widget_ar() -> kube::core::ApiResource {
 pub fn widget(name: &str, spec: serde_json::Value) -> kube::core::DynamicObject {
     kube::core::DynamicObject::new(name, &widget_ar()).data(serde_json::json!({ "spec": spec }))
 }
+
+/// A raw watch (or any streaming GET): the response head, then one JSON value per line.
+pub struct RawStream {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    body: hyper::body::Incoming,
+    buf: Vec<u8>,
+    /// Every chunk received so far ended with a newline.
+    pub chunks_line_terminated: bool,
+}
+
+impl RawStream {
+    /// Opens `GET path` with optional extra headers.
+    pub async fn open(env: &Environment, path: &str, headers: &[(&str, &str)]) -> RawStream {
+        let stream = tokio::net::TcpStream::connect(env.addr()).await.unwrap();
+        let (mut send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let mut req = http::Request::get(path).header("host", "localhost");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = send
+            .send_request(
+                req.body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        RawStream {
+            status,
+            headers,
+            body: resp.into_body(),
+            buf: Vec::new(),
+            chunks_line_terminated: true,
+        }
+    }
+
+    /// The next line as JSON, or None at the end of the stream.
+    pub async fn next(&mut self) -> Option<serde_json::Value> {
+        use http_body_util::BodyExt;
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return Some(serde_json::from_slice(&line).expect("each line is one JSON object"));
+            }
+            match self.body.frame().await {
+                Some(Ok(f)) => {
+                    if let Ok(d) = f.into_data() {
+                        if !d.ends_with(b"\n") {
+                            self.chunks_line_terminated = false;
+                        }
+                        self.buf.extend_from_slice(&d);
+                    }
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The next line within `secs` seconds (panics on timeout).
+    pub async fn next_within(&mut self, secs: u64) -> Option<serde_json::Value> {
+        tokio::time::timeout(std::time::Duration::from_secs(secs), self.next())
+            .await
+            .expect("watch line in time")
+    }
+}
+
+/// Turns a `raw_full` answer into (code, JSON body).
+pub trait IntoJson {
+    /// (code, JSON body or Null).
+    fn into_json(self) -> (u16, serde_json::Value);
+}
+
+impl IntoJson for (u16, Vec<(String, String)>, String) {
+    fn into_json(self) -> (u16, serde_json::Value) {
+        (
+            self.0,
+            serde_json::from_str(&self.2).unwrap_or(serde_json::Value::Null),
+        )
+    }
+}
