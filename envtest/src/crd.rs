@@ -81,13 +81,7 @@ pub(crate) fn on_write(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if versions.is_empty() {
-        causes.push(FieldCause::invalid(
-            "spec.versions",
-            &json!(versions),
-            "must have exactly one version marked as storage version",
-        ));
-    } else if versions
+    if versions
         .iter()
         .filter(|v| v.get("storage") == Some(&json!(true)))
         .count()

@@ -89,12 +89,12 @@ pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
     let find = |plural: &str| reg.get(group, version, plural).cloned();
     let res =
         |rt: Arc<ResourceType>, namespace: Option<&str>, name: Option<&str>, sub: Option<&str>| {
-            if let Some(n) = name {
-                if n == "." || n == ".." {
-                    return Err(ApiError::bad_request(format!(
-                        "invalid resource name: {n:?}"
-                    )));
-                }
+            if let Some(n) = name
+                && (n == "." || n == "..")
+            {
+                return Err(ApiError::bad_request(format!(
+                    "invalid resource name: {n:?}"
+                )));
             }
             Ok(Route::Resource(ResourceRoute {
                 rt,

@@ -343,10 +343,10 @@ pub(crate) fn json(code: u16, v: &Value) -> Response<Body> {
 /// A `Status` error response.
 pub(crate) fn error(e: &ApiError) -> Response<Body> {
     let mut r = json(e.code, &e.to_value());
-    if let Some(s) = e.retry_after {
-        if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
 }

@@ -73,10 +73,11 @@ pub(crate) fn create_object(
     }
     meta::init_create(&mut obj, rt);
     kinds::normalize(rt, &mut obj, true);
-    if rt.crd.is_some() && rt.status {
-        if let Some(o) = obj.as_object_mut() {
-            o.remove("status");
-        }
+    if rt.crd.is_some()
+        && rt.status
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
     }
     crd::on_write(state, rt, None, &mut obj)?;
     crd::validate_custom(rt, &mut obj)?;

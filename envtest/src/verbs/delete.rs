@@ -132,12 +132,11 @@ pub(crate) fn delete_object(
             Some("Foreground") => Some("foregroundDeletion"),
             _ => None,
         };
-        if let Some(f) = extra {
-            if !fins.iter().any(|x| x == f) {
+        if let Some(f) = extra
+            && !fins.iter().any(|x| x == f) {
                 fins.push(f.to_string());
                 meta::set_meta(&mut new, "finalizers", json!(fins));
             }
-        }
         let is_ns = super::update::namespace_finalizers(rt, &new);
         if fins.is_empty() && !is_ns {
             return Ok(Change::Remove);

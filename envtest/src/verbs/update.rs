@@ -39,6 +39,9 @@ pub(crate) fn put(
     Ok(super::respond(200, &out, &r.rt, req))
 }
 
+/// Applies a decoded patch to the stored object (as served).
+type PatchFn = Box<dyn FnOnce(&Value) -> Result<Value, ApiError>>;
+
 pub(crate) fn patch(
     state: &Arc<State>,
     r: &ResourceRoute,
@@ -65,7 +68,7 @@ pub(crate) fn patch(
         ));
     }
     let rt = r.rt.clone();
-    let apply: Box<dyn FnOnce(&Value) -> Result<Value, ApiError>> = match ct.as_str() {
+    let apply: PatchFn = match ct.as_str() {
         "application/json-patch+json" => {
             let p: json_patch::Patch = serde_json::from_slice(&req.body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -120,10 +123,11 @@ pub(crate) fn patch(
 fn json_patch_apply(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
     let mut doc = cur.clone();
     for op in &p.0 {
-        if let json_patch::PatchOperation::Test(t) = op {
-            if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() {
-                continue;
-            }
+        if let json_patch::PatchOperation::Test(t) = op
+            && t.value.is_null()
+            && doc.pointer(t.path.as_str()).is_none()
+        {
+            continue;
         }
         json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| {
             ApiError::new(
@@ -192,12 +196,11 @@ pub(crate) fn update_object(
             }
             _ => {}
         }
-        if let Some(uid) = meta::meta_str(&new, "uid").filter(|u| !u.is_empty()) {
-            if Some(uid) != meta::meta_str(cur, "uid") {
+        if let Some(uid) = meta::meta_str(&new, "uid").filter(|u| !u.is_empty())
+            && Some(uid) != meta::meta_str(cur, "uid") {
                 let cause = FieldCause::invalid("metadata.uid", &json!(uid), "field is immutable");
                 return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
             }
-        }
         meta::keep_immutable(&mut new, cur);
         // status subresource rules
         if status_write {
