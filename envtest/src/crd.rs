@@ -229,11 +229,25 @@ pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
 }
 
 /// Validates a custom object against its version's schema (prunes unknown fields, defaults).
-pub(crate) fn validate_custom(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+pub(crate) fn validate_custom(
+    rt: &ResourceType,
+    obj: &mut Value,
+    strict: bool,
+) -> Result<(), ApiError> {
     let (Some(_), Some(sch)) = (&rt.crd, &rt.schema) else {
         return Ok(());
     };
-    schema::prune(sch, obj);
+    let unknown = schema::prune(sch, obj);
+    if strict && !unknown.is_empty() {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field {f:?}"))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
+    }
     schema::apply_defaults(sch, obj);
     let causes = schema::validate(sch, obj);
     if !causes.is_empty() {
@@ -314,13 +328,22 @@ fn maybe_finish(state: &Arc<State>, crd: &str) {
     {
         return;
     }
-    let _ = update::update_object(state, &crd_rt, None, crd, None, false, false, |cur| {
-        let mut v = (**cur).clone();
-        let f: Vec<String> = meta::finalizers(&v)
-            .into_iter()
-            .filter(|x| x != CLEANUP_FINALIZER)
-            .collect();
-        meta::set_meta(&mut v, "finalizers", json!(f));
-        Ok(v)
-    });
+    let _ = update::update_object(
+        state,
+        &crd_rt,
+        None,
+        crd,
+        None,
+        Default::default(),
+        false,
+        |cur| {
+            let mut v = (**cur).clone();
+            let f: Vec<String> = meta::finalizers(&v)
+                .into_iter()
+                .filter(|x| x != CLEANUP_FINALIZER)
+                .collect();
+            meta::set_meta(&mut v, "finalizers", json!(f));
+            Ok(v)
+        },
+    );
 }

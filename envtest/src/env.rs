@@ -218,7 +218,7 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
     if let Some(ns) = find("", "namespaces") {
         for n in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
-            let _ = verbs::create::create_object(state, &ns, None, obj, false);
+            let _ = verbs::create::create_object(state, &ns, None, obj, Default::default());
         }
     }
     if let Some(crd_rt) = find("apiextensions.k8s.io", "customresourcedefinitions") {
@@ -229,7 +229,8 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
                 message: e.message,
             };
             verbs::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
-            verbs::create::create_object(state, &crd_rt, None, c, false).map_err(crd_err)?;
+            verbs::create::create_object(state, &crd_rt, None, c, Default::default())
+                .map_err(crd_err)?;
         }
     }
     Ok(())

@@ -19,10 +19,10 @@ pub(crate) fn create(
     r: &ResourceRoute,
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
-    let dry = req.query.dry_run()?;
+    let w = super::WriteOpts::from_query(&req.query)?;
     let mut obj = super::decode_body(req)?;
     super::check_type(&mut obj, &r.rt, &super::siblings(state, &r.rt))?;
-    let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, dry)?;
+    let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
     Ok(super::respond(201, &stored, &r.rt, req))
 }
 
@@ -32,7 +32,7 @@ pub(crate) fn create_object(
     rt: &Arc<ResourceType>,
     url_ns: Option<&str>,
     mut obj: Value,
-    dry: bool,
+    w: super::WriteOpts,
 ) -> Result<Arc<Value>, ApiError> {
     let body_ns = meta::namespace(&obj).to_string();
     if rt.namespaced {
@@ -80,11 +80,11 @@ pub(crate) fn create_object(
         o.remove("status");
     }
     crd::on_write(state, rt, None, &mut obj)?;
-    crd::validate_custom(rt, &mut obj)?;
+    crd::validate_custom(rt, &mut obj, w.strict)?;
     meta::normalize(&mut obj);
     let key = rt.store_key();
     let okey = super::okey(rt, Some(&ns), &name);
-    let out = state.store.commit(&key, &okey, dry, |cur| {
+    let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
@@ -95,7 +95,7 @@ pub(crate) fn create_object(
             v
         }
     };
-    if !dry {
+    if !w.dry_run {
         crd::after_write(state, rt, &stored, false);
     }
     Ok(stored)

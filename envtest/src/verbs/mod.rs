@@ -7,6 +7,7 @@
 pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod read;
+pub(crate) mod scale;
 pub(crate) mod update;
 
 use std::sync::Arc;
@@ -31,10 +32,17 @@ pub(crate) async fn dispatch(
     if let Some(sub) = &r.sub {
         let ok = match sub.as_str() {
             "status" => rt.status,
+            "scale" => rt.scale.is_some(),
             _ => false,
         };
         if !ok {
             return Err(ApiError::unknown_path());
+        }
+        if sub == "scale" {
+            let Some(name) = r.name.as_deref() else {
+                return Err(ApiError::unknown_path());
+            };
+            return scale::handle(state, &r, name, &req);
         }
     }
     if rt.virtual_create {
@@ -59,6 +67,32 @@ pub(crate) async fn dispatch(
         (&Method::PATCH, Some(name)) => update::patch(state, &r, name, &req),
         (&Method::DELETE, Some(name)) if r.sub.is_none() => delete::delete(state, &r, name, &req),
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// Options of a write request: `dryRun=All` and `fieldValidation=Strict`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WriteOpts {
+    pub dry_run: bool,
+    /// Unknown fields of custom resources are an error (400) instead of being dropped.
+    pub strict: bool,
+}
+
+impl WriteOpts {
+    pub fn from_query(q: &crate::router::Query) -> Result<WriteOpts, ApiError> {
+        let strict = match q.value("fieldValidation") {
+            None | Some("Ignore") | Some("Warn") => false,
+            Some("Strict") => true,
+            Some(v) => {
+                return Err(ApiError::bad_request(format!(
+                    "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {v:?}"
+                )));
+            }
+        };
+        Ok(WriteOpts {
+            dry_run: q.dry_run()?,
+            strict,
+        })
     }
 }
 

@@ -23,7 +23,7 @@ pub(crate) fn put(
     name: &str,
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
-    let dry = req.query.dry_run()?;
+    let w = super::WriteOpts::from_query(&req.query)?;
     let mut body = super::decode_body(req)?;
     super::check_type(&mut body, &r.rt, &super::siblings(state, &r.rt))?;
     let (out, _) = update_object(
@@ -32,7 +32,7 @@ pub(crate) fn put(
         r.namespace.as_deref(),
         name,
         r.sub.as_deref(),
-        dry,
+        w,
         true,
         move |_| Ok(body),
     )?;
@@ -48,7 +48,7 @@ pub(crate) fn patch(
     name: &str,
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
-    let dry = req.query.dry_run()?;
+    let w = super::WriteOpts::from_query(&req.query)?;
     let ct = req
         .header("content-type")
         .split(';')
@@ -90,7 +90,20 @@ pub(crate) fn patch(
                 Ok(doc)
             })
         }
-        // Strategic merge and server-side apply are not served yet.
+        // Strategic merge and server-side apply are not served yet; a malformed body is still a 400.
+        "application/strategic-merge-patch+json" | "application/apply-patch+yaml" => {
+            let text =
+                std::str::from_utf8(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            let parsed: Result<Value, String> = if ct.ends_with("yaml") {
+                serde_saphyr::from_str(text).map_err(|e| e.to_string())
+            } else {
+                serde_json::from_str(text).map_err(|e| e.to_string())
+            };
+            if let Err(e) = parsed {
+                return Err(ApiError::bad_request(format!("error decoding patch: {e}")));
+            }
+            return Err(ApiError::unsupported_media(accepted));
+        }
         _ => return Err(ApiError::unsupported_media(accepted)),
     };
     let served_rt = rt.clone();
@@ -100,7 +113,7 @@ pub(crate) fn patch(
         r.namespace.as_deref(),
         name,
         r.sub.as_deref(),
-        dry,
+        w,
         false,
         move |cur| {
             let doc = super::served(cur, &served_rt).into_owned();
@@ -120,7 +133,7 @@ pub(crate) fn patch(
 }
 
 /// RFC 6902 with upstream's compatibility rule: `test` of a missing path against `null` passes.
-fn json_patch_apply(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
+pub(crate) fn json_patch_apply(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
     let mut doc = cur.clone();
     for op in &p.0 {
         if let json_patch::PatchOperation::Test(t) = op
@@ -150,7 +163,7 @@ pub(crate) fn update_object(
     ns: Option<&str>,
     name: &str,
     sub: Option<&str>,
-    dry: bool,
+    w: super::WriteOpts,
     put: bool,
     make: impl FnOnce(&Arc<Value>) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
@@ -158,7 +171,7 @@ pub(crate) fn update_object(
     let okey = super::okey(rt, ns, name);
     let status_write = sub == Some("status");
     let sibs = super::siblings(state, rt);
-    let out = state.store.commit(&key, &okey, dry, |cur| {
+    let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
@@ -237,7 +250,7 @@ pub(crate) fn update_object(
         meta::normalize(&mut new);
         super::validate(rt, &mut new)?;
         crd::on_write(state, rt, Some(cur), &mut new)?;
-        crd::validate_custom(rt, &mut new)?;
+        crd::validate_custom(rt, &mut new, w.strict)?;
         if rt.generation && !status_write && meta::spec_changed(cur, &new, rt.status) {
             meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
         }
@@ -250,7 +263,7 @@ pub(crate) fn update_object(
         Outcome::Deleted(v) => (v, true),
         Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
     };
-    if !dry {
+    if !w.dry_run {
         crd::after_write(state, rt, &obj, removed);
     }
     Ok((obj, removed))

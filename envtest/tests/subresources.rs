@@ -1,0 +1,231 @@
+//! Scale subresource, dryRun, strict field validation, multi-version CRDs, deletecollection and
+//! leases.
+
+mod common;
+
+use common::{cm, status_of, widget_ar};
+use ctrl_envtest::Environment;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use serde_json::json;
+
+fn deployment(name: &str) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn deployment_scale() {
+    let env = common::env().await;
+    let api: Api<Deployment> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &deployment("d"))
+        .await
+        .unwrap();
+    let s = api.get_scale("d").await.unwrap();
+    assert_eq!(s.spec.unwrap().replicas, Some(1));
+    assert_eq!(s.status.unwrap().selector.as_deref(), Some("app=d"));
+    let s = api
+        .patch_scale(
+            "d",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.spec.unwrap().replicas, Some(3));
+    let d = api.get("d").await.unwrap();
+    assert_eq!(d.spec.unwrap().replicas, Some(3));
+    assert_eq!(d.metadata.generation, Some(2));
+}
+
+#[tokio::test]
+async fn dry_run_changes_nothing() {
+    let env = common::env().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let before = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    let out = api
+        .create(
+            &PostParams {
+                dry_run: true,
+                ..Default::default()
+            },
+            &cm("dry", &[("a", "1")]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.metadata.name.as_deref(), Some("dry"));
+    assert!(api.get_opt("dry").await.unwrap().is_none());
+    let made = api
+        .create(&PostParams::default(), &cm("real", &[("a", "1")]))
+        .await
+        .unwrap();
+    let pp = PatchParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let patched = api
+        .patch("real", &pp, &Patch::Merge(json!({"data": {"a": "2"}})))
+        .await
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["a"], "2");
+    assert_eq!(api.get("real").await.unwrap(), made);
+    let dp = DeleteParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    api.delete("real", &dp).await.unwrap();
+    assert!(api.get_opt("real").await.unwrap().is_some());
+    let after: u64 = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+        .parse()
+        .unwrap();
+    let before: u64 = before.unwrap().parse().unwrap();
+    assert_eq!(
+        after,
+        before + 1,
+        "only the real create consumed a resourceVersion"
+    );
+}
+
+#[tokio::test]
+async fn strict_field_validation_for_custom_resources() {
+    let env = Environment::builder()
+        .crd(common::widget_crd(true))
+        .start()
+        .await
+        .unwrap();
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1, "bogus": true}}).to_string();
+    let (code, v) = common::raw(
+        &env,
+        "POST",
+        "/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Strict",
+        Some(&body),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 400, "{v}");
+    assert!(v["message"].as_str().unwrap().contains("spec.bogus"), "{v}");
+    let (code, v) = common::raw(
+        &env,
+        "POST",
+        "/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Ignore",
+        Some(&body),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(v["spec"], json!({"size": 1}));
+}
+
+#[tokio::test]
+async fn multi_version_crd_serves_one_object_at_each_version() {
+    let mut crd = serde_json::to_value(common::widget_crd(true)).unwrap();
+    let mut v2 = crd["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    crd["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    let env = Environment::builder()
+        .crd(serde_json::from_value(crd).unwrap())
+        .start()
+        .await
+        .unwrap();
+    let v1: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
+    v1.create(
+        &PostParams::default(),
+        &common::widget("w", json!({"size": 1})),
+    )
+    .await
+    .unwrap();
+    let ar2 = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v2", "Widget"),
+        "widgets",
+    );
+    let v2api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &ar2);
+    let got = v2api.get("w").await.unwrap();
+    assert_eq!(got.types.unwrap().api_version, "example.com/v2");
+    assert_eq!(
+        v2api.list(&Default::default()).await.unwrap().items.len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn delete_collection_with_selector() {
+    let env = common::env().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    for (n, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        let mut c = cm(n, &[]);
+        c.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+        api.create(&PostParams::default(), &c).await.unwrap();
+    }
+    api.delete_collection(
+        &DeleteParams::background(),
+        &ListParams::default().labels("app=x"),
+    )
+    .await
+    .unwrap();
+    let left: Vec<String> = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(left, ["c"]);
+}
+
+#[tokio::test]
+async fn lease_round_trip_and_races() {
+    let env = common::env().await;
+    let api: Api<Lease> = Api::namespaced(env.client(), "default");
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "leader"},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "renewTime": "2026-01-02T03:04:05.123456Z"}
+    }))
+    .unwrap();
+    let made = api.create(&PostParams::default(), &lease).await.unwrap();
+    let st = status_of(
+        api.create(&PostParams::default(), &lease)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(st.reason, "AlreadyExists");
+    let (_, raw) = common::raw(
+        &env,
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases/leader",
+        None,
+        "application/json",
+    )
+    .await;
+    assert_eq!(raw["spec"]["renewTime"], "2026-01-02T03:04:05.123456Z");
+    let mut renewed = made.clone();
+    renewed.spec.as_mut().unwrap().holder_identity = Some("b".into());
+    api.replace("leader", &PostParams::default(), &renewed)
+        .await
+        .unwrap();
+    let st = status_of(
+        api.replace("leader", &PostParams::default(), &renewed)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(st.reason, "Conflict");
+}
