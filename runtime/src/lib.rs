@@ -5,9 +5,12 @@
 //! workers -> `Reconciler`. Each module is one concept, as controller-runtime has one
 //! package per concept; module docs say how each relates to its neighbours.
 
+pub mod cache;
 pub mod controller;
 pub mod event;
 pub mod handler;
+pub mod healthz;
+pub mod http;
 pub mod metrics;
 pub mod predicate;
 pub mod reconcile;

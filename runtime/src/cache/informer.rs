@@ -1,0 +1,447 @@
+//! [`Informer`]: one shared watch of one type in one scope, feeding the store
+//! (`super::store`) and fanning events out to handlers (`super::fanout`)
+//! (client-go's `SharedIndexInformer`).
+//!
+//! List, watch, resume, relist and backoff are kube's `watcher` with
+//! `WatchStreamExt::default_backoff()`; this module turns its `Init` / `InitApply` /
+//! `InitDone` / `Apply` / `Delete` events into store writes and Create / Update /
+//! Delete notifications. A relist (`Init` after the first sync, e.g. when the watch
+//! history was compacted) is diffed against the store at `InitDone`: objects the new
+//! list lacks are removed and reported as `Delete` with `delete_state_unknown`. With
+//! several namespaces, one watcher runs per namespace and each relist is diffed only
+//! against its own namespace. Resyncs replay every object as `Update(old == new)`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use kube::Client;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::fanout::{HandlerRegistration, InformerHandler, Notification, Sink};
+use super::object::{CacheObject, Scoped, object_key};
+use super::options::Resolved;
+use super::store::{IndexFn, Store, field_index_name};
+use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
+
+/// The type-erased side of an informer the cache drives.
+pub(crate) trait InformerControl: Send + Sync + 'static {
+    /// Spawns the watch loop (once; later calls return `None`).
+    fn spawn(&self, ctx: CancellationToken) -> Option<JoinHandle<()>>;
+    /// Whether the initial list has been stored.
+    fn has_synced(&self) -> bool;
+    /// Resolves once synced.
+    fn synced(&self) -> BoxFuture<'static, ()>;
+    /// `apiVersion/Kind` and scope, for logs.
+    fn name(&self) -> String;
+}
+
+struct Inner<K: CacheObject> {
+    name: String,
+    client: Client,
+    dt: K::DynamicType,
+    settings: Resolved<K>,
+    store: Store<K>,
+    handlers: RwLock<Vec<Arc<Sink<K>>>>,
+    unstarted: Mutex<Vec<(Arc<Sink<K>>, Arc<dyn InformerHandler<K>>)>>,
+    stop: Mutex<Option<CancellationToken>>,
+    started: AtomicBool,
+    synced: watch::Sender<bool>,
+    missing: watch::Sender<Option<String>>,
+    next_id: AtomicU64,
+}
+
+/// A shared informer for objects of type `K` (get one from
+/// [`Cache::get_informer`](super::Cache::get_informer)).
+pub struct Informer<K: CacheObject> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K: CacheObject> Clone for Informer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K: CacheObject> std::fmt::Debug for Informer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informer")
+            .field("name", &self.inner.name)
+            .field("objects", &self.inner.store.len())
+            .field("synced", &self.has_synced())
+            .finish()
+    }
+}
+
+/// Why an index could not be added.
+#[derive(Debug, thiserror::Error)]
+#[error("index {0} already exists")]
+pub struct IndexConflict(pub String);
+
+impl<K: CacheObject> Informer<K> {
+    pub(crate) fn new(client: Client, dt: K::DynamicType, settings: Resolved<K>) -> Self {
+        let scope = if K::Scope::CLUSTER || settings.namespaces.is_empty() {
+            "all namespaces".to_string()
+        } else {
+            settings.namespaces.join(",")
+        };
+        let name = format!("{} ({scope})", super::object::gvk_string::<K>(&dt));
+        Self {
+            inner: Arc::new(Inner {
+                name,
+                client,
+                dt,
+                settings,
+                store: Store::new(),
+                handlers: RwLock::new(Vec::new()),
+                unstarted: Mutex::new(Vec::new()),
+                stop: Mutex::new(None),
+                started: AtomicBool::new(false),
+                synced: watch::channel(false).0,
+                missing: watch::channel(None).0,
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// The informer's store (read-only use: the informer is its only writer).
+    pub fn store(&self) -> &Store<K> {
+        &self.inner.store
+    }
+
+    /// The dynamic type the informer watches.
+    pub fn dynamic_type(&self) -> &K::DynamicType {
+        &self.inner.dt
+    }
+
+    /// True once the first list has been stored.
+    pub fn has_synced(&self) -> bool {
+        *self.inner.synced.borrow()
+    }
+
+    /// Waits until synced (true) or `ctx` is cancelled (false).
+    pub async fn wait_for_sync(&self, ctx: CancellationToken) -> bool {
+        let mut rx = self.inner.synced.subscribe();
+        tokio::select! {
+            r = rx.wait_for(|s| *s) => r.is_ok(),
+            _ = ctx.cancelled() => false,
+        }
+    }
+
+    /// Waits until synced; fails at once while the server answers the list with 404
+    /// (the type is not installed), or when `ctx` is cancelled.
+    pub(crate) async fn wait_readable(&self, ctx: CancellationToken) -> Result<(), NotReady> {
+        let mut synced = self.inner.synced.subscribe();
+        let mut missing = self.inner.missing.subscribe();
+        tokio::select! {
+            biased;
+            r = synced.wait_for(|s| *s) => r.map(|_| ()).map_err(|_| NotReady::Stopped),
+            m = missing.wait_for(|m| m.is_some()) => Err(match m {
+                Ok(m) => NotReady::Missing(m.clone().unwrap_or_default()),
+                Err(_) => NotReady::Stopped,
+            }),
+            _ = ctx.cancelled() => Err(NotReady::Stopped),
+        }
+    }
+
+    /// Registers a handler. It first receives a Create (`is_in_initial_list`) for
+    /// every object already stored, then every later event, in order per object.
+    pub fn add_event_handler(&self, handler: impl InformerHandler<K>) -> HandlerRegistration<K> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let sink = Sink::new(id, self.inner.settings.handler_buffer);
+        let handler: Arc<dyn InformerHandler<K>> = Arc::new(handler);
+        {
+            let mut handlers = self.inner.handlers.write();
+            for obj in self.inner.store.list() {
+                let key = key_of(&*obj);
+                sink.push(
+                    &key,
+                    Notification::Create(CreateEvent {
+                        object: obj,
+                        is_in_initial_list: true,
+                    }),
+                );
+            }
+            if self.has_synced() {
+                sink.push_synced();
+            }
+            handlers.push(sink.clone());
+        }
+        let mut unstarted = self.inner.unstarted.lock();
+        let stop = self.inner.stop.lock().clone();
+        match stop {
+            Some(ctx) => {
+                tokio::spawn(sink.clone().run(handler, ctx));
+            }
+            None => unstarted.push((sink.clone(), handler)),
+        }
+        drop(unstarted);
+        tracing::debug!(informer = %self.inner.name, handler = id, "event handler added");
+        HandlerRegistration { sink }
+    }
+
+    /// Removes a handler: it gets no further events.
+    pub fn remove_event_handler(&self, reg: &HandlerRegistration<K>) {
+        self.inner
+            .handlers
+            .write()
+            .retain(|s| !Arc::ptr_eq(s, &reg.sink));
+        self.inner
+            .unstarted
+            .lock()
+            .retain(|(s, _)| !Arc::ptr_eq(s, &reg.sink));
+        reg.sink.close();
+    }
+
+    /// Adds a field index named `field` (stored as `field:<field>`), filing every
+    /// object under the values `f` returns (controller-runtime's `IndexField`). May be
+    /// called before or after the informer started.
+    pub fn add_field_index(
+        &self,
+        field: &str,
+        f: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    ) -> Result<(), IndexConflict> {
+        let name = field_index_name(field);
+        let func: IndexFn<K> = Arc::new(f);
+        // Hold the handler lock so no event is applied while the index is built.
+        let _guard = self.inner.handlers.read();
+        if self.inner.store.add_index(name.clone(), func) {
+            Ok(())
+        } else {
+            Err(IndexConflict(name))
+        }
+    }
+}
+
+/// The server's message when a list failed because the type is not served (404).
+fn type_missing(err: &watcher::Error) -> Option<String> {
+    match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.is_not_found() => {
+            Some(s.message.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Why a read could not wait for an informer to sync.
+pub(crate) enum NotReady {
+    /// The server does not serve the type (yet).
+    Missing(String),
+    /// The cache was stopped.
+    Stopped,
+}
+
+fn key_of<K: kube::Resource>(obj: &K) -> Arc<str> {
+    let m = obj.meta();
+    Arc::from(object_key(
+        m.namespace.as_deref(),
+        m.name.as_deref().unwrap_or_default(),
+    ))
+}
+
+impl<K: CacheObject> Inner<K> {
+    fn transform(&self, mut obj: K) -> K {
+        if let Some(t) = &self.settings.meta_transform {
+            t(kube::Resource::meta_mut(&mut obj));
+        }
+        if let Some(t) = &self.settings.transform {
+            t(&mut obj);
+        }
+        obj
+    }
+
+    fn dispatch(&self, sinks: &[Arc<Sink<K>>], key: &Arc<str>, n: Notification<K>) {
+        for s in sinks {
+            s.push(key, n.clone());
+        }
+    }
+
+    fn upsert(&self, obj: K, initial: bool) -> Arc<str> {
+        let obj = Arc::new(self.transform(obj));
+        let key = key_of(&*obj);
+        let sinks = self.handlers.read();
+        let n = match self.store.insert(&key, obj.clone()) {
+            None => Notification::Create(CreateEvent {
+                object: obj,
+                is_in_initial_list: initial,
+            }),
+            Some(old) => Notification::Update(UpdateEvent::new(old, obj)),
+        };
+        self.dispatch(&sinks, &key, n);
+        key
+    }
+
+    fn delete(&self, obj: K) {
+        let obj = Arc::new(self.transform(obj));
+        let key = key_of(&*obj);
+        let sinks = self.handlers.read();
+        self.store.remove(&key);
+        self.dispatch(&sinks, &key, Notification::Delete(DeleteEvent::new(obj)));
+    }
+
+    /// Removes what a relist of scope `ns` did not return.
+    fn finish_relist(&self, ns: Option<&str>, seen: &HashSet<Arc<str>>) {
+        let sinks = self.handlers.read();
+        let candidates = match ns {
+            Some(ns) => self.store.list_namespace(ns),
+            None => self.store.list(),
+        };
+        for obj in candidates {
+            let key = key_of(&*obj);
+            if seen.contains(&key) {
+                continue;
+            }
+            if let Some(last) = self.store.remove(&key) {
+                tracing::debug!(informer = %self.name, key = %key, "object gone after relist");
+                let n = Notification::Delete(DeleteEvent {
+                    object: last,
+                    delete_state_unknown: true,
+                });
+                self.dispatch(&sinks, &key, n);
+            }
+        }
+    }
+
+    fn mark_synced(&self) {
+        let sinks = self.handlers.read();
+        for s in sinks.iter() {
+            s.push_synced();
+        }
+        self.synced.send_replace(true);
+        tracing::debug!(informer = %self.name, objects = self.store.len(), "informer synced");
+    }
+
+    fn resync(&self) {
+        let sinks = self.handlers.read();
+        for obj in self.store.list() {
+            let key = key_of(&*obj);
+            self.dispatch(
+                &sinks,
+                &key,
+                Notification::Update(UpdateEvent::new(obj.clone(), obj)),
+            );
+        }
+    }
+
+    fn next_resync(&self) -> tokio::time::Instant {
+        let jitter = 0.9 + rand::random::<f64>() * 0.2;
+        tokio::time::Instant::now()
+            + self
+                .settings
+                .sync_period
+                .mul_f64(jitter)
+                .max(Duration::from_millis(1))
+    }
+
+    async fn run(self: Arc<Self>, ctx: CancellationToken) {
+        let scopes: Vec<Option<String>> =
+            if K::Scope::CLUSTER || self.settings.namespaces.is_empty() {
+                vec![None]
+            } else {
+                self.settings.namespaces.iter().cloned().map(Some).collect()
+            };
+        let mut cfg = watcher::Config::default();
+        cfg.label_selector = self.settings.label_selector.clone();
+        cfg.field_selector = self.settings.field_selector.clone();
+        let streams = scopes.iter().enumerate().map(|(i, ns)| {
+            let api = <K::Scope as Scoped>::api::<K>(self.client.clone(), ns.as_deref(), &self.dt);
+            watcher::watcher(api, cfg.clone())
+                .default_backoff()
+                .map(move |e| (i, e))
+                .boxed()
+        });
+        let mut events = futures::stream::select_all(streams);
+        let mut relists: Vec<Option<HashSet<Arc<str>>>> = vec![None; scopes.len()];
+        let mut listed = vec![false; scopes.len()];
+        let resync = tokio::time::sleep_until(self.next_resync());
+        tokio::pin!(resync);
+        tracing::debug!(informer = %self.name, "informer started");
+        loop {
+            let (i, ev) = tokio::select! {
+                _ = ctx.cancelled() => break,
+                _ = &mut resync => {
+                    self.resync();
+                    resync.as_mut().reset(self.next_resync());
+                    continue;
+                }
+                ev = events.next() => match ev {
+                    Some(ev) => ev,
+                    None => break,
+                },
+            };
+            match ev {
+                Err(err) => {
+                    if let Some(msg) = type_missing(&err) {
+                        self.missing.send_replace(Some(msg));
+                    }
+                    tracing::warn!(informer = %self.name, error = %err, "watch failed; retrying with backoff");
+                }
+                Ok(Event::Init) => relists[i] = Some(HashSet::new()),
+                Ok(Event::InitApply(obj)) => {
+                    let key = self.upsert(obj, !self.synced_now());
+                    if let Some(seen) = relists[i].as_mut() {
+                        seen.insert(key);
+                    }
+                }
+                Ok(Event::InitDone) => {
+                    if let Some(seen) = relists[i].take() {
+                        self.finish_relist(scopes[i].as_deref(), &seen);
+                    }
+                    listed[i] = true;
+                    self.missing.send_replace(None);
+                    if !self.synced_now() && listed.iter().all(|l| *l) {
+                        self.mark_synced();
+                    }
+                }
+                Ok(Event::Apply(obj)) => {
+                    self.upsert(obj, false);
+                }
+                Ok(Event::Delete(obj)) => self.delete(obj),
+            }
+        }
+        tracing::debug!(informer = %self.name, "informer stopped");
+    }
+
+    fn synced_now(&self) -> bool {
+        *self.synced.borrow()
+    }
+}
+
+impl<K: CacheObject> InformerControl for Informer<K> {
+    fn spawn(&self, ctx: CancellationToken) -> Option<JoinHandle<()>> {
+        if self.inner.started.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let mut unstarted = self.inner.unstarted.lock();
+        *self.inner.stop.lock() = Some(ctx.clone());
+        for (sink, handler) in unstarted.drain(..) {
+            tokio::spawn(sink.run(handler, ctx.clone()));
+        }
+        Some(tokio::spawn(self.inner.clone().run(ctx)))
+    }
+
+    fn has_synced(&self) -> bool {
+        Informer::has_synced(self)
+    }
+
+    fn synced(&self) -> BoxFuture<'static, ()> {
+        let mut rx = self.inner.synced.subscribe();
+        Box::pin(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        })
+    }
+
+    fn name(&self) -> String {
+        self.inner.name.clone()
+    }
+}

@@ -1,0 +1,217 @@
+//! Reads from the cache: [`Cache::get`] and [`Cache::list`] with [`ListOptions`]
+//! (controller-runtime's `CacheReader`), and the [`ObjectGetter`] that typed
+//! reconcilers (`crate::reconcile::as_reconciler`) fetch their objects through.
+//!
+//! A read of a type nobody watched yet starts its informer and waits for it to sync
+//! (unless `reader_fail_on_missing_informer` is set). Label selectors filter in
+//! memory; a field match must name an index added with [`Cache::index_field`]
+//! (`metadata.name` and `metadata.namespace` work without one).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kube::core::{Selector, SelectorExt};
+
+use super::informer::NotReady;
+use super::store::{field_index_name, namespaced_value};
+use super::{Cache, CacheObject, Error, Informer, gvk_string, object_key};
+use crate::reconcile::{self, ObjectGetter, Request};
+
+/// What a list returns (controller-runtime's `client.ListOptions`: `InNamespace`,
+/// `MatchingLabels` / `MatchingLabelsSelector`, `MatchingFields`, `Limit`).
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Only this namespace (`None`: all).
+    pub namespace: Option<String>,
+    /// Only objects whose labels match.
+    pub labels: Option<Selector>,
+    /// Exact matches on indexed fields: `(field, value)`.
+    pub fields: Vec<(String, String)>,
+    /// At most this many objects (sorted by `namespace/name`).
+    pub limit: Option<usize>,
+}
+
+impl ListOptions {
+    /// Everything.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only objects in `ns` (`InNamespace`).
+    pub fn in_namespace(mut self, ns: impl Into<String>) -> Self {
+        self.namespace = Some(ns.into());
+        self
+    }
+
+    /// Only objects matching `selector` (`MatchingLabelsSelector`).
+    pub fn matching_labels(mut self, selector: Selector) -> Self {
+        self.labels = Some(selector);
+        self
+    }
+
+    /// Only objects carrying every `key=value` label (`MatchingLabels`).
+    pub fn matching_label_map<I, A, B>(self, labels: I) -> Self
+    where
+        I: IntoIterator<Item = (A, B)>,
+        A: Into<String>,
+        B: Into<String>,
+    {
+        let sel: Selector = labels
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        self.matching_labels(sel)
+    }
+
+    /// Only objects whose index `field` holds `value` (`MatchingFields`).
+    pub fn matching_field(mut self, field: impl Into<String>, value: impl Into<String>) -> Self {
+        self.fields.push((field.into(), value.into()));
+        self
+    }
+
+    /// At most `n` objects (`Limit`).
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+}
+
+impl Cache {
+    /// The informer a read of `K` uses, synced.
+    async fn informer_for_read<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+    ) -> Result<Informer<K>, Error> {
+        let kind = || gvk_string::<K>(dt);
+        let inf = if self.inner.options.reader_fail_on_missing_informer {
+            self.informer_inner::<K>(dt, false)
+                .ok_or_else(|| Error::MissingInformer { kind: kind() })?
+        } else {
+            self.get_informer_with::<K>(dt)
+        };
+        if inf.has_synced() {
+            return Ok(inf);
+        }
+        let Some(stop) = self.stop_token() else {
+            return Err(Error::NotStarted { kind: kind() });
+        };
+        match inf.wait_readable(stop).await {
+            Ok(()) => Ok(inf),
+            Err(NotReady::Missing(message)) => Err(Error::NoKindMatch {
+                kind: kind(),
+                message,
+            }),
+            Err(NotReady::Stopped) => Err(Error::Stopped { kind: kind() }),
+        }
+    }
+
+    /// The typed object `namespace/name` (`namespace` empty for cluster-scoped types).
+    pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error>
+    where
+        K: CacheObject<DynamicType = ()>,
+    {
+        self.get_with::<K>(&(), namespace, name).await
+    }
+
+    /// The object `namespace/name` of `K` with dynamic type `dt`.
+    pub async fn get_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<K>, Error> {
+        let inf = self.informer_for_read::<K>(dt).await?;
+        let key = object_key(Some(namespace), name);
+        inf.store().get(&key).ok_or_else(|| Error::NotFound {
+            kind: gvk_string::<K>(dt),
+            key,
+        })
+    }
+
+    /// Typed objects matching `opts`, sorted by `namespace/name`.
+    pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error>
+    where
+        K: CacheObject<DynamicType = ()>,
+    {
+        self.list_with::<K>(&(), opts).await
+    }
+
+    /// Objects of `K` with dynamic type `dt` matching `opts`.
+    pub async fn list_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        opts: &ListOptions,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        let inf = self.informer_for_read::<K>(dt).await?;
+        let store = inf.store();
+        let ns = opts.namespace.as_deref().filter(|n| !n.is_empty());
+        let mut native: Vec<(&str, &str)> = Vec::new();
+        let mut found: Option<Vec<Arc<K>>> = None;
+        for (field, value) in &opts.fields {
+            let index = field_index_name(field);
+            if !store.has_index(&index) {
+                if field == "metadata.name" || field == "metadata.namespace" {
+                    native.push((field, value));
+                    continue;
+                }
+                return Err(Error::IndexNotFound {
+                    kind: gvk_string::<K>(dt),
+                    field: field.clone(),
+                });
+            }
+            let hits = store
+                .by_index(&index, &namespaced_value(ns, value))
+                .unwrap_or_default();
+            found = Some(match found {
+                None => hits,
+                Some(prev) => prev
+                    .into_iter()
+                    .filter(|o| hits.iter().any(|h| Arc::ptr_eq(h, o)))
+                    .collect(),
+            });
+        }
+        let mut objs = match (found, ns) {
+            (Some(objs), _) => objs,
+            (None, Some(ns)) => store.list_namespace(ns),
+            (None, None) => store.list(),
+        };
+        objs.retain(|o| {
+            let m = o.meta();
+            let labels_ok = opts.labels.as_ref().is_none_or(|sel| {
+                let empty = BTreeMap::new();
+                sel.matches(m.labels.as_ref().unwrap_or(&empty))
+            });
+            let ns_ok = ns.is_none_or(|ns| m.namespace.as_deref() == Some(ns));
+            let native_ok = native.iter().all(|(f, v)| match *f {
+                "metadata.name" => m.name.as_deref() == Some(*v),
+                _ => m.namespace.as_deref() == Some(*v),
+            });
+            labels_ok && ns_ok && native_ok
+        });
+        objs.sort_by_cached_key(|o| {
+            object_key(
+                o.meta().namespace.as_deref(),
+                o.meta().name.as_deref().unwrap_or_default(),
+            )
+        });
+        if let Some(n) = opts.limit.filter(|n| *n > 0) {
+            objs.truncate(n);
+        }
+        Ok(objs)
+    }
+}
+
+#[async_trait]
+impl<K> ObjectGetter<K> for Cache
+where
+    K: CacheObject<DynamicType = ()>,
+{
+    async fn get(&self, req: &Request) -> Result<Option<Arc<K>>, reconcile::Error> {
+        match self.get_with::<K>(&(), &req.namespace, &req.name).await {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(reconcile::Error::new(e.to_string())),
+        }
+    }
+}
