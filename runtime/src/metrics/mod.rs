@@ -4,6 +4,9 @@
 //! user collectors all go here, so one scrape of the metrics server shows everything,
 //! under controller-runtime's metric names.
 
+pub mod process;
+pub mod server;
+
 use std::sync::OnceLock;
 
 use prometheus::Registry;

@@ -1,0 +1,20 @@
+//! A small HTTP/1.1 server for the manager's own endpoints (controller-runtime's
+//! `pkg/internal/httpserver` and `manager.Server`).
+//!
+//! The metrics server (`crate::metrics::server`) and the health probe server
+//! (`crate::healthz`) are both a [`Server`] with a [`Router`] of [`Handler`]s; the
+//! manager (`crate::manager`) runs each server as a runnable in its HTTP-servers
+//! group. Limits follow controller-runtime's servers: headers must arrive within
+//! 32 s and fit in 1 MiB (else `431`), bodies are capped, bad paths get `404`, and a
+//! garbage request never takes the server down.
+
+mod handler;
+mod router;
+mod server;
+
+pub use handler::{Body, Handler, HandlerFn, Request, Response, handler_fn, not_found, text};
+pub use router::{Router, clean_path};
+pub use server::{
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADER_BYTES, Server,
+    ServerOptions, bind,
+};

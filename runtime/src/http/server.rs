@@ -1,0 +1,265 @@
+//! [`Server`]: serves a [`Router`] on a bound listener until cancelled, then shuts
+//! down gracefully (Go's `manager.Server` over `httpserver.New`).
+//!
+//! Listeners are bound up front with [`bind`] (the manager does it in
+//! `Manager::new`, so a port clash is reported before anything starts and tests can
+//! bind port 0 and read the address back). Each connection is HTTP/1.1 on hyper with
+//! Go's limits: the request head must arrive within [`DEFAULT_HEADER_READ_TIMEOUT`]
+//! and fit in [`DEFAULT_MAX_HEADER_BYTES`] (else `431` and the connection closes);
+//! bodies over [`DEFAULT_MAX_BODY_BYTES`] get `413`; a panicking handler gets `500`.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::FutureExt;
+use http::StatusCode;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::handler::{Response, text};
+use super::router::Router;
+
+/// How long a client has to send a request head (Go's `ReadHeaderTimeout` in
+/// controller-runtime's servers).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+
+/// The largest request head accepted (Go's `MaxHeaderBytes`: 1 MiB).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// The largest request body read into memory.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
+
+/// Limits and behaviour of a [`Server`].
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Time allowed for the request head; default [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// Largest request head in bytes (at least 8 KiB); default [`DEFAULT_MAX_HEADER_BYTES`].
+    pub max_header_bytes: usize,
+    /// Largest request body in bytes; default [`DEFAULT_MAX_BODY_BYTES`].
+    pub max_body_bytes: usize,
+    /// How long shutdown waits for requests in flight; `None` (the default, as Go)
+    /// waits until they finish. Idle connections close at once.
+    pub shutdown_timeout: Option<Duration>,
+    /// Run only on the elected leader (Go's `OnlyServeWhenLeader`). Default false.
+    pub only_serve_when_leader: bool,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            shutdown_timeout: None,
+            only_serve_when_leader: false,
+        }
+    }
+}
+
+/// Binds a listener on `addr`: `host:port`, `[v6]:port`, or Go's `:port` for every
+/// interface (IPv4). Port 0 picks a free port; read it back with `local_addr`.
+pub fn bind(addr: &str) -> io::Result<StdListener> {
+    let target = match addr.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => addr.to_string(),
+    };
+    let mut last = None;
+    for sa in target.to_socket_addrs()? {
+        match StdListener::bind(sa) {
+            Ok(l) => {
+                l.set_nonblocking(true)?;
+                return Ok(l);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("no address to bind for {addr:?}"),
+        )
+    }))
+}
+
+/// An HTTP server for one [`Router`], run once with [`Server::serve`].
+pub struct Server {
+    kind: String,
+    addr: SocketAddr,
+    listener: Mutex<Option<StdListener>>,
+    router: Arc<Router>,
+    opts: ServerOptions,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("kind", &self.kind)
+            .field("addr", &self.addr)
+            .field("opts", &self.opts)
+            .finish()
+    }
+}
+
+impl Server {
+    /// A server named `kind` (for logs: `"metrics"`, `"health probe"`) on a listener
+    /// from [`bind`].
+    pub fn new(
+        kind: impl Into<String>,
+        listener: StdListener,
+        router: Router,
+        opts: ServerOptions,
+    ) -> io::Result<Self> {
+        listener.set_nonblocking(true)?;
+        Ok(Self {
+            kind: kind.into(),
+            addr: listener.local_addr()?,
+            listener: Mutex::new(Some(listener)),
+            router: Arc::new(router),
+            opts,
+        })
+    }
+
+    /// What the server is for.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server's options.
+    pub fn options(&self) -> &ServerOptions {
+        &self.opts
+    }
+
+    /// Serves until `ctx` is cancelled, then stops accepting, lets requests in flight
+    /// finish (bounded by `shutdown_timeout`) and returns. Fails if called twice or if
+    /// the listener cannot be registered with the runtime.
+    pub async fn serve(&self, ctx: CancellationToken) -> io::Result<()> {
+        let std =
+            self.listener.lock().take().ok_or_else(|| {
+                io::Error::other(format!("{} server was already started", self.kind))
+            })?;
+        let listener = TcpListener::from_std(std)?;
+        tracing::info!(kind = %self.kind, addr = %self.addr, "Starting server");
+        let conns = TaskTracker::new();
+        let shutdown = CancellationToken::new();
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            let accepted = tokio::select! {
+                _ = ctx.cancelled() => break,
+                a = listener.accept() => a,
+            };
+            match accepted {
+                Ok((stream, _peer)) => {
+                    backoff = Duration::from_millis(5);
+                    let _ = stream.set_nodelay(true);
+                    conns.spawn(serve_conn(
+                        stream,
+                        self.router.clone(),
+                        self.opts.clone(),
+                        shutdown.clone(),
+                    ));
+                }
+                Err(error) => {
+                    // Out of file descriptors and the like: wait and retry, as Go does.
+                    tracing::warn!(kind = %self.kind, %error, "accept failed; retrying");
+                    tokio::select! {
+                        _ = ctx.cancelled() => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+        tracing::info!(kind = %self.kind, addr = %self.addr, "shutting down server");
+        drop(listener);
+        shutdown.cancel();
+        conns.close();
+        match self.opts.shutdown_timeout {
+            None => conns.wait().await,
+            Some(t) => {
+                if tokio::time::timeout(t, conns.wait()).await.is_err() {
+                    tracing::error!(kind = %self.kind, timeout = ?t, "error shutting down server: requests still in flight");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn serve_conn(
+    stream: tokio::net::TcpStream,
+    router: Arc<Router>,
+    opts: ServerOptions,
+    shutdown: CancellationToken,
+) {
+    let max_body = opts.max_body_bytes;
+    let svc = service_fn(move |req: http::Request<Incoming>| {
+        let router = router.clone();
+        async move { Ok::<_, Infallible>(respond(&router, req, max_body).await) }
+    });
+    let max_header = opts.max_header_bytes.max(8192);
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(opts.header_read_timeout)
+        .max_header_size(max_header)
+        .max_buf_size(max_header + 64 * 1024);
+    let conn = builder.serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    let res = tokio::select! {
+        res = conn.as_mut() => res,
+        _ = shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(error) = res {
+        tracing::debug!(%error, "http connection ended with an error");
+    }
+}
+
+/// Reads the body (capped), routes the request, and turns a handler panic into `500`.
+async fn respond(router: &Router, req: http::Request<Incoming>, max_body: usize) -> Response {
+    let (parts, body) = req.into_parts();
+    let body: Bytes = match Limited::new(body, max_body).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "http: request body too large\n",
+            );
+        }
+        Err(_) => return text(StatusCode::BAD_REQUEST, "400 Bad Request\n"),
+    };
+    let req = http::Request::from_parts(parts, body);
+    let path = req.uri().path().to_string();
+    match std::panic::AssertUnwindSafe(router.dispatch(req))
+        .catch_unwind()
+        .await
+    {
+        Ok(resp) => resp,
+        Err(_) => {
+            tracing::error!(path = %path, "http handler panicked");
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "500 Internal Server Error\n",
+            )
+        }
+    }
+}
