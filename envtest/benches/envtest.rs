@@ -1,0 +1,412 @@
+//! ctrl-envtest bench: start → first successful request, creates/s from one client over HTTP,
+//! watch events/s fanned out to 10 watchers, and memory per stored ConfigMap — printed as a
+//! table beside the aims of the envtest issue, with a bare hyper server as the HTTP baseline
+//! (same client, fixed response, no storage) so the server's own cost can be read off.
+//!
+//! `cargo bench -p ctrl-envtest --bench envtest` runs the full sizes. Without `--bench` (as
+//! `cargo test --all-targets` runs it) a quick mode with tiny sizes only checks that it all works.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ctrl_envtest::Environment;
+use futures::{StreamExt, stream};
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Sizes for one run.
+struct Sizes {
+    starts: usize,
+    creates: usize,
+    watch_events: usize,
+    watchers: usize,
+    memory_objects: usize,
+}
+
+const FULL: Sizes = Sizes {
+    starts: 50,
+    creates: 20_000,
+    watch_events: 20_000,
+    watchers: 10,
+    memory_objects: 10_000,
+};
+
+const QUICK: Sizes = Sizes {
+    starts: 3,
+    creates: 100,
+    watch_events: 100,
+    watchers: 10,
+    memory_objects: 100,
+};
+
+fn cm(name: &str, value: &str) -> ConfigMap {
+    let mut c = ConfigMap::default();
+    c.metadata.name = Some(name.to_string());
+    c.data = Some([("payload".to_string(), value.to_string())].into());
+    c
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v.get(i).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+fn rate(n: usize, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64().max(1e-9)
+}
+
+fn fmt_rate(r: f64) -> String {
+    let r = r.round() as u64;
+    let s = r.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    format!("{out}/s")
+}
+
+/// Start → first successful request (a ConfigMap list through a new kube client), per start.
+async fn start_times(n: usize) -> Vec<Duration> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let env = Environment::builder().start().await.expect("start");
+        let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+        api.list(&ListParams::default())
+            .await
+            .expect("first request");
+        out.push(t.elapsed());
+        env.stop();
+    }
+    out
+}
+
+/// `n` creates through one client with `in_flight` requests outstanding.
+async fn creates(api: &Api<ConfigMap>, prefix: &str, n: usize, in_flight: usize) -> Duration {
+    let payload = "x".repeat(64);
+    let t = Instant::now();
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let obj = cm(&format!("{prefix}-{i}"), &payload);
+            async move {
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .expect("create");
+            }
+        })
+        .buffer_unordered(in_flight)
+        .collect::<Vec<()>>()
+        .await;
+    t.elapsed()
+}
+
+/// A bare HTTP/1.1 server answering every request with a fixed ConfigMap JSON (201), for the
+/// round-trip floor of the same kube client.
+async fn bare_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let body = Bytes::from(
+        serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "namespace": "default", "resourceVersion": "1", "uid": "u"},
+            "data": {"payload": "x".repeat(64)}
+        }))
+        .unwrap_or_default(),
+    );
+    let h = tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            let _ = s.set_nodelay(true);
+            let body = body.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |_req| {
+                    let body = body.clone();
+                    async move {
+                        let mut r = hyper::Response::new(Full::new(body));
+                        *r.status_mut() = hyper::StatusCode::CREATED;
+                        r.headers_mut().insert(
+                            hyper::header::CONTENT_TYPE,
+                            hyper::header::HeaderValue::from_static("application/json"),
+                        );
+                        Ok::<_, Infallible>(r)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, h)
+}
+
+/// Opens a raw watch (HTTP/1.1, no client-side decoding) and counts newline-terminated events
+/// until `want` arrived; returns when they all did.
+async fn raw_watcher(
+    addr: std::net::SocketAddr,
+    rv: String,
+    want: usize,
+    ready: Arc<AtomicUsize>,
+) -> Duration {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600 HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.expect("send watch");
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut seen = 0usize;
+    let mut headers_done = false;
+    let mut tail = Vec::new();
+    let t = Instant::now();
+    while seen < want {
+        let n = s.read(&mut buf).await.expect("read watch");
+        if n == 0 {
+            panic!("watch ended after {seen} of {want} events");
+        }
+        let chunk = &buf[..n];
+        if !headers_done {
+            tail.extend_from_slice(chunk);
+            if let Some(p) = tail.windows(4).position(|w| w == b"\r\n\r\n") {
+                headers_done = true;
+                ready.fetch_add(1, Ordering::SeqCst);
+                // Events are single lines of JSON ending in "}\n"; chunk-size lines are hex.
+                seen += tail[p + 4..].windows(2).filter(|w| w == b"}\n").count();
+            }
+            continue;
+        }
+        seen += chunk.windows(2).filter(|w| w == b"}\n").count();
+        // A "}\n" split across reads is counted by carrying the last byte.
+        if chunk.first() == Some(&b'\n') && tail.last() == Some(&b'}') {
+            seen += 1;
+        }
+        tail.clear();
+        tail.push(chunk[n - 1]);
+    }
+    t.elapsed()
+}
+
+/// Watch events/s aggregated over `watchers` raw watchers: `live` has them open while one
+/// client creates `events` objects (16 in flight); otherwise they replay the same number of
+/// events from the history.
+async fn fan_out(events: usize, watchers: usize, live: bool) -> (Duration, usize) {
+    let env = Environment::builder()
+        .history_window(events + 1_000)
+        .watch_buffer(events + 1_000)
+        .start()
+        .await
+        .expect("start");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let ready = Arc::new(AtomicUsize::new(0));
+    let spawn_watchers = |ready: Arc<AtomicUsize>| {
+        (0..watchers)
+            .map(|_| tokio::spawn(raw_watcher(env.addr(), rv.clone(), events, ready.clone())))
+            .collect::<Vec<_>>()
+    };
+    let t = if live {
+        let hs = spawn_watchers(ready.clone());
+        while ready.load(Ordering::SeqCst) < watchers {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let t = Instant::now();
+        creates(&api, "w", events, 16).await;
+        for h in hs {
+            h.await.expect("watcher");
+        }
+        t.elapsed()
+    } else {
+        creates(&api, "w", events, 16).await;
+        let t = Instant::now();
+        for h in spawn_watchers(ready) {
+            h.await.expect("watcher");
+        }
+        t.elapsed()
+    };
+    (t, events * watchers)
+}
+
+/// Resident set size of this process, from /proc (Linux); 0 elsewhere.
+fn rss_bytes() -> usize {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<usize>().ok())
+        })
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+/// RSS growth for `n` ConfigMaps with 1 KiB of data each, and their total JSON size as the
+/// server returns them.
+async fn memory(n: usize) -> (usize, usize) {
+    let env = Environment::builder().start().await.expect("start");
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    // Warm up the connection pool, buffers and the collection.
+    creates(&api, "warm", 50, 8).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = rss_bytes();
+    let kib = "k".repeat(1024);
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let obj = cm(&format!("mem-{i:06}"), &kib);
+            async move {
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .expect("create");
+            }
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let after = rss_bytes();
+    let list = api.list(&ListParams::default()).await.expect("list");
+    let json: usize = list
+        .items
+        .iter()
+        .filter(|o| {
+            o.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("mem-"))
+        })
+        .map(|o| serde_json::to_vec(o).map(|v| v.len()).unwrap_or(0))
+        .sum();
+    drop(list);
+    (after.saturating_sub(before), json)
+}
+
+fn row(what: &str, result: &str, aim: &str, ok: Option<bool>) {
+    let verdict = match ok {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "-",
+    };
+    println!("| {what:<58} | {result:>22} | {aim:>12} | {verdict:>4} |");
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let sizes = if full { FULL } else { QUICK };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mode = if full { "full" } else { "quick (pass --bench for full sizes)" };
+        let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+        println!("ctrl-envtest bench — {mode}, {profile} build, {} CPUs", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+        println!();
+        println!("| {:<58} | {:>22} | {:>12} | {:>4} |", "measurement", "result", "aim", "met");
+        println!("|{}|{}|{}|{}|", "-".repeat(60), "-".repeat(24), "-".repeat(14), "-".repeat(6));
+
+        let starts = start_times(sizes.starts).await;
+        let med = median(starts.clone());
+        row(
+            &format!("start → first successful request, median of {}", sizes.starts),
+            &ms(med),
+            "< 20 ms",
+            Some(med < Duration::from_millis(20)),
+        );
+        row("start → first successful request, p90", &ms(percentile(starts, 0.9)), "", None);
+
+        let env = Environment::builder()
+            .history_window(sizes.creates * 3 + 1_000)
+            .start()
+            .await
+            .expect("start");
+        let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+        let seq = creates(&api, "seq", sizes.creates / 4, 1).await;
+        let seq_rate = rate(sizes.creates / 4, seq);
+        row("creates/s, one client, sequential", &fmt_rate(seq_rate), "", None);
+        let par = creates(&api, "par", sizes.creates, 16).await;
+        let par_rate = rate(sizes.creates, par);
+        row(
+            &format!("creates/s, one client, 16 in flight ({} objects)", sizes.creates),
+            &fmt_rate(par_rate),
+            "≥ 5,000/s",
+            Some(par_rate >= 5_000.0),
+        );
+        drop(env);
+
+        let (addr, bare) = bare_server().await;
+        let mut cfg = kube::Config::new(format!("http://{addr}").parse().expect("uri"));
+        cfg.default_namespace = "default".into();
+        let bare_api: Api<ConfigMap> =
+            Api::namespaced(kube::Client::try_from(cfg).expect("client"), "default");
+        let b = creates(&bare_api, "bare", sizes.creates, 16).await;
+        let bare_rate = rate(sizes.creates, b);
+        row("  baseline: bare hyper server, same client, 16 in flight", &fmt_rate(bare_rate), "", None);
+        row(
+            "  envtest / bare baseline",
+            &format!("{:.2}×", par_rate / bare_rate.max(1e-9)),
+            "",
+            None,
+        );
+        bare.abort();
+
+        let (t, n) = fan_out(sizes.watch_events, sizes.watchers, true).await;
+        let live = rate(n, t);
+        row(
+            &format!("watch events/s, {} watchers, live ({} creates)", sizes.watchers, sizes.watch_events),
+            &fmt_rate(live),
+            "≥ 50,000/s",
+            Some(live >= 50_000.0),
+        );
+        let (t, n) = fan_out(sizes.watch_events, sizes.watchers, false).await;
+        let replay = rate(n, t);
+        row(
+            &format!("watch events/s, {} watchers, replayed from history", sizes.watchers),
+            &fmt_rate(replay),
+            "≥ 50,000/s",
+            Some(replay >= 50_000.0),
+        );
+
+        let (rss, json) = memory(sizes.memory_objects).await;
+        let ratio = rss as f64 / json.max(1) as f64;
+        row(
+            &format!("memory, {} ConfigMaps of 1 KiB: RSS growth / JSON", sizes.memory_objects),
+            &format!(
+                "{:.1} / {:.1} MiB = {ratio:.2}×",
+                rss as f64 / 1048576.0,
+                json as f64 / 1048576.0
+            ),
+            "< 3×",
+            Some(ratio < 3.0),
+        );
+        println!();
+        println!("RSS growth counts everything the process gained while the objects were created (store, history, client and server buffers).");
+    });
+}
