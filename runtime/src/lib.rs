@@ -6,6 +6,7 @@
 //! package per concept; module docs say how each relates to its neighbours.
 
 pub mod cache;
+pub mod client;
 pub mod controller;
 pub mod event;
 pub mod handler;

@@ -4,11 +4,12 @@
 //! work queue. It produces events (`crate::event`), filters them through predicates
 //! (`crate::predicate`) and hands them to an event handler (`crate::handler`), which
 //! adds requests to the queue. [`Channel`] turns a stream of generic events into a
-//! source; [`Func`] makes one from a closure. `Kind` (a cache-backed watch of one type)
-//! lives with the cache.
+//! source; [`Func`] makes one from a closure; [`Kind`] is the cache-backed watch of one
+//! type (`crate::cache`).
 
 mod channel;
 mod func;
+mod kind;
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use crate::workqueue::Queue;
 
 pub use channel::{Channel, DEFAULT_BUFFER_SIZE};
 pub use func::Func;
+pub use kind::{KIND_RETRY_INTERVAL, Kind};
 
 /// Why a source failed to start or sync.
 #[derive(Debug, thiserror::Error)]
