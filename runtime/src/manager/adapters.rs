@@ -1,0 +1,64 @@
+//! How the runtime's own parts run under a manager: [`Runnable`] for a
+//! [`Controller`] (leader-election group unless its options say otherwise), a
+//! [`Cache`] (caches group, ready once synced) and an [`http::Server`](Server)
+//! (HTTP-servers group, or leader-election if it serves only on the leader).
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::{BoxError, Group, Runnable};
+use crate::cache::Cache;
+use crate::controller::Controller;
+use crate::http::Server;
+
+#[async_trait]
+impl Runnable for Controller {
+    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        Controller::start(self, ctx).await.map_err(Into::into)
+    }
+    fn need_leader_election(&self) -> bool {
+        Controller::need_leader_election(self)
+    }
+    fn name(&self) -> String {
+        format!("controller {}", Controller::name(self))
+    }
+}
+
+#[async_trait]
+impl Runnable for Cache {
+    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        Cache::start(self, ctx).await.map_err(Into::into)
+    }
+    fn need_leader_election(&self) -> bool {
+        false
+    }
+    fn group(&self) -> Group {
+        Group::Caches
+    }
+    async fn wait_ready(&self, ctx: CancellationToken) -> bool {
+        self.wait_for_cache_sync(ctx).await
+    }
+    fn name(&self) -> String {
+        "cache".to_string()
+    }
+}
+
+#[async_trait]
+impl Runnable for Server {
+    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        self.serve(ctx).await.map_err(Into::into)
+    }
+    fn need_leader_election(&self) -> bool {
+        self.options().only_serve_when_leader
+    }
+    fn group(&self) -> Group {
+        if self.need_leader_election() {
+            Group::LeaderElection
+        } else {
+            Group::HttpServers
+        }
+    }
+    fn name(&self) -> String {
+        format!("{} server", self.kind())
+    }
+}

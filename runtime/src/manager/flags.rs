@@ -1,0 +1,171 @@
+//! Command-line flags for a manager with kubebuilder's names ([`Args`], to
+//! `#[command(flatten)]` into your own `clap` parser) and the client configuration
+//! lookup controller-runtime's `config.GetConfig` does ([`load_config`]).
+
+use std::path::{Path, PathBuf};
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+
+use super::Options;
+
+/// The flags kubebuilder scaffolds into an operator's `main`.
+///
+/// ```
+/// use clap::Parser;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     manager: ctrl_runtime::manager::Args,
+///     /// An operator flag of your own.
+///     #[arg(long, default_value_t = 2)]
+///     workers: usize,
+/// }
+///
+/// let cli = Cli::parse_from(["op", "--leader-elect", "--metrics-bind-address", ":9090"]);
+/// let opts = cli.manager.options();
+/// assert!(opts.leader_election);
+/// assert_eq!(opts.metrics_bind_address, ":9090");
+/// ```
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+pub struct Args {
+    /// The address the metrics endpoint binds to. Use "0" to disable the metrics service.
+    #[arg(
+        long = "metrics-bind-address",
+        value_name = "ADDR",
+        default_value = ":8080"
+    )]
+    pub metrics_bind_address: String,
+    /// The address the probe endpoint binds to. Empty or "0" disables it.
+    #[arg(
+        long = "health-probe-bind-address",
+        value_name = "ADDR",
+        default_value = ":8081"
+    )]
+    pub health_probe_bind_address: String,
+    /// Enable leader election for controller manager. Enabling this will ensure there
+    /// is only one active controller manager.
+    #[arg(
+        long = "leader-elect",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub leader_elect: bool,
+    /// Path to a kubeconfig. Only required if out-of-cluster.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Self {
+            metrics_bind_address: ":8080".into(),
+            health_probe_bind_address: ":8081".into(),
+            leader_elect: false,
+            kubeconfig: None,
+        }
+    }
+}
+
+impl Args {
+    /// Manager options with these flags applied over the defaults.
+    pub fn options(&self) -> Options {
+        self.apply(Options::default())
+    }
+
+    /// `opts` with these flags applied.
+    pub fn apply(&self, mut opts: Options) -> Options {
+        opts.metrics_bind_address = self.metrics_bind_address.clone();
+        opts.health_probe_bind_address = self.health_probe_bind_address.clone();
+        opts.leader_election = self.leader_elect;
+        opts
+    }
+
+    /// The client configuration: see [`load_config`].
+    pub async fn config(&self) -> Result<kube::Config, ConfigError> {
+        load_config(self.kubeconfig.as_deref()).await
+    }
+
+    /// A client from [`Args::config`].
+    pub async fn client(&self) -> Result<kube::Client, ConfigError> {
+        kube::Client::try_from(self.config().await?).map_err(ConfigError::Client)
+    }
+}
+
+/// Why no client configuration could be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A kubeconfig named by `--kubeconfig` or `KUBECONFIG` could not be used.
+    #[error("unable to load kubeconfig from {source_name}: {error}")]
+    Kubeconfig {
+        /// Where it came from (`--kubeconfig <path>`, `KUBECONFIG`, `~/.kube/config`).
+        source_name: String,
+        /// Why.
+        #[source]
+        error: KubeconfigError,
+    },
+    /// Nothing to load: not in a cluster and no kubeconfig anywhere.
+    #[error(
+        "could not locate a kubeconfig: not running in a cluster ({in_cluster}), KUBECONFIG is not set and {home} does not exist"
+    )]
+    NotFound {
+        /// Why the in-cluster configuration failed.
+        in_cluster: String,
+        /// The home kubeconfig path that was tried.
+        home: String,
+    },
+    /// The configuration was loaded but the client could not be built.
+    #[error("unable to create a Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+}
+
+/// Loads the client configuration in controller-runtime's order: `kubeconfig` (the
+/// `--kubeconfig` flag), then the `KUBECONFIG` environment variable (a list of files,
+/// merged), then the in-cluster service account, then `$HOME/.kube/config`.
+pub async fn load_config(kubeconfig: Option<&Path>) -> Result<kube::Config, ConfigError> {
+    let opts = KubeConfigOptions::default();
+    if let Some(path) = kubeconfig.filter(|p| !p.as_os_str().is_empty()) {
+        let source_name = format!("--kubeconfig {}", path.display());
+        return from_kubeconfig(Kubeconfig::read_from(path), &opts, source_name).await;
+    }
+    match Kubeconfig::from_env() {
+        Ok(Some(kc)) => return from_kubeconfig(Ok(kc), &opts, "KUBECONFIG".into()).await,
+        Ok(None) => {}
+        Err(error) => {
+            return Err(ConfigError::Kubeconfig {
+                source_name: "KUBECONFIG".into(),
+                error,
+            });
+        }
+    }
+    let in_cluster = match kube::Config::incluster() {
+        Ok(cfg) => return Ok(cfg),
+        Err(e) => e.to_string(),
+    };
+    let home = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".kube").join("config"))
+        .unwrap_or_else(|| PathBuf::from("~/.kube/config"));
+    if home.exists() {
+        let source_name = home.display().to_string();
+        return from_kubeconfig(Kubeconfig::read_from(&home), &opts, source_name).await;
+    }
+    Err(ConfigError::NotFound {
+        in_cluster,
+        home: home.display().to_string(),
+    })
+}
+
+async fn from_kubeconfig(
+    kc: Result<Kubeconfig, KubeconfigError>,
+    opts: &KubeConfigOptions,
+    source_name: String,
+) -> Result<kube::Config, ConfigError> {
+    let loaded = match kc {
+        Ok(kc) => kube::Config::from_custom_kubeconfig(kc, opts).await,
+        Err(e) => Err(e),
+    };
+    loaded.map_err(|error| ConfigError::Kubeconfig { source_name, error })
+}

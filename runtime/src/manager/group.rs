@@ -1,0 +1,191 @@
+//! One runnable group (controller-runtime's `runnableGroup`): runnables added before
+//! the group starts are queued and started together, the group's start waiting for
+//! each to be ready; runnables added later start at once; stopping cancels the group's
+//! own token and waits for its runnables, up to a deadline.
+//!
+//! Each group has its own token, not a child of the manager's: the manager cancels
+//! the groups one by one, which is what gives the ordered shutdown.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{Error, Group, Runnable};
+
+#[derive(Default)]
+struct State {
+    started: bool,
+    stopped: bool,
+    queue: Vec<Arc<dyn Runnable>>,
+    running: BTreeMap<u64, String>,
+    next_id: u64,
+}
+
+pub(super) struct RunnableGroup {
+    group: Group,
+    ctx: CancellationToken,
+    errors: mpsc::UnboundedSender<Error>,
+    tasks: TaskTracker,
+    state: Mutex<State>,
+}
+
+impl RunnableGroup {
+    pub(super) fn new(group: Group, errors: mpsc::UnboundedSender<Error>) -> Arc<Self> {
+        Arc::new(Self {
+            group,
+            ctx: CancellationToken::new(),
+            errors,
+            tasks: TaskTracker::new(),
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Queues `r` (before start) or starts it at once (after). Fails once stopping.
+    pub(super) fn add(self: &Arc<Self>, r: Arc<dyn Runnable>) -> Result<(), Error> {
+        let mut st = self.state.lock();
+        if st.stopped {
+            return Err(Error::Stopped);
+        }
+        if !st.started {
+            st.queue.push(r);
+            return Ok(());
+        }
+        self.spawn(&mut st, r, None);
+        Ok(())
+    }
+
+    pub(super) fn is_started(&self) -> bool {
+        self.state.lock().started
+    }
+
+    /// Starts the queued runnables and waits until each reports ready. Returns at once
+    /// if already started or stopped; returns `Ok` early if the group is stopped while
+    /// waiting; fails if a runnable reports it cannot become ready.
+    pub(super) async fn start(self: &Arc<Self>) -> Result<(), Error> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let n = {
+            let mut st = self.state.lock();
+            if st.started || st.stopped {
+                return Ok(());
+            }
+            st.started = true;
+            let queue = std::mem::take(&mut st.queue);
+            let n = queue.len();
+            for r in queue {
+                self.spawn(&mut st, r, Some(tx.clone()));
+            }
+            n
+        };
+        drop(tx);
+        tracing::debug!(
+            group = self.group.as_str(),
+            runnables = n,
+            "Starting runnable group"
+        );
+        for _ in 0..n {
+            match rx.recv().await {
+                Some((_, true)) => {}
+                Some((name, false)) if !self.ctx.is_cancelled() => {
+                    return Err(Error::NotReady {
+                        group: self.group.as_str(),
+                        name,
+                    });
+                }
+                Some((_, false)) | None => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn(
+        self: &Arc<Self>,
+        st: &mut State,
+        r: Arc<dyn Runnable>,
+        ready: Option<mpsc::UnboundedSender<(String, bool)>>,
+    ) {
+        let id = st.next_id;
+        st.next_id += 1;
+        let name = r.name();
+        st.running.insert(id, name.clone());
+        if let Some(ready) = ready {
+            let (r, ctx, name) = (r.clone(), self.ctx.clone(), name.clone());
+            tokio::spawn(async move {
+                let ok = r.wait_ready(ctx).await;
+                let _ = ready.send((name, ok));
+            });
+        }
+        let group = self.clone();
+        let ctx = self.ctx.clone();
+        self.tasks.spawn(async move {
+            tracing::debug!(group = group.group.as_str(), runnable = %name, "Starting runnable");
+            let res = AssertUnwindSafe(r.start(ctx)).catch_unwind().await;
+            let stopped = {
+                let mut st = group.state.lock();
+                st.running.remove(&id);
+                st.stopped
+            };
+            let err = match res {
+                Ok(Ok(())) => return,
+                Ok(Err(source)) => Error::Runnable { name, source },
+                Err(payload) => Error::Panicked {
+                    name,
+                    message: panic_message(&*payload),
+                },
+            };
+            if stopped {
+                tracing::error!(error = %err, "error received after stop sequence was engaged");
+            } else if let Err(e) = group.errors.send(err) {
+                tracing::error!(error = %e.0, "error received after the manager stopped");
+            }
+        });
+    }
+
+    /// Stops accepting runnables, drops the ones never started, cancels the group's
+    /// token and waits for its runnables until `deadline` (`None`: forever). True if
+    /// they all returned.
+    pub(super) async fn stop_and_wait(&self, deadline: Option<Instant>) -> bool {
+        {
+            let mut st = self.state.lock();
+            st.stopped = true;
+            let dropped = std::mem::take(&mut st.queue);
+            if !dropped.is_empty() {
+                tracing::debug!(
+                    group = self.group.as_str(),
+                    never_started = dropped.len(),
+                    "Dropping runnables that never started"
+                );
+            }
+        }
+        self.ctx.cancel();
+        self.tasks.close();
+        match deadline {
+            None => {
+                self.tasks.wait().await;
+                true
+            }
+            Some(d) => tokio::time::timeout_at(d, self.tasks.wait()).await.is_ok(),
+        }
+    }
+
+    /// The names of the runnables still running.
+    pub(super) fn running(&self) -> Vec<String> {
+        self.state.lock().running.values().cloned().collect()
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}

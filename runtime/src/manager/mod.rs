@@ -1,0 +1,272 @@
+//! The Manager: runs every part of an operator — caches, controllers, webhook and
+//! HTTP servers, your own runnables — and starts and stops them in the right order
+//! (controller-runtime's `pkg/manager`).
+//!
+//! A [`Manager`] is built from a `kube::Client` and [`Options`]; it makes the shared
+//! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metrics::server`) and
+//! health probes (`crate::healthz`) on listeners bound in [`Manager::new`].
+//! Everything it runs is a [`Runnable`] in one of five [`Group`]s — HTTP servers,
+//! webhooks, caches, others, leader-election — started in that order (`start`) and
+//! stopped in reverse dependency order within the grace period. Controllers
+//! (`crate::controller`) are runnables; the builder adds them for you. Leader
+//! election plugs in at one seam (`leader`); [`shutdown_signal`] and the
+//! [`Args`] flags cover `main`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use clap::Parser;
+//! use ctrl_runtime::manager::{Args, Manager, shutdown_signal};
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     manager: Args,
+//! }
+//! let cli = Cli::parse();
+//! let mgr = Manager::new(cli.manager.client().await?, cli.manager.options())?;
+//! mgr.add_healthz_check("ping", ctrl_runtime::healthz::ping())?;
+//! // ... add controllers ...
+//! mgr.start(shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
+
+mod adapters;
+mod error;
+mod flags;
+mod group;
+mod leader;
+mod options;
+mod runnable;
+mod signals;
+mod start;
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::Cache;
+use crate::client::{ApiReader, Client};
+use crate::healthz::{self, Checker};
+use crate::http::{self, Handler};
+use crate::metrics::server::ExtraHandlers;
+
+pub use error::Error;
+pub use flags::{Args, ConfigError, load_config};
+pub use options::{
+    CACHE_SYNC_CHECK, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, DEFAULT_LIVENESS_ENDPOINT,
+    DEFAULT_READINESS_ENDPOINT, Options,
+};
+pub use runnable::{BoxError, Group, Runnable, RunnableFunc};
+pub use signals::shutdown_signal;
+
+use group::RunnableGroup;
+
+/// Runs an operator's runnables (controller-runtime's `manager.Manager`). Cheap to
+/// clone: clones share one manager.
+#[derive(Clone)]
+pub struct Manager {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    kube: kube::Client,
+    cache: Cache,
+    client: Client,
+    opts: Options,
+    groups: [Arc<RunnableGroup>; 5],
+    errors_rx: Mutex<Option<mpsc::UnboundedReceiver<Error>>>,
+    elected: CancellationToken,
+    metrics_addr: Option<SocketAddr>,
+    probe_addr: Option<SocketAddr>,
+    state: Mutex<State>,
+}
+
+struct State {
+    started: bool,
+    healthz: healthz::Handler,
+    readyz: healthz::Handler,
+    metrics_extra: ExtraHandlers,
+    metrics_listener: Option<StdListener>,
+    probe_listener: Option<StdListener>,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager")
+            .field("metrics_addr", &self.inner.metrics_addr)
+            .field("health_probe_addr", &self.inner.probe_addr)
+            .field("started", &self.inner.state.lock().started)
+            .finish_non_exhaustive()
+    }
+}
+
+fn bind(kind: &'static str, addr: Option<&str>) -> Result<Option<StdListener>, Error> {
+    let Some(addr) = addr else { return Ok(None) };
+    http::bind(addr).map(Some).map_err(|source| Error::Bind {
+        kind,
+        addr: addr.to_string(),
+        source,
+    })
+}
+
+impl Manager {
+    /// A manager talking to the cluster through `client`. Builds the cache and binds
+    /// the metrics and health probe listeners now, so an address in use is reported
+    /// here (and port 0 can be read back with [`Manager::metrics_addr`]).
+    pub fn new(client: kube::Client, opts: Options) -> Result<Self, Error> {
+        let metrics = bind("metrics", opts.metrics_addr())?;
+        let probe = bind("health probe", opts.probe_addr())?;
+        let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
+        let probe_addr = probe.as_ref().and_then(|l| l.local_addr().ok());
+        let cache = Cache::new(client.clone(), opts.cache.clone());
+        let cached_client = Client::new(client.clone(), cache.clone());
+        let mut readyz = healthz::Handler::new();
+        let synced = cache.clone();
+        readyz.add_check(
+            CACHE_SYNC_CHECK,
+            healthz::from_fn(move |_| {
+                if synced.has_synced() {
+                    Ok(())
+                } else {
+                    Err("the cache has not synced yet".into())
+                }
+            }),
+        );
+        let (tx, rx) = mpsc::unbounded_channel();
+        let groups = Group::START_ORDER.map(|g| RunnableGroup::new(g, tx.clone()));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                kube: client,
+                cache,
+                client: cached_client,
+                opts,
+                groups,
+                errors_rx: Mutex::new(Some(rx)),
+                elected: CancellationToken::new(),
+                metrics_addr,
+                probe_addr,
+                state: Mutex::new(State {
+                    started: false,
+                    healthz: healthz::Handler::new(),
+                    readyz,
+                    metrics_extra: ExtraHandlers::default(),
+                    metrics_listener: metrics,
+                    probe_listener: probe,
+                }),
+            }),
+        })
+    }
+
+    /// Adds a runnable to its [`Group`]. Before `start` it waits for its group to
+    /// start; after, it starts at once. Fails once the manager is stopping.
+    pub fn add(&self, runnable: impl Runnable) -> Result<(), Error> {
+        let r: Arc<dyn Runnable> = Arc::new(runnable);
+        let g = r.group();
+        tracing::debug!(runnable = %r.name(), group = g.as_str(), "Adding runnable");
+        self.inner.group(g).add(r)
+    }
+
+    /// Adds a liveness check, served at the liveness endpoint and `/<endpoint>/<name>`.
+    /// Only before `start`.
+    pub fn add_healthz_check(
+        &self,
+        name: impl Into<String>,
+        check: impl Checker,
+    ) -> Result<(), Error> {
+        let mut st = self.inner.state.lock();
+        if st.started {
+            return Err(Error::CheckAfterStart);
+        }
+        st.healthz.add_check(name, check);
+        Ok(())
+    }
+
+    /// Adds a readiness check, served at the readiness endpoint and
+    /// `/<endpoint>/<name>`. The manager already has one, [`CACHE_SYNC_CHECK`], for the
+    /// cache's sync. Only before `start`.
+    pub fn add_readyz_check(
+        &self,
+        name: impl Into<String>,
+        check: impl Checker,
+    ) -> Result<(), Error> {
+        let mut st = self.inner.state.lock();
+        if st.started {
+            return Err(Error::CheckAfterStart);
+        }
+        st.readyz.add_check(name, check);
+        Ok(())
+    }
+
+    /// Serves `handler` at `path` on the metrics server too (Go's
+    /// `AddMetricsServerExtraHandler`). Only before `start`; not `/metrics`; one
+    /// handler per path.
+    pub fn add_metrics_extra_handler(
+        &self,
+        path: impl Into<String>,
+        handler: impl Handler,
+    ) -> Result<(), Error> {
+        let mut st = self.inner.state.lock();
+        if st.started {
+            return Err(Error::MetricsHandlerAfterStart);
+        }
+        st.metrics_extra.add(path, handler)?;
+        Ok(())
+    }
+
+    /// The client: reads from the cache, writes to the API server (see
+    /// `crate::client` for how stale a read can be).
+    pub fn get_client(&self) -> Client {
+        self.inner.client.clone()
+    }
+
+    /// A reader that goes straight to the API server, bypassing the cache (Go's
+    /// `GetAPIReader`), for reads that must not be stale.
+    pub fn get_api_reader(&self) -> ApiReader {
+        self.inner.client.api_reader()
+    }
+
+    /// The shared cache.
+    pub fn get_cache(&self) -> Cache {
+        self.inner.cache.clone()
+    }
+
+    /// The kube client the manager was built with (uncached).
+    pub fn get_kube_client(&self) -> kube::Client {
+        self.inner.kube.clone()
+    }
+
+    /// The options the manager was built with.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// Where the metrics server listens, if enabled.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.inner.metrics_addr
+    }
+
+    /// Where the health probe server listens, if enabled.
+    pub fn health_probe_addr(&self) -> Option<SocketAddr> {
+        self.inner.probe_addr
+    }
+
+    /// Resolves once this manager is the leader and its leader-election runnables
+    /// have started (at once after the caches sync while leader election is off).
+    pub fn elected(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.inner.elected.clone().cancelled_owned()
+    }
+
+    /// Whether [`Manager::start`] has been called.
+    pub fn is_started(&self) -> bool {
+        self.inner.state.lock().started
+    }
+
+    /// Whether the given group has started (for tests and diagnostics).
+    pub fn group_started(&self, group: Group) -> bool {
+        self.inner.group(group).is_started()
+    }
+}

@@ -1,0 +1,91 @@
+//! [`Options`]: how a manager is built, with controller-runtime's defaults.
+
+use std::time::Duration;
+
+use crate::cache;
+use crate::http::ServerOptions;
+use crate::metrics::server::DEFAULT_BIND_ADDRESS;
+
+/// controller-runtime's default graceful shutdown period.
+pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the readiness handler is mounted by default.
+pub const DEFAULT_READINESS_ENDPOINT: &str = "/readyz";
+
+/// Where the liveness handler is mounted by default.
+pub const DEFAULT_LIVENESS_ENDPOINT: &str = "/healthz";
+
+/// The name of the readiness check the manager adds for its cache's sync.
+pub const CACHE_SYNC_CHECK: &str = "cache-sync";
+
+/// How a manager runs (controller-runtime's `manager.Options`).
+///
+/// Build with struct update syntax:
+/// `Options { health_probe_bind_address: ":8081".into(), ..Default::default() }`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The cache's options (namespaces, selectors, transforms, sync period).
+    pub cache: cache::Options,
+    /// Where `/metrics` is served: `host:port`, `:port` (all interfaces), port 0 for
+    /// any free port; `"0"` disables the metrics server. Empty means the default,
+    /// `":8080"`.
+    pub metrics_bind_address: String,
+    /// Where `/healthz` and `/readyz` are served; empty or `"0"` (the default)
+    /// disables the health probe server.
+    pub health_probe_bind_address: String,
+    /// The readiness endpoint; default `/readyz`.
+    pub readiness_endpoint_name: String,
+    /// The liveness endpoint; default `/healthz`.
+    pub liveness_endpoint_name: String,
+    /// Limits and timeouts of the metrics and probe servers (Go's `httpserver.New`).
+    pub server: ServerOptions,
+    /// How long stopping waits for runnables to return, in stop order, before
+    /// `start` returns an error naming those still running. Default 30 s;
+    /// [`Duration::ZERO`] does not wait (and reports nothing); [`Duration::MAX`]
+    /// waits forever.
+    pub graceful_shutdown_timeout: Duration,
+    /// Whether to elect a leader before starting leader-election runnables (the
+    /// `--leader-elect` flag). Until leader election lands, the manager acts as the
+    /// leader at once and logs that it did.
+    pub leader_election: bool,
+    /// The name of the Lease used for leader election.
+    pub leader_election_id: String,
+    /// The namespace of that Lease; `None` means the client's default namespace.
+    pub leader_election_namespace: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            cache: cache::Options::default(),
+            metrics_bind_address: DEFAULT_BIND_ADDRESS.to_string(),
+            health_probe_bind_address: String::new(),
+            readiness_endpoint_name: DEFAULT_READINESS_ENDPOINT.to_string(),
+            liveness_endpoint_name: DEFAULT_LIVENESS_ENDPOINT.to_string(),
+            server: ServerOptions::default(),
+            graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+            leader_election: false,
+            leader_election_id: String::new(),
+            leader_election_namespace: None,
+        }
+    }
+}
+
+impl Options {
+    /// The metrics address to bind, or `None` when disabled.
+    pub(super) fn metrics_addr(&self) -> Option<&str> {
+        match self.metrics_bind_address.as_str() {
+            "0" => None,
+            "" => Some(DEFAULT_BIND_ADDRESS),
+            a => Some(a),
+        }
+    }
+
+    /// The probe address to bind, or `None` when disabled.
+    pub(super) fn probe_addr(&self) -> Option<&str> {
+        match self.health_probe_bind_address.as_str() {
+            "" | "0" => None,
+            a => Some(a),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! `Manager::start`: start the groups in order, run until cancelled or a runnable
+//! fails, then stop the groups in order within the grace period
+//! (controller-runtime's `controllerManager.Start` and `engageStopProcedure`).
+
+use std::net::TcpListener as StdListener;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Error, Group, Inner, Manager, leader};
+use crate::http::{Router, Server};
+use crate::metrics::server as metrics_server;
+
+impl Manager {
+    /// Runs the manager until `ctx` is cancelled (then returns `Ok`) or a runnable
+    /// fails (then returns its error), stopping everything before it returns.
+    ///
+    /// Start order: HTTP servers (metrics, probes), webhooks, caches (waiting for
+    /// them to sync), runnables without leader election, then — once elected — the
+    /// leader-election runnables, after which [`Manager::elected`] resolves. Stop
+    /// order: others, leader-election runnables, caches, webhooks, HTTP servers,
+    /// each group cancelled and awaited in turn within
+    /// `graceful_shutdown_timeout`; runnables still running then are named in the
+    /// error. Calling `start` twice is an error.
+    pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
+        let inner = &self.inner;
+        let mut errors = {
+            let mut st = inner.state.lock();
+            if st.started {
+                return Err(Error::AlreadyStarted);
+            }
+            st.started = true;
+            inner.errors_rx.lock().take().ok_or(Error::AlreadyStarted)?
+        };
+        let run = async {
+            self.add_internal_runnables()?;
+            for g in [
+                Group::HttpServers,
+                Group::Webhooks,
+                Group::Caches,
+                Group::Others,
+            ] {
+                inner.group(g).start().await?;
+            }
+            leader::campaign(
+                &inner.opts,
+                inner.group(Group::LeaderElection),
+                &inner.elected,
+            )
+            .await?;
+            tracing::info!("Manager started");
+            futures::future::pending::<Result<(), Error>>().await
+        };
+        let result = tokio::select! {
+            _ = ctx.cancelled() => Ok(()),
+            Some(err) = errors.recv() => Err(err),
+            r = run => r,
+        };
+        if let Err(error) = &result {
+            tracing::error!(%error, "Manager stopping because of an error");
+        }
+        let stopped = inner.stop().await;
+        while let Ok(error) = errors.try_recv() {
+            tracing::error!(%error, "error received after stop sequence was engaged");
+        }
+        Error::join(result, stopped)
+    }
+
+    /// Adds the cache and the metrics and health probe servers (Go adds them in `Start`).
+    fn add_internal_runnables(&self) -> Result<(), Error> {
+        let inner = &self.inner;
+        self.add(inner.cache.clone())?;
+        let (metrics, probe, extra, healthz, readyz) = {
+            let mut st = inner.state.lock();
+            (
+                st.metrics_listener.take(),
+                st.probe_listener.take(),
+                st.metrics_extra.clone(),
+                st.healthz.clone(),
+                st.readyz.clone(),
+            )
+        };
+        if let Some(l) = metrics {
+            self.add_server("metrics", l, metrics_server::router(&extra))?;
+        }
+        if let Some(l) = probe {
+            let mut router = Router::new();
+            if !readyz.is_empty() {
+                router.mount(&inner.opts.readiness_endpoint_name, readyz);
+            }
+            if !healthz.is_empty() {
+                router.mount(&inner.opts.liveness_endpoint_name, healthz);
+            }
+            self.add_server("health probe", l, router)?;
+        }
+        Ok(())
+    }
+
+    fn add_server(&self, kind: &'static str, l: StdListener, router: Router) -> Result<(), Error> {
+        let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let server = Server::new(kind, l, router, self.inner.opts.server.clone())
+            .map_err(|source| Error::Bind { kind, addr, source })?;
+        self.add(server)
+    }
+}
+
+impl Inner {
+    /// Stops the groups in order; each gets what is left of the grace period.
+    async fn stop(&self) -> Result<(), Error> {
+        let timeout = self.opts.graceful_shutdown_timeout;
+        let deadline = Instant::now().checked_add(timeout);
+        let mut all_stopped = true;
+        for g in Group::STOP_ORDER {
+            tracing::info!(
+                group = g.as_str(),
+                "Stopping and waiting for {}",
+                g.as_str()
+            );
+            all_stopped &= self.group(g).stop_and_wait(deadline).await;
+        }
+        if all_stopped || timeout.is_zero() {
+            tracing::info!("Wait completed, proceeding to shutdown the manager");
+            return Ok(());
+        }
+        let pending: Vec<String> = Group::STOP_ORDER
+            .iter()
+            .flat_map(|g| self.group(*g).running())
+            .collect();
+        if pending.is_empty() {
+            return Ok(());
+        }
+        Err(Error::GracefulShutdownTimeout { timeout, pending })
+    }
+
+    pub(super) fn group(&self, g: Group) -> &Arc<super::group::RunnableGroup> {
+        &self.groups[g as usize]
+    }
+}
