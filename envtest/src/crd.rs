@@ -298,9 +298,8 @@ pub(crate) fn after_delete_marked(state: &Arc<State>, rt: &ResourceType, obj: &A
     };
     if let Ok((_, items)) = state.store.list(&crt.store_key(), None, None) {
         let opts = delete::DeleteOpts::default();
-        for o in items {
-            let ns = meta::namespace(&o).to_string();
-            let _ = delete::delete_object(state, &crt, Some(&ns), meta::name(&o), &opts);
+        for ((ns, name), _) in items {
+            let _ = delete::delete_object(state, &crt, Some(&ns), &name, &opts);
         }
     }
     maybe_finish(state, &name);
@@ -314,7 +313,7 @@ fn maybe_finish(state: &Arc<State>, crd: &str) {
     };
     let Some(obj) = state
         .store
-        .get(&crd_rt.store_key(), &(String::new(), crd.to_string()))
+        .get_value(&crd_rt.store_key(), &(String::new(), crd.to_string()))
     else {
         return;
     };
@@ -337,7 +336,7 @@ fn maybe_finish(state: &Arc<State>, crd: &str) {
         Default::default(),
         false,
         |cur| {
-            let mut v = (**cur).clone();
+            let mut v = cur.clone();
             let f: Vec<String> = meta::finalizers(&v)
                 .into_iter()
                 .filter(|x| x != CLEANUP_FINALIZER)

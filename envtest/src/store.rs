@@ -3,9 +3,13 @@
 //! history of change events for watch resume and consistent paginated lists, and the fan-out
 //! of those events to watchers (`watch`). Writers never wait on watchers: each watcher has a
 //! bounded channel and is dropped (its stream ends) when that channel is full.
+//!
+//! Objects are kept as their serialized JSON (`Bytes`): reads and watch events copy those bytes
+//! straight into responses, and memory stays close to the JSON size. Writes parse the stored
+//! object into a `serde_json::Value` for the verb's closure and serialize the result once.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -35,39 +39,36 @@ impl EventType {
             EventType::Deleted => "DELETED",
         }
     }
-    fn index(self) -> usize {
-        self as usize
-    }
 }
 
-/// One committed change. Serialized watch lines are cached, so an event is encoded once however
-/// many watchers receive it.
+/// One committed change, shared by every watcher that receives it.
 #[derive(Debug)]
 pub(crate) struct Event {
     pub ty: EventType,
     pub rv: u64,
     pub key: ObjKey,
     /// The new state; for DELETED the last state carrying the deletion's resourceVersion.
-    pub obj: Arc<Value>,
+    pub obj: Bytes,
     /// The state before this change.
-    pub old: Option<Arc<Value>>,
-    lines: [OnceLock<Bytes>; 6],
+    pub old: Option<Bytes>,
 }
 
-impl Event {
-    /// The watch line `{"type":T,"object":O}\n`, full or PartialObjectMetadata.
-    pub fn line(&self, ty: EventType, meta_only: bool) -> Bytes {
-        let i = ty.index() + if meta_only { 3 } else { 0 };
-        self.lines[i]
-            .get_or_init(|| {
-                if meta_only {
-                    encode_line(ty.as_str(), &partial_metadata(&self.obj))
-                } else {
-                    encode_line(ty.as_str(), &self.obj)
-                }
-            })
-            .clone()
-    }
+/// Appends the watch line `{"type":T,"object":O}\n` for serialized `obj` to `buf`.
+pub(crate) fn push_line(buf: &mut bytes::BytesMut, ty: &str, obj: &[u8]) {
+    buf.extend_from_slice(b"{\"type\":\"");
+    buf.extend_from_slice(ty.as_bytes());
+    buf.extend_from_slice(b"\",\"object\":");
+    buf.extend_from_slice(obj);
+    buf.extend_from_slice(b"}\n");
+}
+
+/// Parses a stored object.
+pub(crate) fn parse(b: &[u8]) -> Value {
+    serde_json::from_slice(b).unwrap_or(Value::Null)
+}
+
+fn serialize(v: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
 }
 
 /// One watch line.
@@ -93,7 +94,7 @@ pub(crate) fn partial_metadata(obj: &Value) -> Value {
 
 #[derive(Default)]
 struct Collection {
-    objects: BTreeMap<ObjKey, Arc<Value>>,
+    objects: BTreeMap<ObjKey, Bytes>,
     history: VecDeque<Arc<Event>>,
     /// Lists and watches from below this resourceVersion are expired.
     floor: u64,
@@ -132,7 +133,7 @@ pub(crate) enum Start {
 /// A registered watch: what to send first, then the live channel.
 pub(crate) struct Subscription {
     pub rv: u64,
-    pub initial: Vec<Arc<Value>>,
+    pub initial: Vec<(ObjKey, Bytes)>,
     pub backlog: Vec<Arc<Event>>,
     pub rx: mpsc::Receiver<Arc<Event>>,
 }
@@ -164,8 +165,13 @@ impl Store {
         self.inner.lock().rv
     }
 
-    pub fn get(&self, key: &StoreKey, okey: &ObjKey) -> Option<Arc<Value>> {
+    pub fn get(&self, key: &StoreKey, okey: &ObjKey) -> Option<Bytes> {
         self.inner.lock().cols.get(key)?.objects.get(okey).cloned()
+    }
+
+    /// The stored object, parsed.
+    pub fn get_value(&self, key: &StoreKey, okey: &ObjKey) -> Option<Value> {
+        self.get(key, okey).map(|b| parse(&b))
     }
 
     pub fn count(&self, key: &StoreKey) -> usize {
@@ -186,13 +192,15 @@ impl Store {
         f: F,
     ) -> Result<Outcome, ApiError>
     where
-        F: FnOnce(Option<&Arc<Value>>) -> Result<Change, ApiError>,
+        F: FnOnce(Option<&Value>) -> Result<Change, ApiError>,
     {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let col = inner.cols.entry(key.clone()).or_default();
-        let cur = col.objects.get(okey).cloned();
+        let cur_bytes = col.objects.get(okey).cloned();
+        let cur = cur_bytes.as_deref().map(parse);
         let change = f(cur.as_ref())?;
+        let next_rv = inner.rv + 1;
         let (ty, obj) = match change {
             Change::Put(mut v) => {
                 if let Some(c) = &cur {
@@ -200,8 +208,8 @@ impl Store {
                         Some(rv) => meta::set_meta(&mut v, "resourceVersion", json!(rv)),
                         None => meta::remove_meta(&mut v, "resourceVersion"),
                     }
-                    if **c == v {
-                        return Ok(Outcome::Unchanged(c.clone()));
+                    if *c == v {
+                        return Ok(Outcome::Unchanged(Arc::new(v)));
                     }
                 }
                 if dry_run {
@@ -212,43 +220,40 @@ impl Store {
                         Outcome::Created(v)
                     });
                 }
-                let rv = inner.rv + 1;
-                meta::set_meta(&mut v, "resourceVersion", json!(rv.to_string()));
+                meta::set_meta(&mut v, "resourceVersion", json!(next_rv.to_string()));
                 (
                     if cur.is_some() {
                         EventType::Modified
                     } else {
                         EventType::Added
                     },
-                    Arc::new(v),
+                    v,
                 )
             }
             Change::Remove => {
-                let Some(c) = &cur else {
+                let Some(mut v) = cur else {
                     return Err(ApiError::internal("no object to remove"));
                 };
                 if dry_run {
-                    return Ok(Outcome::Deleted(c.clone()));
+                    return Ok(Outcome::Deleted(Arc::new(v)));
                 }
-                let mut v = (**c).clone();
-                meta::set_meta(&mut v, "resourceVersion", json!((inner.rv + 1).to_string()));
-                (EventType::Deleted, Arc::new(v))
+                meta::set_meta(&mut v, "resourceVersion", json!(next_rv.to_string()));
+                (EventType::Deleted, v)
             }
         };
-        inner.rv += 1;
-        let rv = inner.rv;
+        let bytes = serialize(&obj);
+        inner.rv = next_rv;
         if ty == EventType::Deleted {
             col.objects.remove(okey);
         } else {
-            col.objects.insert(okey.clone(), obj.clone());
+            col.objects.insert(okey.clone(), bytes.clone());
         }
         let ev = Arc::new(Event {
             ty,
-            rv,
+            rv: next_rv,
             key: okey.clone(),
-            obj: obj.clone(),
-            old: cur,
-            lines: Default::default(),
+            obj: bytes,
+            old: cur_bytes,
         });
         col.history.push_back(ev.clone());
         while col.history.len() > self.window {
@@ -258,6 +263,7 @@ impl Store {
         }
         col.watchers.retain(|tx| tx.try_send(ev.clone()).is_ok());
         drop(guard);
+        let obj = Arc::new(obj);
         Ok(match ty {
             EventType::Added => Outcome::Created(obj),
             EventType::Modified => Outcome::Updated(obj),
@@ -272,7 +278,7 @@ impl Store {
         key: &StoreKey,
         ns: Option<&str>,
         at: Option<u64>,
-    ) -> Result<(u64, Vec<Arc<Value>>), u64> {
+    ) -> Result<(u64, Vec<(ObjKey, Bytes)>), u64> {
         let inner = self.inner.lock();
         let Some(col) = inner.cols.get(key) else {
             return match at {
@@ -286,7 +292,7 @@ impl Store {
                 if at < col.floor {
                     return Err(col.floor);
                 }
-                let mut objs: BTreeMap<ObjKey, Arc<Value>> = col
+                let mut objs: BTreeMap<ObjKey, Bytes> = col
                     .objects
                     .iter()
                     .filter(|(k, _)| in_ns(k))
@@ -306,7 +312,7 @@ impl Store {
                         (_, None) => {}
                     }
                 }
-                Ok((at, objs.into_values().collect()))
+                Ok((at, objs.into_iter().collect()))
             }
             _ => {
                 let items = match ns {
@@ -314,9 +320,13 @@ impl Store {
                         .objects
                         .range((n.to_string(), String::new())..)
                         .take_while(|(k, _)| k.0 == n)
-                        .map(|(_, v)| v.clone())
+                        .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
-                    None => col.objects.values().cloned().collect(),
+                    None => col
+                        .objects
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
                 };
                 Ok((inner.rv, items))
             }
@@ -331,7 +341,10 @@ impl Store {
         let (initial, backlog) = match start {
             Start::Current { initial } => (
                 if initial {
-                    col.objects.values().cloned().collect()
+                    col.objects
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
                 } else {
                     Vec::new()
                 },

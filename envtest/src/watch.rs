@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::Response;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::filter::Filter;
@@ -19,7 +19,9 @@ use crate::registry::ResourceType;
 use crate::router::ResourceRoute;
 use crate::server::{self, Body, Req, State};
 use crate::status::ApiError;
-use crate::store::{Event, EventType, Start, Subscription, encode_line, partial_metadata};
+use crate::store::{
+    Event, EventType, Start, Subscription, encode_line, parse, partial_metadata, push_line,
+};
 use crate::verbs::read::parse_rv;
 
 const BATCH: usize = 64 * 1024;
@@ -132,10 +134,11 @@ async fn run(
 ) {
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
-    for obj in std::mem::take(&mut sub.initial) {
-        if w.filter.in_namespace(crate::meta::namespace(&obj)) && w.filter.matches(&obj) {
-            let line = w.encode("ADDED", &obj);
-            w.buf.extend_from_slice(&line);
+    for (key, obj) in std::mem::take(&mut sub.initial) {
+        if w.filter.in_namespace(&key.0)
+            && (w.filter.no_selectors() || w.filter.matches(&parse(&obj)))
+        {
+            w.write(EventType::Added, &obj);
             if w.buf.len() >= BATCH && !w.flush(&tx).await {
                 return;
             }
@@ -196,32 +199,40 @@ async fn run(
 }
 
 impl Watch {
-    fn encode(&self, ty: &str, obj: &Value) -> Bytes {
+    /// Appends the line of one serialized object as this watcher sees it.
+    fn write(&mut self, ty: EventType, obj: &Bytes) {
         if self.meta_only {
-            encode_line(ty, &partial_metadata(obj))
+            let line = encode_line(ty.as_str(), &partial_metadata(&parse(obj)));
+            self.buf.extend_from_slice(&line);
         } else if self.rt.storage_version != self.rt.api_version() {
-            let mut v = obj.clone();
+            let mut v = parse(obj);
             v["apiVersion"] = json!(self.rt.api_version());
-            encode_line(ty, &v)
+            let line = encode_line(ty.as_str(), &v);
+            self.buf.extend_from_slice(&line);
         } else {
-            encode_line(ty, obj)
+            push_line(&mut self.buf, ty.as_str(), obj);
         }
     }
 
     /// Appends the line for `ev` as this watcher sees it (or nothing).
     fn push(&mut self, ev: &Arc<Event>) {
+        self.last_rv = self.last_rv.max(ev.rv);
         if !self.filter.in_namespace(&ev.key.0) {
             return;
         }
         let ty = if self.filter.no_selectors() {
             Some(ev.ty)
         } else {
+            let now = self.filter.matches(&parse(&ev.obj));
             match ev.ty {
-                EventType::Added => self.filter.matches(&ev.obj).then_some(EventType::Added),
-                EventType::Deleted => self.filter.matches(&ev.obj).then_some(EventType::Deleted),
+                EventType::Added => now.then_some(EventType::Added),
+                EventType::Deleted => now.then_some(EventType::Deleted),
                 EventType::Modified => {
-                    let was = ev.old.as_ref().is_some_and(|o| self.filter.matches(o));
-                    match (was, self.filter.matches(&ev.obj)) {
+                    let was = ev
+                        .old
+                        .as_ref()
+                        .is_some_and(|o| self.filter.matches(&parse(o)));
+                    match (was, now) {
                         (true, true) => Some(EventType::Modified),
                         (false, true) => Some(EventType::Added),
                         (true, false) => Some(EventType::Deleted),
@@ -230,13 +241,8 @@ impl Watch {
                 }
             }
         };
-        self.last_rv = self.last_rv.max(ev.rv);
-        let Some(ty) = ty else { return };
-        if self.meta_only || self.rt.storage_version == self.rt.api_version() {
-            self.buf.extend_from_slice(&ev.line(ty, self.meta_only));
-        } else {
-            let line = self.encode(ty.as_str(), &ev.obj);
-            self.buf.extend_from_slice(&line);
+        if let Some(ty) = ty {
+            self.write(ty, &ev.obj);
         }
     }
 

@@ -125,7 +125,7 @@ pub(crate) fn delete_object(
                 format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"),
             ));
         }
-        let mut new = (**cur).clone();
+        let mut new = cur.clone();
         let mut fins = meta::finalizers(&new);
         let extra = match opts.policy.as_deref() {
             Some("Orphan") => Some("orphan"),
@@ -179,9 +179,11 @@ pub(crate) fn delete_collection(
         .list(&rt.store_key(), r.namespace.as_deref(), None)
         .map_err(|_| ApiError::internal("list failed"))?;
     let mut out = Vec::new();
-    for obj in items.iter().filter(|o| filter.matches(o)) {
-        let ns = meta::namespace(obj).to_string();
-        match delete_object(state, rt, Some(&ns), meta::name(obj), &opts) {
+    for ((ns, name), bytes) in &items {
+        if !filter.no_selectors() && !filter.matches(&crate::store::parse(bytes)) {
+            continue;
+        }
+        match delete_object(state, rt, Some(ns), name, &opts) {
             Ok((v, _)) => out.push(super::served(&v, rt).into_owned()),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),

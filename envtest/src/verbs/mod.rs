@@ -194,11 +194,11 @@ pub(crate) fn okey(rt: &ResourceType, ns: Option<&str>, name: &str) -> ObjKey {
 }
 
 /// A stored object as served at `rt`'s version.
-pub(crate) fn served<'a>(obj: &'a Arc<Value>, rt: &ResourceType) -> std::borrow::Cow<'a, Value> {
+pub(crate) fn served<'a>(obj: &'a Value, rt: &ResourceType) -> std::borrow::Cow<'a, Value> {
     if rt.storage_version == rt.api_version() {
-        std::borrow::Cow::Borrowed(&**obj)
+        std::borrow::Cow::Borrowed(obj)
     } else {
-        let mut v = (**obj).clone();
+        let mut v = obj.clone();
         v["apiVersion"] = json!(rt.api_version());
         std::borrow::Cow::Owned(v)
     }
@@ -217,6 +217,19 @@ pub(crate) fn respond(code: u16, obj: &Arc<Value>, rt: &ResourceType, req: &Req)
     )
 }
 
+/// A stored object's bytes as a response (parsed only when it must be reshaped).
+pub(crate) fn respond_bytes(
+    code: u16,
+    obj: &Bytes,
+    rt: &ResourceType,
+    req: &Req,
+) -> Response<Body> {
+    if req.meta_only() || rt.storage_version != rt.api_version() {
+        return respond(code, &Arc::new(crate::store::parse(obj)), rt, req);
+    }
+    server::bytes(code, "application/json", obj.clone())
+}
+
 /// Namespaced creates need an existing namespace that is not terminating.
 pub(crate) fn ensure_namespace(
     state: &State,
@@ -225,7 +238,7 @@ pub(crate) fn ensure_namespace(
     name: &str,
 ) -> Result<(), ApiError> {
     let key = (String::new(), "namespaces".to_string());
-    match state.store.get(&key, &(String::new(), ns.to_string())) {
+    match state.store.get_value(&key, &(String::new(), ns.to_string())) {
         None => Err(ApiError::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_details(json!({"name": ns, "kind": "namespaces"}))),
         Some(n) if meta::meta_str(&n, "deletionTimestamp").is_some() => Err(ApiError::new(
             403,

@@ -14,7 +14,7 @@ use crate::filter::Filter;
 use crate::router::ResourceRoute;
 use crate::server::{self, Body, Req, State};
 use crate::status::ApiError;
-use crate::store::{ObjKey, partial_metadata};
+use crate::store::{ObjKey, parse, partial_metadata};
 
 pub(crate) fn get(
     state: &Arc<State>,
@@ -27,7 +27,7 @@ pub(crate) fn get(
         &rt.store_key(),
         &super::okey(rt, r.namespace.as_deref(), name),
     ) {
-        Some(obj) => Ok(super::respond(200, &obj, rt, req)),
+        Some(obj) => Ok(super::respond_bytes(200, &obj, rt, req)),
         None => Err(ApiError::not_found(&rt.group, &rt.plural, name)),
     }
 }
@@ -135,24 +135,25 @@ pub(crate) fn list(
         }
     };
     let start_idx = match &start {
-        Some(k) => items.partition_point(|o| key_of(o) <= *k),
+        Some(k) => items.partition_point(|(key, _)| key <= k),
         None => 0,
     };
     let mut page = Vec::new();
     let mut cont = None;
     let mut remaining = 0usize;
-    for (i, obj) in items.iter().enumerate().skip(start_idx) {
-        if !filter.matches(obj) {
+    let selectors = !filter.no_selectors();
+    for (i, (key, obj)) in items.iter().enumerate().skip(start_idx) {
+        if selectors && !filter.matches(&parse(obj)) {
             continue;
         }
         if limit > 0 && page.len() == limit {
             cont = page
                 .last()
-                .map(|o: &&Arc<Value>| encode_token(list_rv, &key_of(o)));
+                .map(|(k, _): &(&ObjKey, &Bytes)| encode_token(list_rv, k));
             remaining = items.len() - i;
             break;
         }
-        page.push(obj);
+        page.push((key, obj));
     }
     let meta_only = req.meta_only();
     let mut lm = json!({"resourceVersion": list_rv.to_string()});
@@ -180,23 +181,21 @@ pub(crate) fn list(
         )
         .as_bytes(),
     );
-    for (i, obj) in page.iter().enumerate() {
+    let rewrite = rt.storage_version != rt.api_version();
+    for (i, (_, obj)) in page.iter().enumerate() {
         if i > 0 {
             buf.push(b',');
         }
-        let _ = if meta_only {
-            serde_json::to_writer(&mut buf, &partial_metadata(obj))
+        if meta_only {
+            let _ = serde_json::to_writer(&mut buf, &partial_metadata(&parse(obj)));
+        } else if rewrite {
+            let mut v = parse(obj);
+            v["apiVersion"] = json!(rt.api_version());
+            let _ = serde_json::to_writer(&mut buf, &v);
         } else {
-            serde_json::to_writer(&mut buf, &*super::served(obj, rt))
-        };
+            buf.extend_from_slice(obj);
+        }
     }
     buf.extend_from_slice(b"]}");
     Ok(server::bytes(200, "application/json", Bytes::from(buf)))
-}
-
-fn key_of(o: &Value) -> ObjKey {
-    (
-        crate::meta::namespace(o).to_string(),
-        crate::meta::name(o).to_string(),
-    )
 }

@@ -104,7 +104,7 @@ pub(crate) fn handle(
     let okey = super::okey(rt, r.namespace.as_deref(), name);
     let cur = state
         .store
-        .get(&key, &okey)
+        .get_value(&key, &okey)
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     let current = scale_of(&cur, &sc);
     let wanted = match req.method {
@@ -156,7 +156,7 @@ pub(crate) fn handle(
         w,
         false,
         move |cur| {
-            let mut v = (**cur).clone();
+            let mut v = cur.clone();
             set_pointer(&mut v, &ptr, json!(n));
             if let Some(rv) = rv {
                 meta::set_meta(&mut v, "resourceVersion", json!(rv));

@@ -165,7 +165,7 @@ pub(crate) fn update_object(
     sub: Option<&str>,
     w: super::WriteOpts,
     put: bool,
-    make: impl FnOnce(&Arc<Value>) -> Result<Value, ApiError>,
+    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
     let key = rt.store_key();
     let okey = super::okey(rt, ns, name);
@@ -217,7 +217,7 @@ pub(crate) fn update_object(
         meta::keep_immutable(&mut new, cur);
         // status subresource rules
         if status_write {
-            let mut merged = (**cur).clone();
+            let mut merged = cur.clone();
             match new.get("status") {
                 Some(s) => merged["status"] = s.clone(),
                 None => {
