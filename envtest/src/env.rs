@@ -285,11 +285,23 @@ impl Environment {
         cfg
     }
 
-    /// A real `kube::Client` talking HTTP to this server.
+    /// A real `kube::Client` talking HTTP to this server. Without a bearer token it is built
+    /// on a plain-HTTP hyper client with kube's base-URI layer — no TLS stack is set up, which
+    /// keeps creating one cheap; with a token it is built from [`config`](Self::config).
     pub fn client(&self) -> kube::Client {
-        // Building a client over plain http from a valid Config does not fail.
-        kube::Client::try_from(self.config())
-            .unwrap_or_else(|e| panic!("kube client for {}: {e}", self.url()))
+        use kube::client::{ClientBuilder, ConfigExt};
+        let cfg = self.config();
+        if self.token.is_some() {
+            // Building a client over plain http from a valid Config does not fail.
+            return kube::Client::try_from(cfg)
+                .unwrap_or_else(|e| panic!("kube client for {}: {e}", self.url()));
+        }
+        let http =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<kube::client::Body>();
+        ClientBuilder::new(http, cfg.default_namespace.clone())
+            .with_layer(&cfg.base_uri_layer())
+            .build()
     }
 
     /// Writes a kubeconfig (context `envtest`, namespace `default`) pointing at this server.
