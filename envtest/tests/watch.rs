@@ -474,3 +474,69 @@ async fn metadata_watch_and_list_for_builtin_and_custom() {
     assert_eq!(e["object"]["kind"], "PartialObjectMetadata");
     assert_eq!(e["object"]["metadata"]["name"], "w");
 }
+
+#[tokio::test]
+async fn slow_watcher_is_dropped_and_writers_never_wait() {
+    let env = Environment::builder()
+        .watch_buffer(4)
+        .start()
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let start = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    // A watcher that never reads: the socket, then the body channel, then its queue fill up.
+    let mut w = RawStream::open(
+        &env,
+        &format!("{CMS}?watch=true&resourceVersion={start}"),
+        &[],
+    )
+    .await;
+    let big = "x".repeat(200 * 1024);
+    let writes = async {
+        for i in 0..60 {
+            api.create(
+                &PostParams::default(),
+                &cm(&format!("big-{i}"), &[("d", big.as_str())]),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), writes)
+        .await
+        .expect("writers are not blocked by a stalled watcher");
+    // The stalled watch was dropped: it delivers what it had queued, then ends cleanly.
+    let mut got = 0;
+    let mut last = start.clone();
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(10), w.next())
+        .await
+        .unwrap()
+    {
+        assert_eq!(e["type"], "ADDED");
+        last = e["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        got += 1;
+    }
+    assert!(got < 60, "the stalled watcher was cut off ({got} events)");
+    // A new watch resumes from the last event received and gets exactly the rest.
+    let mut w = RawStream::open(
+        &env,
+        &format!("{CMS}?watch=true&resourceVersion={last}&timeoutSeconds=3"),
+        &[],
+    )
+    .await;
+    let mut rest = 0;
+    while let Some(e) = w.next_within(10).await {
+        assert_eq!(e["type"], "ADDED");
+        rest += 1;
+    }
+    assert_eq!(got + rest, 60);
+}
