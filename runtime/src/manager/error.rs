@@ -39,7 +39,8 @@ pub enum Error {
         /// The runnable's name.
         name: String,
     },
-    /// Runnables were still running when `graceful_shutdown_timeout` ran out.
+    /// Runnables were still running when `graceful_shutdown_timeout` ran out (the
+    /// groups after the one that overran it are cancelled but not awaited).
     #[error(
         "failed waiting for all runnables to end within grace period of {timeout:?}: still running: {}",
         pending.join(", ")
@@ -47,7 +48,7 @@ pub enum Error {
     GracefulShutdownTimeout {
         /// The grace period.
         timeout: Duration,
-        /// The runnables that had not returned.
+        /// The runnables of the overrunning group that had not returned.
         pending: Vec<String>,
     },
     /// More than one error: a runnable's, then the shutdown's (Go's aggregate).

@@ -177,12 +177,10 @@ impl Manager {
         name: impl Into<String>,
         check: impl Checker,
     ) -> Result<(), Error> {
-        let mut st = self.inner.state.lock();
-        if st.started {
-            return Err(Error::CheckAfterStart);
-        }
-        st.healthz.add_check(name, check);
-        Ok(())
+        self.before_start(Error::CheckAfterStart, |st| {
+            st.healthz.add_check(name, check);
+            Ok(())
+        })
     }
 
     /// Adds a readiness check, served at the readiness endpoint and
@@ -193,12 +191,10 @@ impl Manager {
         name: impl Into<String>,
         check: impl Checker,
     ) -> Result<(), Error> {
-        let mut st = self.inner.state.lock();
-        if st.started {
-            return Err(Error::CheckAfterStart);
-        }
-        st.readyz.add_check(name, check);
-        Ok(())
+        self.before_start(Error::CheckAfterStart, |st| {
+            st.readyz.add_check(name, check);
+            Ok(())
+        })
     }
 
     /// Serves `handler` at `path` on the metrics server too (Go's
@@ -209,12 +205,22 @@ impl Manager {
         path: impl Into<String>,
         handler: impl Handler,
     ) -> Result<(), Error> {
+        self.before_start(Error::MetricsHandlerAfterStart, |st| {
+            Ok(st.metrics_extra.add(path, handler)?)
+        })
+    }
+
+    /// Runs `f` on the state unless the manager has started (then `late`).
+    fn before_start(
+        &self,
+        late: Error,
+        f: impl FnOnce(&mut State) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let mut st = self.inner.state.lock();
         if st.started {
-            return Err(Error::MetricsHandlerAfterStart);
+            return Err(late);
         }
-        st.metrics_extra.add(path, handler)?;
-        Ok(())
+        f(&mut st)
     }
 
     /// The client: reads from the cache, writes to the API server (see

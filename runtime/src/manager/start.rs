@@ -106,31 +106,35 @@ impl Manager {
 }
 
 impl Inner {
-    /// Stops the groups in order; each gets what is left of the grace period.
+    /// Stops the groups in order; each gets what is left of the grace period. Once
+    /// it has run out, the remaining groups are cancelled without waiting, and the
+    /// error names the runnables of the group that overran it.
     async fn stop(&self) -> Result<(), Error> {
         let timeout = self.opts.graceful_shutdown_timeout;
         let deadline = Instant::now().checked_add(timeout);
-        let mut all_stopped = true;
+        let mut pending: Option<Vec<String>> = None;
         for g in Group::STOP_ORDER {
             tracing::info!(
                 group = g.as_str(),
                 "Stopping and waiting for {}",
                 g.as_str()
             );
-            all_stopped &= self.group(g).stop_and_wait(deadline).await;
+            let group = self.group(g);
+            if pending.is_some() {
+                group.stop_and_wait(Some(Instant::now())).await;
+            } else if !group.stop_and_wait(deadline).await {
+                pending = Some(group.running());
+            }
         }
-        if all_stopped || timeout.is_zero() {
-            tracing::info!("Wait completed, proceeding to shutdown the manager");
-            return Ok(());
+        match pending {
+            Some(pending) if !timeout.is_zero() && !pending.is_empty() => {
+                Err(Error::GracefulShutdownTimeout { timeout, pending })
+            }
+            _ => {
+                tracing::info!("Wait completed, proceeding to shutdown the manager");
+                Ok(())
+            }
         }
-        let pending: Vec<String> = Group::STOP_ORDER
-            .iter()
-            .flat_map(|g| self.group(*g).running())
-            .collect();
-        if pending.is_empty() {
-            return Ok(());
-        }
-        Err(Error::GracefulShutdownTimeout { timeout, pending })
     }
 
     pub(super) fn group(&self, g: Group) -> &Arc<super::group::RunnableGroup> {
