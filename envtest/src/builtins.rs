@@ -11,6 +11,8 @@ use k8s_openapi::api::{
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 
+use serde_json::Value;
+
 use crate::registry::{ResourceType, ScaleSpec};
 
 /// Status subresource.
@@ -22,7 +24,16 @@ const G: u8 = 4;
 /// Create-only virtual resource.
 const V: u8 = 8;
 
-fn t<K: Resource + 'static>(flags: u8, short: &[&str], fields: &[&str]) -> ResourceType {
+/// Decodes `v` as `K`, the way upstream decodes a body into its Go type.
+fn decode<K: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
+    K::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn t<K: Resource + serde::de::DeserializeOwned + 'static>(
+    flags: u8,
+    short: &[&str],
+    fields: &[&str],
+) -> ResourceType {
     let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
     let api_version = K::API_VERSION.to_string();
     ResourceType {
@@ -47,6 +58,7 @@ fn t<K: Resource + 'static>(flags: u8, short: &[&str], fields: &[&str]) -> Resou
         storage_version: api_version,
         virtual_create: flags & V != 0,
         fields: fields.iter().map(|s| s.to_string()).collect(),
+        decode: Some(decode::<K>),
     }
 }
 

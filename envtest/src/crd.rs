@@ -214,6 +214,7 @@ pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
                 schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
                 storage_version: format!("{group}/{storage}"),
                 virtual_create: false,
+                decode: None,
                 fields: v
                     .get("selectableFields")
                     .and_then(Value::as_array)

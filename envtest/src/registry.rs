@@ -48,6 +48,8 @@ pub(crate) struct ResourceType {
     pub virtual_create: bool,
     /// Field selector fields besides metadata.name / metadata.namespace.
     pub fields: Vec<String>,
+    /// Built-ins: decodes the object as its k8s-openapi type (type errors become 400s).
+    pub decode: Option<fn(&Value) -> Result<(), String>>,
 }
 
 impl ResourceType {

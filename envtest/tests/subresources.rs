@@ -229,3 +229,44 @@ async fn lease_round_trip_and_races() {
     );
     assert_eq!(st.reason, "Conflict");
 }
+
+#[tokio::test]
+async fn builtin_type_errors_are_bad_requests() {
+    let env = common::env().await;
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": "three", "selector": {}, "template": {}}})
+    .to_string();
+    let (code, v) = common::raw(
+        &env,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        Some(&body),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 400, "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Deployment in version \"v1\" cannot be handled as a Deployment"),
+        "{v}"
+    );
+    let api: Api<Deployment> = Api::namespaced(env.client(), "default");
+    assert!(api.get_opt("d").await.unwrap().is_none());
+    // and through an update
+    api.create(&PostParams::default(), &deployment("d"))
+        .await
+        .unwrap();
+    let st = status_of(
+        api.patch(
+            "d",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": "x"}})),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(st.code, 400);
+    assert_eq!(api.get("d").await.unwrap().spec.unwrap().replicas, Some(1));
+}

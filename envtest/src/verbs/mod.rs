@@ -252,6 +252,14 @@ pub(crate) fn ensure_namespace(
 
 /// Generic metadata/data validation, then the CRD schema for custom resources.
 pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    if let Some(decode) = rt.decode {
+        decode(obj).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version {:?} cannot be handled as a {}: {e}",
+                rt.kind, rt.version, rt.kind
+            ))
+        })?;
+    }
     let causes =
         crate::validation::validate_object(&rt.group, &rt.plural, &rt.kind, rt.namespaced, obj);
     if !causes.is_empty() {
