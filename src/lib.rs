@@ -3,8 +3,16 @@
 //! This facade re-exports the pieces operator authors use; see [`prelude`].
 
 pub use ctrl_runtime::workqueue;
+pub use ctrl_runtime::{healthz, manager};
+
+/// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,
+/// `ctrl.SetupSignalHandler`).
+pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;`.
 pub mod prelude {
     pub use ctrl_runtime::workqueue;
+
+    pub use ctrl_runtime::healthz;
+    pub use ctrl_runtime::manager::{Manager, Runnable, RunnableFunc, shutdown_signal};
 }
