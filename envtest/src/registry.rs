@@ -21,6 +21,9 @@ pub(crate) struct ScaleSpec {
     pub label_selector: Option<String>,
 }
 
+/// Decodes an object as a typed built-in; the error text goes into a 400.
+pub(crate) type DecodeFn = fn(&Value) -> Result<(), String>;
+
 /// One served resource at one group/version.
 #[derive(Debug, Clone)]
 pub(crate) struct ResourceType {
@@ -49,7 +52,7 @@ pub(crate) struct ResourceType {
     /// Field selector fields besides metadata.name / metadata.namespace.
     pub fields: Vec<String>,
     /// Built-ins: decodes the object as its k8s-openapi type (type errors become 400s).
-    pub decode: Option<fn(&Value) -> Result<(), String>>,
+    pub decode: Option<DecodeFn>,
 }
 
 impl ResourceType {
