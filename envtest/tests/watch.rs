@@ -98,13 +98,7 @@ async fn resume_from_last_rv_has_no_gaps_or_duplicates() {
     let client = env.client();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "default");
-    let start = api
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let start = common::list_rv(&api).await;
     let mut w = RawStream::open(
         &env,
         &format!("{CMS}?watch=true&resourceVersion={start}"),
@@ -246,13 +240,7 @@ async fn bookmarks_only_when_allowed() {
         .await
         .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    let start = api
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let start = common::list_rv(&api).await;
     let mut w = RawStream::open(
         &env,
         &format!("{CMS}?watch=true&allowWatchBookmarks=true&resourceVersion={start}"),
@@ -483,13 +471,7 @@ async fn slow_watcher_is_dropped_and_writers_never_wait() {
         .await
         .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    let start = api
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let start = common::list_rv(&api).await;
     // A watcher that never reads: the socket, then the body channel, then its queue fill up.
     let mut w = RawStream::open(
         &env,

@@ -245,3 +245,16 @@ impl IntoJson for (u16, Vec<(String, String)>, String) {
         )
     }
 }
+
+/// The resourceVersion of a fresh list of `api`.
+pub async fn list_rv<K>(api: &kube::Api<K>) -> String
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
