@@ -20,6 +20,31 @@
 //! change events out to `watch` streams. Errors are `Status` bodies (`status`). Metadata rules
 //! live in `meta`, type-specific rules in `kinds`, object validation in `validation`, selectors
 //! in `selector` and `filter`; fault injection and the request log in `faults`.
+//!
+//! # Behaviour worth knowing
+//!
+//! * **Like Go's envtest, no controllers run**: no garbage collector, no namespace
+//!   finalization (a deleted namespace stays `Terminating`), nothing fills status or creates
+//!   Pods. `propagationPolicy: Orphan|Foreground` add their finalizer, which then stays.
+//! * One global resourceVersion; every resource keeps a bounded history of change events
+//!   ([`EnvironmentBuilder::history_window`]) for watch resume and consistent paginated lists.
+//!   A watch from before that history gets HTTP 200 and one in-stream `ERROR` 410 — never an
+//!   HTTP 410 — so kube's `watcher` re-lists. [`Faults::compact_history`] forces this.
+//! * A watcher more than [`EnvironmentBuilder::watch_buffer`] events behind is dropped (its
+//!   stream ends) instead of slowing writers; clients resume from their last resourceVersion.
+//! * Bodies are JSON (YAML accepted on POST/PUT). JSON patch (with upstream's rule that a
+//!   `test` of a missing path against `null` passes) and merge patch are served; strategic
+//!   merge patch and server-side apply answer 415 `UnsupportedMediaType` for now. Protobuf
+//!   bodies answer 415, protobuf-only `Accept` 406.
+//! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);
+//!   custom resources are pruned, defaulted and validated against their CRD version's
+//!   `openAPIV3Schema` (422), with `fieldValidation=Strict` turning dropped unknown fields
+//!   into a 400. CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook` are
+//!   rejected (422); other multi-version CRDs store one object served at every version.
+//! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`), dryRun,
+//!   finalizers and delete preconditions follow upstream. core/v1 and events.k8s.io/v1 Events
+//!   are stored separately. Tables are not served (kubectl falls back to plain columns).
+//! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 
 mod builtins;
 mod crd;
