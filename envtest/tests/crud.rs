@@ -5,6 +5,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{cm, status_of};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
@@ -151,6 +152,11 @@ async fn noop_put_and_patch_keep_rv() {
         .create(&PostParams::default(), &cm("n", &[("a", "1")]))
         .await
         .unwrap();
+    let rv = a.metadata.resource_version.clone().unwrap();
+    let wp = kube::api::WatchParams::default()
+        .timeout(10)
+        .disable_bookmarks();
+    let mut events = api.watch(&wp, &rv).await.unwrap().boxed();
     let b = api.replace("n", &PostParams::default(), &a).await.unwrap();
     assert_eq!(a.metadata.resource_version, b.metadata.resource_version);
     let p = serde_json::json!({"data": {"a": "1"}});
@@ -159,6 +165,18 @@ async fn noop_put_and_patch_keep_rv() {
         .await
         .unwrap();
     assert_eq!(a.metadata.resource_version, c.metadata.resource_version);
+    // No event for the no-ops: the first event is the real change that follows.
+    let p = serde_json::json!({"data": {"a": "2"}});
+    let d = api
+        .patch("n", &PatchParams::default(), &Patch::Merge(&p))
+        .await
+        .unwrap();
+    match events.next().await.unwrap().unwrap() {
+        kube::api::WatchEvent::Modified(o) => {
+            assert_eq!(o.metadata.resource_version, d.metadata.resource_version)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
 }
 
 #[tokio::test]
