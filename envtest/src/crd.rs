@@ -158,6 +158,23 @@ pub(crate) fn on_write(
     Ok(())
 }
 
+/// Adds the `Terminating` condition to a CRD whose deletion starts.
+pub(crate) fn mark_terminating(crd: &mut Value) {
+    if !crd.get("status").is_some_and(Value::is_object) {
+        crd["status"] = json!({});
+    }
+    let mut conds = crd["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    conds.retain(|c| c.get("type") != Some(&json!("Terminating")));
+    conds.push(json!({
+        "type": "Terminating", "status": "True", "reason": "InstanceDeletionInProgress",
+        "message": "CustomResource deletion is in progress", "lastTransitionTime": meta::now(),
+    }));
+    crd["status"]["conditions"] = json!(conds);
+}
+
 /// The resource types a CRD serves.
 pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
     let name = meta::name(crd).to_string();

@@ -344,3 +344,47 @@ async fn crd_delete_removes_objects_routes_and_discovery() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn crd_delete_waits_for_finalized_objects() {
+    let env = env_with(true).await;
+    let client = env.client();
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &widget_ar());
+    let mut w = widget("held", json!({}));
+    w.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &w).await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    // The CRD is terminating and still served while an object waits for its finalizer.
+    let crd = crds.get("widgets.example.com").await.unwrap();
+    assert!(crd.metadata.deletion_timestamp.is_some());
+    let conds = crd.status.unwrap().conditions.unwrap();
+    assert!(
+        conds
+            .iter()
+            .any(|c| c.type_ == "Terminating" && c.status == "True"),
+        "{conds:?}"
+    );
+    let held = api.get("held").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    // Releasing the object finishes the CRD deletion.
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(crds.get_opt("widgets.example.com").await.unwrap().is_none());
+    let (code, _) = common::raw(
+        &env,
+        "GET",
+        "/apis/example.com/v1/namespaces/default/widgets",
+        None,
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 404);
+}

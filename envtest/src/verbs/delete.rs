@@ -148,6 +148,9 @@ pub(crate) fn delete_object(
                 meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
             }
         }
+        if crd::is_crd_type(rt) {
+            crd::mark_terminating(&mut new);
+        }
         if rt.group.is_empty() && rt.plural == "namespaces" {
             new["status"] = json!({"phase": "Terminating"});
         }
