@@ -161,11 +161,12 @@ fn main() {
             kube.push(rt.block_on(kube_cold_start(&env)));
             bare.push(rt.block_on(bare_watch(&env)));
         }
+        let cms = if n == 1 { "ConfigMap" } else { "ConfigMaps" };
         let rows = [
-            (format!("ctrl Manager + Controller, {n} ConfigMaps"), ctrl),
-            (format!("kube-runtime Controller, {n} ConfigMaps"), kube),
-            (format!("bare watcher (first object), {n} ConfigMaps"), bare),
-            (format!("ctrl Manager stop, {n} ConfigMaps"), stop),
+            (format!("ctrl Manager + Controller, {n} {cms}"), ctrl),
+            (format!("kube-runtime Controller, {n} {cms}"), kube),
+            (format!("bare watcher (first object), {n} {cms}"), bare),
+            (format!("ctrl Manager stop, {n} {cms}"), stop),
         ];
         let mut p50s = Vec::new();
         for (name, v) in rows {

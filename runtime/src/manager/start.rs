@@ -53,6 +53,7 @@ impl Manager {
             futures::future::pending::<Result<(), Error>>().await
         };
         let result = tokio::select! {
+            biased;
             _ = ctx.cancelled() => Ok(()),
             Some(err) = errors.recv() => Err(err),
             r = run => r,
