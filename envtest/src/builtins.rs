@@ -13,7 +13,7 @@ use k8s_openapi::{NamespaceResourceScope, Resource};
 
 use serde_json::Value;
 
-use crate::registry::{ResourceType, ScaleSpec};
+use crate::registry::{ResourceType, ScaleSpec, View};
 
 /// Status subresource.
 const S: u8 = 1;
@@ -59,6 +59,7 @@ fn t<K: Resource + serde::de::DeserializeOwned + 'static>(
         virtual_create: flags & V != 0,
         fields: fields.iter().map(|s| s.to_string()).collect(),
         decode: Some(decode::<K>),
+        view: None,
     }
 }
 
@@ -151,10 +152,55 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         {
             rt.categories.push("all".into());
         }
+        // events.k8s.io/v1 is a view of the core/v1 Events.
+        if rt.group == "events.k8s.io" {
+            rt.view = Some(View {
+                store: ("", "events"),
+                to_view: event_to_view,
+                from_view: event_from_view,
+            });
+            rt.storage_version = "v1".into();
+            rt.decode = Some(decode::<core::v1::Event>);
+        }
         // Both autoscaling versions share one collection, as upstream.
         if rt.plural == "horizontalpodautoscalers" {
             rt.storage_version = "autoscaling/v2".into();
         }
     }
     v
+}
+
+/// events.k8s.io/v1 field names and their core/v1 Event counterparts.
+const EVENT_FIELDS_MAP: &[(&str, &str)] = &[
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("deprecatedCount", "count"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedSource", "source"),
+    ("reportingController", "reportingComponent"),
+];
+
+fn rename(v: &mut Value, pairs: impl Iterator<Item = (&'static str, &'static str)>) {
+    if let Some(o) = v.as_object_mut() {
+        for (from, to) in pairs {
+            if let Some(x) = o.remove(from) {
+                o.insert(to.to_string(), x);
+            }
+        }
+    }
+}
+
+/// A stored core/v1 Event as an events.k8s.io/v1 Event.
+fn event_to_view(v: &mut Value) {
+    rename(v, EVENT_FIELDS_MAP.iter().map(|(e, c)| (*c, *e)));
+    v["apiVersion"] = Value::from("events.k8s.io/v1");
+    v["kind"] = Value::from("Event");
+}
+
+/// An events.k8s.io/v1 Event as a core/v1 Event.
+fn event_from_view(v: &mut Value) {
+    rename(v, EVENT_FIELDS_MAP.iter().copied());
+    v["apiVersion"] = Value::from("v1");
+    v["kind"] = Value::from("Event");
 }

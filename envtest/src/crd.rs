@@ -232,6 +232,7 @@ pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
                 storage_version: format!("{group}/{storage}"),
                 virtual_create: false,
                 decode: None,
+                view: None,
                 fields: v
                     .get("selectableFields")
                     .and_then(Value::as_array)

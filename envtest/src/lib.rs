@@ -42,8 +42,9 @@
 //!   into a 400. CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook` are
 //!   rejected (422); other multi-version CRDs store one object served at every version.
 //! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`), dryRun,
-//!   finalizers and delete preconditions follow upstream. core/v1 and events.k8s.io/v1 Events
-//!   are stored separately. Tables are not served (kubectl falls back to plain columns).
+//!   finalizers and delete preconditions follow upstream. events.k8s.io/v1 Events are a view
+//!   of the core/v1 Events (one storage, fields mapped), so kube's `Recorder` output shows up
+//!   where `kubectl describe` looks. Tables are not served (kubectl falls back to plain columns).
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 
 mod builtins;

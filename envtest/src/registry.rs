@@ -24,6 +24,18 @@ pub(crate) struct ScaleSpec {
 /// Decodes an object as a typed built-in; the error text goes into a 400.
 pub(crate) type DecodeFn = fn(&Value) -> Result<(), String>;
 
+/// A built-in served as a view of another resource's objects: events.k8s.io/v1 Events are
+/// stored as core/v1 Events, as upstream does.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct View {
+    /// The (group, plural) whose collection holds the objects.
+    pub store: (&'static str, &'static str),
+    /// Stored form → this resource's form (apiVersion and kind included).
+    pub to_view: fn(&mut Value),
+    /// This resource's form → stored form.
+    pub from_view: fn(&mut Value),
+}
+
 /// One served resource at one group/version.
 #[derive(Debug, Clone)]
 pub(crate) struct ResourceType {
@@ -53,6 +65,8 @@ pub(crate) struct ResourceType {
     pub fields: Vec<String>,
     /// Built-ins: decodes the object as its k8s-openapi type (type errors become 400s).
     pub decode: Option<DecodeFn>,
+    /// Served as a view of another resource's collection.
+    pub view: Option<View>,
 }
 
 impl ResourceType {
@@ -65,7 +79,15 @@ impl ResourceType {
     }
 
     pub fn store_key(&self) -> StoreKey {
-        (self.group.clone(), self.plural.clone())
+        match &self.view {
+            Some(v) => (v.store.0.to_string(), v.store.1.to_string()),
+            None => (self.group.clone(), self.plural.clone()),
+        }
+    }
+
+    /// Stored objects must be reshaped before they are served at this resource.
+    pub fn rewrites(&self) -> bool {
+        self.view.is_some() || self.storage_version != self.api_version()
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {

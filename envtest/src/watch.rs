@@ -204,10 +204,9 @@ impl Watch {
         if self.meta_only {
             let line = encode_line(ty.as_str(), &partial_metadata(&parse(obj)));
             self.buf.extend_from_slice(&line);
-        } else if self.rt.storage_version != self.rt.api_version() {
-            let mut v = parse(obj);
-            v["apiVersion"] = json!(self.rt.api_version());
-            let line = encode_line(ty.as_str(), &v);
+        } else if self.rt.rewrites() {
+            let v = parse(obj);
+            let line = encode_line(ty.as_str(), &crate::verbs::served(&v, &self.rt));
             self.buf.extend_from_slice(&line);
         } else {
             push_line(&mut self.buf, ty.as_str(), obj);

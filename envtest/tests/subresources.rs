@@ -270,3 +270,56 @@ async fn builtin_type_errors_are_bad_requests() {
     assert_eq!(st.code, 400);
     assert_eq!(api.get("d").await.unwrap().spec.unwrap().replicas, Some(1));
 }
+
+#[tokio::test]
+async fn recorder_events_are_visible_as_core_events() {
+    use k8s_openapi::api::core::v1::Event as CoreEvent;
+    use k8s_openapi::api::events::v1::Event as NewEvent;
+    use kube::Resource;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let env = common::env().await;
+    let client = env.client();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let obj = cms
+        .create(&PostParams::default(), &cm("subject", &[]))
+        .await
+        .unwrap();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "tester".into(),
+            instance: Some("pod-1".into()),
+        },
+    );
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: "Synced".into(),
+        note: Some("all good".into()),
+        action: "Sync".into(),
+        secondary: None,
+    };
+    let reference = obj.object_ref(&());
+    recorder.publish(&ev, &reference).await.unwrap();
+    recorder.publish(&ev, &reference).await.unwrap();
+
+    let new: Api<NewEvent> = Api::namespaced(client.clone(), "default");
+    let list = new.list(&Default::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let e = &list.items[0];
+    assert_eq!(
+        e.regarding.as_ref().unwrap().name.as_deref(),
+        Some("subject")
+    );
+    assert_eq!(e.note.as_deref(), Some("all good"));
+    assert_eq!(e.series.as_ref().map(|s| s.count), Some(2));
+
+    let core: Api<CoreEvent> = Api::namespaced(client, "default");
+    let lp =
+        ListParams::default().fields("involvedObject.name=subject,involvedObject.kind=ConfigMap");
+    let list = core.list(&lp).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    let e = &list.items[0];
+    assert_eq!(e.message.as_deref(), Some("all good"));
+    assert_eq!(e.reporting_component.as_deref(), Some("tester"));
+    assert_eq!(e.reason.as_deref(), Some("Synced"));
+}

@@ -164,8 +164,13 @@ pub(crate) fn check_type(
             "the API version in the data ({av}) does not match the expected API version ({want_av})"
         )));
     }
-    obj["apiVersion"] = json!(rt.storage_version);
-    obj["kind"] = json!(rt.kind);
+    match &rt.view {
+        Some(view) => (view.from_view)(obj),
+        None => {
+            obj["apiVersion"] = json!(rt.storage_version);
+            obj["kind"] = json!(rt.kind);
+        }
+    }
     Ok(())
 }
 
@@ -193,15 +198,17 @@ pub(crate) fn okey(rt: &ResourceType, ns: Option<&str>, name: &str) -> ObjKey {
     )
 }
 
-/// A stored object as served at `rt`'s version.
+/// A stored object as served at `rt` (apiVersion of the served version, or the view's form).
 pub(crate) fn served<'a>(obj: &'a Value, rt: &ResourceType) -> std::borrow::Cow<'a, Value> {
-    if rt.storage_version == rt.api_version() {
-        std::borrow::Cow::Borrowed(obj)
-    } else {
-        let mut v = obj.clone();
-        v["apiVersion"] = json!(rt.api_version());
-        std::borrow::Cow::Owned(v)
+    if !rt.rewrites() {
+        return std::borrow::Cow::Borrowed(obj);
     }
+    let mut v = obj.clone();
+    match &rt.view {
+        Some(view) => (view.to_view)(&mut v),
+        None => v["apiVersion"] = json!(rt.api_version()),
+    }
+    std::borrow::Cow::Owned(v)
 }
 
 /// An object response (full, or PartialObjectMetadata when asked for).
@@ -224,7 +231,7 @@ pub(crate) fn respond_bytes(
     rt: &ResourceType,
     req: &Req,
 ) -> Response<Body> {
-    if req.meta_only() || rt.storage_version != rt.api_version() {
+    if req.meta_only() || rt.rewrites() {
         return respond(code, &Arc::new(crate::store::parse(obj)), rt, req);
     }
     server::bytes(code, "application/json", obj.clone())

@@ -181,7 +181,7 @@ pub(crate) fn list(
         )
         .as_bytes(),
     );
-    let rewrite = rt.storage_version != rt.api_version();
+    let rewrite = rt.rewrites();
     for (i, (_, obj)) in page.iter().enumerate() {
         if i > 0 {
             buf.push(b',');
@@ -189,9 +189,8 @@ pub(crate) fn list(
         if meta_only {
             let _ = serde_json::to_writer(&mut buf, &partial_metadata(&parse(obj)));
         } else if rewrite {
-            let mut v = parse(obj);
-            v["apiVersion"] = json!(rt.api_version());
-            let _ = serde_json::to_writer(&mut buf, &v);
+            let v = parse(obj);
+            let _ = serde_json::to_writer(&mut buf, &*super::served(&v, rt));
         } else {
             buf.extend_from_slice(obj);
         }

@@ -117,14 +117,11 @@ pub(crate) fn patch(
         false,
         move |cur| {
             let doc = super::served(cur, &served_rt).into_owned();
-            let mut new = apply(&doc)?;
+            let new = apply(&doc)?;
             if !new.is_object() {
                 return Err(ApiError::bad_request(
                     "the patched object is not a JSON object",
                 ));
-            }
-            if new.get("apiVersion") == Some(&json!(served_rt.api_version())) {
-                new["apiVersion"] = json!(served_rt.storage_version);
             }
             Ok(new)
         },
