@@ -121,12 +121,23 @@ fn delays(n: usize, horizon: Duration) -> Vec<Duration> {
 
 // ---- scenarios over the get/done protocol ----
 
+/// Producers yield to the scheduler every 256 adds, as event handlers do between watch
+/// events. Without it a tight producer loop keeps the tasks it wakes (consumers, the
+/// timer) in its worker's non-stealable LIFO slot until it ends, for every
+/// implementation alike.
+async fn cooperate(i: usize) {
+    if i % 256 == 255 {
+        tokio::task::yield_now().await;
+    }
+}
+
 async fn s1<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     let n = ks.len();
     let qp = q.clone();
     let prod = tokio::spawn(async move {
-        for k in ks {
+        for (i, k) in ks.into_iter().enumerate() {
             qp.add(k);
+            cooperate(i).await;
         }
     });
     let qc = q.clone();
@@ -153,8 +164,9 @@ async fn s2<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     let n = ks.len();
     let qp = q.clone();
     let prod = tokio::spawn(async move {
-        for k in ks {
+        for (i, k) in ks.into_iter().enumerate() {
             qp.add(k);
+            cooperate(i).await;
         }
         qp.shut_down();
     });
@@ -179,8 +191,9 @@ async fn s3<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
         let part: Vec<String> = ks.drain(..chunk.min(ks.len())).collect();
         let qp = q.clone();
         tasks.push(tokio::spawn(async move {
-            for k in part {
+            for (i, k) in part.into_iter().enumerate() {
                 qp.add(k);
+                cooperate(i).await;
             }
         }));
     }
@@ -205,9 +218,15 @@ async fn s3<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
 async fn s4<Q: BenchQueue>(q: Q, ks: Vec<String>, ds: Vec<Duration>) -> usize {
     let n = ks.len();
     let qp = q.clone();
+    let t0 = std::time::Instant::now();
+    let debug = std::env::var_os("WORKQUEUE_BENCH_DEBUG").is_some();
     let prod = tokio::spawn(async move {
-        for (k, d) in ks.into_iter().zip(ds) {
+        for (i, (k, d)) in ks.into_iter().zip(ds).enumerate() {
             qp.add_after(k, d);
+            cooperate(i).await;
+        }
+        if debug {
+            eprintln!("  s4: producer done after {:?}", t0.elapsed());
         }
     });
     let qc = q.clone();
@@ -218,6 +237,9 @@ async fn s4<Q: BenchQueue>(q: Q, ks: Vec<String>, ds: Vec<Duration>) -> usize {
                 Some(k) => {
                     qc.done(&k);
                     c += 1;
+                    if debug && c % (n / 10).max(1) == 0 {
+                        eprintln!("  s4: {c} processed at {:?}", t0.elapsed());
+                    }
                 }
                 None => break,
             }
@@ -288,6 +310,7 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
                             message: k,
                             run_at: Instant::now() + d,
                         });
+                        cooperate(i).await;
                     }
                 }));
             }
@@ -311,11 +334,12 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
         Scenario::S2 { .. } => {
             let n = ks.len();
             let prod = tokio::spawn(async move {
-                for k in ks {
+                for (i, k) in ks.into_iter().enumerate() {
                     let _ = tx.unbounded_send(ScheduleRequest {
                         message: k,
                         run_at: Instant::now(),
                     });
+                    cooperate(i).await;
                 }
                 // Everything scheduled before this is emitted before it.
                 let _ = tx.unbounded_send(ScheduleRequest {
@@ -581,7 +605,12 @@ fn main() {
         ));
     }
 
+    // WORKQUEUE_BENCH_ONLY=S4 runs only the scenarios whose title contains that text.
+    let only = std::env::var("WORKQUEUE_BENCH_ONLY").ok();
     for (title, sc) in &scenarios {
+        if only.as_deref().is_some_and(|o| !title.contains(o)) {
+            continue;
+        }
         let mut samples: HashMap<&'static str, Vec<Sample>> = HashMap::new();
         for _ in 0..reps {
             for imp in IMPLS {
@@ -637,6 +666,9 @@ fn main() {
         print_rows(title, unit, higher, &rows);
     }
 
+    if only.as_deref().is_some_and(|o| !"Memory".contains(o)) {
+        return;
+    }
     // Memory for nmem distinct keys held (keys included), median of reps.
     let mut rows = Vec::new();
     for imp in IMPLS {

@@ -20,11 +20,121 @@
 //! The unfinished-work gauges are refreshed every 500 ms by one background thread shared
 //! by all queues of the process (no tokio runtime needed).
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use prometheus::{GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts};
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
+use prometheus::{GaugeVec, IntCounterVec, IntGaugeVec, Opts};
+
+/// controller-runtime's buckets: `ExponentialBuckets(10e-9, 10, 12)`, 1e-8 s .. 1e3 s.
+const BUCKETS: [f64; 12] = [
+    1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0,
+];
+
+/// A lock-free histogram over [`BUCKETS`]: one relaxed `fetch_add` on the bucket and
+/// one on the sum (in nanoseconds) per observation, against the four atomic updates and
+/// float CAS loop of `prometheus::Histogram`. Read by [`HistogramCollector`] at scrape.
+#[derive(Default)]
+pub(crate) struct AtomicHistogram {
+    /// Non-cumulative counts; the last one is `+Inf`.
+    buckets: [AtomicU64; 13],
+    sum_ns: AtomicU64,
+}
+
+impl AtomicHistogram {
+    fn observe_secs(&self, v: f64) {
+        let idx = BUCKETS
+            .iter()
+            .position(|b| v <= *b)
+            .unwrap_or(BUCKETS.len());
+        self.buckets[idx].fetch_add(1, Ordering::Relaxed);
+        let ns = if v > 0.0 { (v * 1e9) as u64 } else { 0 };
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> proto::Histogram {
+        let mut h = proto::Histogram::default();
+        let mut cumulative = 0u64;
+        let mut buckets = Vec::with_capacity(BUCKETS.len());
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            cumulative += self.buckets[i].load(Ordering::Relaxed);
+            let mut b = proto::Bucket::default();
+            b.set_upper_bound(*bound);
+            b.set_cumulative_count(cumulative);
+            buckets.push(b);
+        }
+        cumulative += self.buckets[BUCKETS.len()].load(Ordering::Relaxed);
+        h.set_bucket(buckets);
+        h.set_sample_count(cumulative);
+        h.set_sample_sum(self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9);
+        h
+    }
+}
+
+impl HistogramMetric for Arc<AtomicHistogram> {
+    fn observe(&self, v: f64) {
+        self.observe_secs(v)
+    }
+}
+
+/// A histogram family with labels `name` and `controller` (both the queue name), one
+/// [`AtomicHistogram`] per queue name; queues with the same name share one series, as
+/// with a `HistogramVec`.
+pub(crate) struct HistogramCollector {
+    desc: Desc,
+    series: Mutex<BTreeMap<String, Arc<AtomicHistogram>>>,
+}
+
+impl HistogramCollector {
+    fn new(name: &str, help: &str) -> Self {
+        let desc = Desc::new(
+            name.to_string(),
+            help.to_string(),
+            vec!["name".to_string(), "controller".to_string()],
+            Default::default(),
+        )
+        .expect("static metric definition is valid");
+        Self {
+            desc,
+            series: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn with_name(&self, queue: &str) -> Arc<AtomicHistogram> {
+        Arc::clone(self.series.lock().entry(queue.to_string()).or_default())
+    }
+}
+
+impl Collector for HistogramCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        vec![&self.desc]
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let series = self.series.lock();
+        let mut fam = MetricFamily::default();
+        fam.set_name(self.desc.fq_name.clone());
+        fam.set_help(self.desc.help.clone());
+        fam.set_field_type(MetricType::HISTOGRAM);
+        for (queue, h) in series.iter() {
+            let mut m = proto::Metric::default();
+            let label = |k: &str| {
+                let mut l = LabelPair::default();
+                l.set_name(k.to_string());
+                l.set_value(queue.clone());
+                l
+            };
+            m.set_label(vec![label("controller"), label("name")]);
+            m.set_histogram(h.snapshot());
+            fam.mut_metric().push(m);
+        }
+        vec![fam]
+    }
+}
 
 /// A counter handle (`workqueue.CounterMetric`).
 pub trait CounterMetric: Send + Sync {
@@ -78,8 +188,8 @@ pub trait MetricsProvider: Send + Sync {
 struct PromVecs {
     depth: IntGaugeVec,
     adds: IntCounterVec,
-    latency: HistogramVec,
-    work_duration: HistogramVec,
+    latency: Arc<HistogramCollector>,
+    work_duration: Arc<HistogramCollector>,
     unfinished: GaugeVec,
     longest: GaugeVec,
     retries: IntCounterVec,
@@ -89,7 +199,6 @@ fn prom_vecs() -> &'static PromVecs {
     static VECS: OnceLock<PromVecs> = OnceLock::new();
     VECS.get_or_init(|| {
         let nc = ["name", "controller"];
-        let buckets = prometheus::exponential_buckets(10e-9, 10.0, 12).unwrap_or_default();
         let vecs = PromVecs {
             depth: IntGaugeVec::new(
                 Opts::new("depth", "Current depth of workqueue by workqueue and priority").subsystem("workqueue"),
@@ -101,26 +210,14 @@ fn prom_vecs() -> &'static PromVecs {
                 &nc,
             )
             .expect("static metric definition is valid"),
-            latency: HistogramVec::new(
-                HistogramOpts::new(
-                    "queue_duration_seconds",
-                    "How long in seconds an item stays in workqueue before being requested",
-                )
-                .subsystem("workqueue")
-                .buckets(buckets.clone()),
-                &nc,
-            )
-            .expect("static metric definition is valid"),
-            work_duration: HistogramVec::new(
-                HistogramOpts::new(
-                    "work_duration_seconds",
-                    "How long in seconds processing an item from workqueue takes.",
-                )
-                .subsystem("workqueue")
-                .buckets(buckets),
-                &nc,
-            )
-            .expect("static metric definition is valid"),
+            latency: Arc::new(HistogramCollector::new(
+                "workqueue_queue_duration_seconds",
+                "How long in seconds an item stays in workqueue before being requested",
+            )),
+            work_duration: Arc::new(HistogramCollector::new(
+                "workqueue_work_duration_seconds",
+                "How long in seconds processing an item from workqueue takes.",
+            )),
             unfinished: GaugeVec::new(
                 Opts::new(
                     "unfinished_work_seconds",
@@ -151,8 +248,8 @@ fn prom_vecs() -> &'static PromVecs {
         let collectors: [Box<dyn prometheus::core::Collector>; 7] = [
             Box::new(vecs.depth.clone()),
             Box::new(vecs.adds.clone()),
-            Box::new(vecs.latency.clone()),
-            Box::new(vecs.work_duration.clone()),
+            Box::new(SharedCollector(Arc::clone(&vecs.latency))),
+            Box::new(SharedCollector(Arc::clone(&vecs.work_duration))),
             Box::new(vecs.unfinished.clone()),
             Box::new(vecs.longest.clone()),
             Box::new(vecs.retries.clone()),
@@ -164,6 +261,18 @@ fn prom_vecs() -> &'static PromVecs {
         }
         vecs
     })
+}
+
+/// Registers an `Arc`'d collector (the registry wants a `Box<dyn Collector>`).
+struct SharedCollector(Arc<HistogramCollector>);
+
+impl Collector for SharedCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.0.desc()
+    }
+    fn collect(&self) -> Vec<MetricFamily> {
+        self.0.collect()
+    }
 }
 
 struct PrometheusProvider;
@@ -199,11 +308,6 @@ impl SettableGaugeMetric for prometheus::Gauge {
         prometheus::Gauge::set(self, v)
     }
 }
-impl HistogramMetric for prometheus::Histogram {
-    fn observe(&self, v: f64) {
-        prometheus::Histogram::observe(self, v)
-    }
-}
 
 impl MetricsProvider for PrometheusProvider {
     fn new_depth_metric(&self, name: &str, priority: Option<i32>) -> Box<dyn GaugeMetric> {
@@ -218,10 +322,10 @@ impl MetricsProvider for PrometheusProvider {
         Box::new(prom_vecs().adds.with_label_values(&[name, name]))
     }
     fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
-        Box::new(prom_vecs().latency.with_label_values(&[name, name]))
+        Box::new(prom_vecs().latency.with_name(name))
     }
     fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
-        Box::new(prom_vecs().work_duration.with_label_values(&[name, name]))
+        Box::new(prom_vecs().work_duration.with_name(name))
     }
     fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
         Box::new(prom_vecs().unfinished.with_label_values(&[name, name]))

@@ -19,7 +19,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use hashbrown::DefaultHashBuilder;
 use parking_lot::Mutex;
+use std::hash::BuildHasher;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -103,7 +105,7 @@ impl<T: QueueKey> State<T> {
 
     /// The item in `idx` becomes ready: counted in `len` and the metrics, and put in its
     /// bucket unless it is being processed.
-    fn become_ready(&mut self, idx: u32, now: u64) -> usize {
+    fn become_ready(&mut self, idx: u32) -> usize {
         let Some(n) = self.table.get_mut(idx) else {
             return 0;
         };
@@ -116,7 +118,7 @@ impl<T: QueueKey> State<T> {
             m.adds.inc();
             m.depth(e.priority).inc();
             if e.add_ns == 0 {
-                e.add_ns = now;
+                e.add_ns = now_ns();
             }
         }
         if e.flags & PROCESSING == 0 {
@@ -130,15 +132,14 @@ impl<T: QueueKey> State<T> {
     /// waiters to wake and whether the timer must be woken.
     fn add(
         &mut self,
+        hash: u64,
         key: T,
         prio: i32,
         ready_at: Option<Instant>,
-        now: u64,
     ) -> (Option<T>, usize, bool) {
         if self.shutting_down {
             return (Some(key), 0, false);
         }
-        let hash = self.table.hash(&key);
         let (idx, rejected) = match self.table.find(hash, &key) {
             Some(idx) => (idx, Some(key)),
             None => (self.table.insert(hash, key, Entry::default()), None),
@@ -151,7 +152,7 @@ impl<T: QueueKey> State<T> {
             e.flags |= QUEUED;
             e.priority = prio;
             return match ready_at {
-                None => (rejected, self.become_ready(idx, now), false),
+                None => (rejected, self.become_ready(idx), false),
                 Some(at) => {
                     e.ready_at = Some(at);
                     (rejected, 0, self.delays.push(at, idx))
@@ -182,7 +183,7 @@ impl<T: QueueKey> State<T> {
         let mut wake_timer = false;
         if let Some(cur) = n.val.ready_at {
             match ready_at {
-                None => woken += self.become_ready(idx, now),
+                None => woken += self.become_ready(idx),
                 Some(at) if at < cur => {
                     n.val.ready_at = Some(at);
                     wake_timer = self.delays.push(at, idx);
@@ -239,17 +240,16 @@ impl<T: QueueKey> State<T> {
         Some((n.key.clone(), prio, latency))
     }
 
-    fn done(&mut self, key: &T, now: u64) -> (usize, bool, Option<f64>) {
-        let hash = self.table.hash(key);
+    fn done(&mut self, hash: u64, key: &T, now: u64) -> (usize, bool, Option<f64>, Option<T>) {
         let Some(idx) = self.table.find(hash, key) else {
-            return (0, false, None);
+            return (0, false, None, None);
         };
         let Some(n) = self.table.get_mut(idx) else {
-            return (0, false, None);
+            return (0, false, None, None);
         };
         let e = &mut n.val;
         if e.flags & PROCESSING == 0 {
-            return (0, false, None);
+            return (0, false, None, None);
         }
         e.flags &= !PROCESSING;
         self.processing -= 1;
@@ -268,14 +268,15 @@ impl<T: QueueKey> State<T> {
             }
         }
         let mut woken = 0;
+        let mut freed = None;
         match self.table.get(idx).map(|n| (n.val.flags, n.val.ready_at)) {
             Some((f, None)) if f & QUEUED != 0 => woken = self.push_bucket(idx),
             Some((f, _)) if f & QUEUED == 0 => {
-                self.table.remove(idx);
+                freed = self.table.remove(idx);
             }
             _ => {}
         }
-        (woken, self.draining && self.processing == 0, observe)
+        (woken, self.draining && self.processing == 0, observe, freed)
     }
 }
 
@@ -311,6 +312,8 @@ struct Inner<T> {
     timer_wake: Arc<Notify>,
     limiter: Arc<dyn RateLimiter<T>>,
     metrics_on: bool,
+    /// The key table's hasher: keys are hashed before the lock is taken.
+    hasher: DefaultHashBuilder,
     hists: Option<Arc<Histograms>>,
     self_ref: Weak<Inner<T>>,
 }
@@ -330,9 +333,12 @@ impl<T: QueueKey> PriorityQueue<T> {
         let metrics_on = metrics.is_some();
         let hists = metrics.as_ref().map(|m| Arc::clone(&m.hists));
         let limiter = cfg.rate_limiter.unwrap_or_else(default_item_rate_limiter);
+        let table = Table::new();
+        let hasher = table.hasher().clone();
         let inner = Arc::new_cyclic(|w| Inner {
+            hasher,
             state: Mutex::new(State {
-                table: Table::new(),
+                table,
                 buckets: BTreeMap::new(),
                 next_ticket: 0,
                 ready: 0,
@@ -381,7 +387,7 @@ impl<T: QueueKey> PriorityQueue<T> {
                 }
             }
             let ready_at = (!after.is_zero()).then(|| Instant::now() + after);
-            let now = self.now();
+            let hash = self.inner.hasher.hash_one(&key);
             let mut s = self.inner.state.lock();
             if ready_at.is_some()
                 && !s.shutting_down
@@ -389,7 +395,7 @@ impl<T: QueueKey> PriorityQueue<T> {
             {
                 m.retries.inc();
             }
-            let (rej, n, wt) = s.add(key, prio, ready_at, now);
+            let (rej, n, wt) = s.add(hash, key, prio, ready_at);
             wake_n += n;
             wake_timer |= wt;
             if ready_at.is_some() && !s.delays.started && !s.shutting_down {
@@ -414,8 +420,8 @@ impl<T: QueueKey> PriorityQueue<T> {
 
     /// Adds `item` now with priority 0.
     pub fn add(&self, item: T) {
-        let now = self.now();
-        let (rejected, n, _) = self.inner.state.lock().add(item, 0, None, now);
+        let hash = self.inner.hasher.hash_one(&item);
+        let (rejected, n, _) = self.inner.state.lock().add(hash, item, 0, None);
         drop(rejected);
         wake(&self.inner.notify, n);
     }
@@ -476,7 +482,9 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// Marks `item` as done; if it was re-added while processed, it is ready again.
     pub fn done(&self, item: &T) {
         let now = self.now();
-        let (n, drained, observe) = self.inner.state.lock().done(item, now);
+        let hash = self.inner.hasher.hash_one(item);
+        let (n, drained, observe, freed) = self.inner.state.lock().done(hash, item, now);
+        drop(freed);
         if let (Some(v), Some(h)) = (observe, &self.inner.hists) {
             h.work_duration.observe(v);
         }
@@ -545,7 +553,6 @@ impl<T: QueueKey> PriorityQueue<T> {
 
 impl<T: QueueKey> TimerTarget for Inner<T> {
     fn fire(&self, now: Instant) -> Option<Option<Instant>> {
-        let now_m = if self.metrics_on { now_ns() } else { 0 };
         let mut s = self.state.lock();
         if s.shutting_down {
             return None;
@@ -557,7 +564,7 @@ impl<T: QueueKey> TimerTarget for Inner<T> {
                 .get(idx)
                 .is_some_and(|n| n.val.flags & QUEUED != 0 && n.val.ready_at == Some(at));
             if valid {
-                n += s.become_ready(idx, now_m);
+                n += s.become_ready(idx);
             }
         }
         let next = s.delays.arm();

@@ -29,17 +29,23 @@ use super::table::Table;
 pub(crate) const DIRTY: u8 = 1;
 pub(crate) const PROCESSING: u8 = 2;
 
-/// Nanoseconds since a process-wide base instant, never 0 (0 means "not set").
-pub(crate) fn now_ns() -> u64 {
-    static BASE: OnceLock<std::time::Instant> = OnceLock::new();
-    BASE.get_or_init(std::time::Instant::now)
-        .elapsed()
-        .as_nanos() as u64
-        + 1
+fn clock() -> &'static quanta::Clock {
+    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
+    CLOCK.get_or_init(quanta::Clock::new)
 }
 
-pub(crate) fn secs_between(from_ns: u64, to_ns: u64) -> f64 {
-    to_ns.saturating_sub(from_ns) as f64 / 1e9
+/// A metrics timestamp: raw TSC ticks read through `quanta` (about 11 ns here, against
+/// 28 ns for `Instant::now`; three are taken per item). Never 0 (0 means "not set").
+pub(crate) fn now_ns() -> u64 {
+    clock().raw().max(1)
+}
+
+/// Seconds between two [`now_ns`] timestamps.
+pub(crate) fn secs_between(from: u64, to: u64) -> f64 {
+    if to <= from {
+        return 0.0;
+    }
+    clock().delta_as_nanos(from, to) as f64 / 1e9
 }
 
 /// The queue's state for one key.
@@ -83,6 +89,10 @@ pub(crate) struct After {
     pub(crate) observe: Option<f64>,
 }
 
+/// What `done` hands back: the work to do after unlocking, and the key if its slot was
+/// freed (dropped outside the lock).
+pub(crate) type DoneResult<T> = (After, Option<T>);
+
 impl<T: QueueKey> State<T> {
     pub(crate) fn new(metrics: Option<QueueMetrics>) -> Self {
         Self {
@@ -113,22 +123,22 @@ impl<T: QueueKey> State<T> {
 
     /// `Add`: returns the key back when it was not stored (duplicate or shut down), so
     /// the caller drops it outside the lock.
-    pub(crate) fn add(&mut self, key: T, now: u64) -> (Option<T>, usize) {
+    pub(crate) fn add(&mut self, hash: u64, key: T) -> (Option<T>, usize) {
         if self.shutting_down {
             return (Some(key), 0);
         }
-        let hash = self.table.hash(&key);
         match self.table.find(hash, &key) {
-            Some(idx) => (Some(key), self.add_idx(idx, now)),
+            Some(idx) => (Some(key), self.add_idx(idx)),
             None => {
                 let idx = self.table.insert(hash, key, Entry::default());
-                (None, self.add_idx(idx, now))
+                (None, self.add_idx(idx))
             }
         }
     }
 
-    /// `Add` for a key already in the table (e.g. one whose delay expired).
-    pub(crate) fn add_idx(&mut self, idx: u32, now: u64) -> usize {
+    /// `Add` for a key already in the table (e.g. one whose delay expired). The clock is
+    /// read (for the metrics) only when the key really becomes queued.
+    pub(crate) fn add_idx(&mut self, idx: u32) -> usize {
         let Some(node) = self.table.get_mut(idx) else {
             return 0;
         };
@@ -141,7 +151,7 @@ impl<T: QueueKey> State<T> {
             m.adds.inc();
             m.depth(0).inc();
             if e.add_ns == 0 {
-                e.add_ns = now;
+                e.add_ns = now_ns();
             }
         }
         if e.flags & PROCESSING != 0 {
@@ -173,18 +183,17 @@ impl<T: QueueKey> State<T> {
     }
 
     /// `Done`: the key is no longer processed; queued again if it was re-added.
-    pub(crate) fn done(&mut self, key: &T, now: u64) -> After {
+    pub(crate) fn done(&mut self, hash: u64, key: &T, now: u64) -> DoneResult<T> {
         let mut after = After::default();
-        let hash = self.table.hash(key);
         let Some(idx) = self.table.find(hash, key) else {
-            return after;
+            return (after, None);
         };
         let Some(node) = self.table.get_mut(idx) else {
-            return after;
+            return (after, None);
         };
         let e = &mut node.val;
         if e.flags & PROCESSING == 0 {
-            return after;
+            return (after, None);
         }
         e.flags &= !PROCESSING;
         self.processing -= 1;
@@ -201,19 +210,20 @@ impl<T: QueueKey> State<T> {
                 n.val.proc_pos = pos as u32;
             }
         }
+        let mut freed = None;
         let Some(node) = self.table.get_mut(idx) else {
-            return after;
+            return (after, None);
         };
         if node.val.flags & DIRTY != 0 {
             self.fifo.push_back(idx);
             after.wake = self.take_waiter();
         } else if node.val.ready_at.is_none() {
-            self.table.remove(idx);
+            freed = self.table.remove(idx);
         }
         if self.draining && self.processing == 0 {
             after.drained = true;
         }
-        after
+        (after, freed)
     }
 
     /// Frees slot `idx` if nothing refers to it any more.

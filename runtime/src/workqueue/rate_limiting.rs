@@ -9,7 +9,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use hashbrown::DefaultHashBuilder;
 use parking_lot::Mutex;
+use std::hash::BuildHasher;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -50,6 +52,8 @@ struct Inner<T> {
     timer_wake: Arc<Notify>,
     limiter: Arc<dyn RateLimiter<T>>,
     metrics_on: bool,
+    /// The key table's hasher: keys are hashed before the lock is taken.
+    hasher: DefaultHashBuilder,
     hists: Option<Arc<Histograms>>,
     self_ref: Weak<Inner<T>>,
 }
@@ -72,8 +76,11 @@ impl<T: QueueKey> RateLimitingQueue<T> {
         let limiter = cfg
             .rate_limiter
             .unwrap_or_else(default_controller_rate_limiter);
+        let state = State::new(metrics);
+        let hasher = state.table.hasher().clone();
         let inner = Arc::new_cyclic(|w| Inner {
-            state: Mutex::new(State::new(metrics)),
+            state: Mutex::new(state),
+            hasher,
             notify: Notify::new(),
             drained: Notify::new(),
             timer_wake: Arc::new(Notify::new()),
@@ -96,8 +103,8 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Adds `item`: a no-op if it is already queued, deferred until `done` if it is being
     /// processed, ignored after shutdown.
     pub fn add(&self, item: T) {
-        let now = self.now();
-        let (rejected, n) = self.inner.state.lock().add(item, now);
+        let hash = self.inner.hasher.hash_one(&item);
+        let (rejected, n) = self.inner.state.lock().add(hash, item);
         drop(rejected);
         wake(&self.inner.notify, n);
     }
@@ -105,7 +112,6 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Adds `item` once `delay` has passed; a zero delay adds at once. Of several pending
     /// delays for one item the earliest wins. Counts as a retry in the metrics.
     pub fn add_after(&self, item: T, delay: Duration) {
-        let now = self.now();
         let mut s = self.inner.state.lock();
         if s.shutting_down {
             return;
@@ -114,7 +120,8 @@ impl<T: QueueKey> RateLimitingQueue<T> {
             m.retries.inc();
         }
         if delay.is_zero() {
-            let (rejected, n) = s.add(item, now);
+            let hash = s.table.hash(&item);
+            let (rejected, n) = s.add(hash, item);
             drop(s);
             drop(rejected);
             wake(&self.inner.notify, n);
@@ -181,13 +188,18 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Marks `item` as done; if it was re-added while processed, it is queued again.
     pub fn done(&self, item: &T) {
         let now = self.now();
+        let hash = self.inner.hasher.hash_one(item);
         let mut s = self.inner.state.lock();
-        let After {
-            wake: n,
-            drained,
-            observe,
-        } = s.done(item, now);
+        let (
+            After {
+                wake: n,
+                drained,
+                observe,
+            },
+            freed,
+        ) = s.done(hash, item, now);
         drop(s);
+        drop(freed);
         if let (Some(v), Some(h)) = (observe, &self.inner.hists) {
             h.work_duration.observe(v);
         }
@@ -258,7 +270,6 @@ impl<T: QueueKey> RateLimitingQueue<T> {
 
 impl<T: QueueKey> TimerTarget for Inner<T> {
     fn fire(&self, now: Instant) -> Option<Option<Instant>> {
-        let now_m = if self.metrics_on { now_ns() } else { 0 };
         let mut s = self.state.lock();
         if s.shutting_down {
             return None;
@@ -272,7 +283,7 @@ impl<T: QueueKey> TimerTarget for Inner<T> {
                 continue; // stale: an earlier delay already fired, or the slot was reused
             }
             node.val.ready_at = None;
-            n += s.add_idx(idx, now_m);
+            n += s.add_idx(idx);
             s.release_if_unused(idx);
         }
         let next = s.delays.arm();

@@ -38,6 +38,11 @@ impl<T: QueueKey, E> Table<T, E> {
         }
     }
 
+    /// The table's (randomly seeded) hasher, so callers can hash keys before locking.
+    pub(crate) fn hasher(&self) -> &DefaultHashBuilder {
+        &self.hasher
+    }
+
     pub(crate) fn hash(&self, key: &T) -> u64 {
         self.hasher.hash_one(key)
     }
