@@ -33,6 +33,8 @@ struct Watch {
     bookmarks: bool,
     /// RV of the last event sent (or the start position).
     last_rv: u64,
+    /// Events at or below this resourceVersion are not sent (a start from the future).
+    start_rv: u64,
     buf: BytesMut,
 }
 
@@ -110,6 +112,7 @@ pub(crate) fn serve(
         meta_only: req.meta_only(),
         bookmarks,
         last_rv: from.unwrap_or(sub.rv),
+        start_rv: from.unwrap_or(0),
         buf: BytesMut::new(),
     };
     let state = state.clone();
@@ -134,6 +137,12 @@ async fn run(
 ) {
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
+    if w.start_rv > sub.rv && !wait_for_rv(&state, w.start_rv).await {
+        let current = state.store.current_rv();
+        let e = crate::verbs::read::too_large(w.start_rv, current);
+        let _ = tx.send(encode_line("ERROR", &e.to_value())).await;
+        return;
+    }
     for (key, obj) in std::mem::take(&mut sub.initial) {
         if w.filter.in_namespace(&key.0)
             && (w.filter.no_selectors() || w.filter.matches(&parse(&obj)))
@@ -198,6 +207,22 @@ async fn run(
     }
 }
 
+/// A watch from a resourceVersion the store has not reached waits up to 3 s for it, as
+/// upstream's watch cache does; false when it never came.
+async fn wait_for_rv(state: &State, rv: u64) -> bool {
+    let until = tokio::time::Instant::now() + Duration::from_secs(3);
+    while tokio::time::Instant::now() < until {
+        if state.store.current_rv() >= rv {
+            return true;
+        }
+        tokio::select! {
+            _ = state.shutdown.cancelled() => return false,
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+    state.store.current_rv() >= rv
+}
+
 impl Watch {
     /// Appends the line of one serialized object as this watcher sees it.
     fn write(&mut self, ty: EventType, obj: &Bytes) {
@@ -215,6 +240,9 @@ impl Watch {
 
     /// Appends the line for `ev` as this watcher sees it (or nothing).
     fn push(&mut self, ev: &Arc<Event>) {
+        if ev.rv <= self.start_rv {
+            return;
+        }
         self.last_rv = self.last_rv.max(ev.rv);
         if !self.filter.in_namespace(&ev.key.0) {
             return;

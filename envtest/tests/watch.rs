@@ -522,3 +522,36 @@ async fn slow_watcher_is_dropped_and_writers_never_wait() {
     }
     assert_eq!(got + rest, 60);
 }
+
+#[tokio::test]
+async fn watch_from_the_future_waits_then_times_out() {
+    let env = common::env().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let now: u64 = common::list_rv(&api).await.parse().unwrap();
+    // Reached while waiting: only events after the requested resourceVersion arrive.
+    let mut w = RawStream::open(
+        &env,
+        &format!("{CMS}?watch=true&resourceVersion={}", now + 2),
+        &[],
+    )
+    .await;
+    for n in ["a", "b", "c"] {
+        api.create(&PostParams::default(), &cm(n, &[]))
+            .await
+            .unwrap();
+    }
+    let e = w.next_within(5).await.unwrap();
+    assert_eq!(e["object"]["metadata"]["name"], "c");
+    // Never reached: one ERROR event (504 Timeout), then the end.
+    let mut w = RawStream::open(
+        &env,
+        &format!("{CMS}?watch=true&resourceVersion={}", now + 1000),
+        &[],
+    )
+    .await;
+    assert_eq!(w.status, 200);
+    let e = w.next_within(10).await.unwrap();
+    assert_eq!(e["type"], "ERROR");
+    assert_eq!(e["object"]["code"], 504);
+    assert!(w.next_within(5).await.is_none());
+}
