@@ -1,7 +1,7 @@
 //! The resource verbs: `dispatch` picks one from the method and the route (collection or item,
 //! subresource) and the submodules implement them on the `store` — `read` (get, list), `create`,
-//! `update` (PUT and PATCH share one update path), `delete` (delete, deletecollection); watches
-//! live in `crate::watch`. The helpers here decode bodies, check apiVersion/kind and namespace,
+//! `update` (PUT and PATCH share one update path, `/status` included), `delete` (delete,
+//! deletecollection), `scale` (the `/scale` subresource); watches live in `crate::watch`. The helpers here decode bodies, check apiVersion/kind and namespace,
 //! and render stored objects at the served version.
 
 pub(crate) mod create;
