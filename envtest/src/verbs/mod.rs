@@ -1,8 +1,9 @@
 //! The resource verbs: `dispatch` picks one from the method and the route (collection or item,
 //! subresource) and the submodules implement them on the `store` — `read` (get, list), `create`,
 //! `update` (PUT and PATCH share one update path, `/status` included), `delete` (delete,
-//! deletecollection), `scale` (the `/scale` subresource); watches live in `crate::watch`. The helpers here decode bodies, check apiVersion/kind and namespace,
-//! and render stored objects at the served version.
+//! deletecollection), `scale` (the `/scale` subresource); watches live in `crate::watch`.
+//! The helpers here decode bodies, check apiVersion/kind and namespace, and render stored
+//! objects at the served version.
 
 pub(crate) mod create;
 pub(crate) mod delete;
