@@ -8,24 +8,17 @@ use std::time::Duration;
 
 use ctrl_runtime::controller::{self, Controller};
 use ctrl_runtime::handler::EnqueueRequestForObject;
-use ctrl_runtime::manager::Options;
 use ctrl_runtime::reconcile::{self, Action, Request};
 use ctrl_runtime::source::Kind;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use manager_common::{env, get, launch, manager, quiet};
+use manager_common::{env, get, launch, manager, with_metrics};
 use tokio::sync::mpsc;
 
 #[tokio::test]
 async fn a_manager_runs_a_controller_that_reconciles_on_envtest() {
     let env = env().await;
-    let mgr = manager(
-        &env,
-        Options {
-            metrics_bind_address: "127.0.0.1:0".into(),
-            ..quiet()
-        },
-    );
+    let mgr = manager(&env, with_metrics());
     let (tx, mut rx) = mpsc::unbounded_channel::<(Request, Option<String>)>();
     let client = mgr.get_client();
     let reconciler = reconcile::func(move |_ctx, req: Request| {

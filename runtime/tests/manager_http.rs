@@ -14,7 +14,7 @@ use ctrl_runtime::healthz::{self, CheckError};
 use ctrl_runtime::http::{Handler as _, handler_fn, text};
 use ctrl_runtime::manager::{Error, Manager, Options};
 use http::StatusCode;
-use manager_common::{env, get, launch, manager, quiet, raw, status_of, try_get};
+use manager_common::{env, get, launch, manager, quiet, raw, status_of, try_get, with_metrics};
 
 const TEXT: &str = "text/plain; charset=utf-8";
 
@@ -126,13 +126,7 @@ async fn metrics_serve_the_registry_process_metrics_and_extra_handlers() {
         .unwrap();
 
     let env = env().await;
-    let mgr = manager(
-        &env,
-        Options {
-            metrics_bind_address: "127.0.0.1:0".into(),
-            ..quiet()
-        },
-    );
+    let mgr = manager(&env, with_metrics());
     assert!(
         mgr.health_probe_addr().is_none(),
         "probes are off unless set"
@@ -381,20 +375,23 @@ mod handler {
 
     #[tokio::test]
     async fn checks_run_concurrently() {
-        struct Slow;
+        /// Passes only once all five checks are running at the same time.
+        struct Together(Arc<tokio::sync::Barrier>);
         #[async_trait::async_trait]
-        impl healthz::Checker for Slow {
+        impl healthz::Checker for Together {
             async fn check(&self, _req: &ctrl_runtime::http::Request) -> Result<(), CheckError> {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                self.0.wait().await;
                 Ok(())
             }
         }
+        let barrier = Arc::new(tokio::sync::Barrier::new(5));
         let mut h = healthz::Handler::new();
         for i in 0..5 {
-            h.add_check(format!("slow{i}"), Slow);
+            h.add_check(format!("c{i}"), Together(barrier.clone()));
         }
-        let t = tokio::time::Instant::now();
-        assert_eq!(call(&h, "/").await.0, 200);
-        assert!(t.elapsed() < Duration::from_millis(900));
+        let r = tokio::time::timeout(Duration::from_secs(10), call(&h, "/"))
+            .await
+            .expect("checks ran concurrently (sequential checks would never pass the barrier)");
+        assert_eq!(r.0, 200);
     }
 }

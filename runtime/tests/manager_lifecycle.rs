@@ -270,26 +270,27 @@ async fn a_zero_grace_period_does_not_wait() {
             ..quiet()
         },
     );
-    let (fire, rx) = once();
+    // The runnable cannot finish until the test lets it, after `start` returned.
+    let release = CancellationToken::new();
+    let finished = Arc::new(AtomicUsize::new(0));
+    let (r, f) = (release.clone(), finished.clone());
     mgr.add(RunnableFunc::new(move |ctx| {
-        let tx = fire();
+        let (r, f) = (r.clone(), f.clone());
         async move {
             ctx.cancelled().await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            drop(tx);
+            r.cancelled().await;
+            f.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
     }))
     .unwrap();
     let running = launch(&mgr).await;
-    let t = Instant::now();
     running
         .stop()
         .await
         .expect("no error with a zero grace period");
-    assert!(t.elapsed() < Duration::from_millis(300));
-    let _ = rx.await; // the runnable still finishes on its own
-    assert!(t.elapsed() >= Duration::from_millis(300));
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "start did not wait");
+    release.cancel();
 }
 
 #[tokio::test]
@@ -438,4 +439,47 @@ async fn a_probe_address_in_use_fails_new() {
         "{err:?}"
     );
     assert!(err.to_string().contains(&addr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adds_racing_start_and_stop_either_run_or_are_refused() {
+    let env = env().await;
+    let mgr = manager(&env, quiet());
+    let ran = Arc::new(AtomicUsize::new(0));
+    let ctx = CancellationToken::new();
+    let adders: Vec<_> = (0..200)
+        .map(|i| {
+            let (mgr, ran) = (mgr.clone(), ran.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_micros(i * 50)).await;
+                let r = RunnableFunc::new(move |ctx| {
+                    let ran = ran.clone();
+                    async move {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                        ctx.cancelled().await;
+                        Ok(())
+                    }
+                })
+                .with_leader_election(i % 2 == 0);
+                mgr.add(r).is_ok()
+            })
+        })
+        .collect();
+    let h = {
+        let (mgr, ctx) = (mgr.clone(), ctx.clone());
+        tokio::spawn(async move { mgr.start(ctx).await })
+    };
+    tokio::time::sleep(Duration::from_millis(4)).await;
+    ctx.cancel();
+    h.await.unwrap().expect("clean stop");
+    let mut accepted = 0;
+    for a in adders {
+        accepted += usize::from(a.await.unwrap());
+    }
+    assert!(accepted > 0);
+    assert!(
+        ran.load(Ordering::SeqCst) <= accepted,
+        "only accepted runnables ran (some accepted ones may be dropped unstarted)"
+    );
+    assert!(mgr.add(RunnableFunc::new(|_| async { Ok(()) })).is_err());
 }

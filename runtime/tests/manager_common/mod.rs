@@ -28,6 +28,14 @@ pub fn quiet() -> Options {
     }
 }
 
+/// [`quiet`] with the metrics server on a free local port.
+pub fn with_metrics() -> Options {
+    Options {
+        metrics_bind_address: "127.0.0.1:0".into(),
+        ..quiet()
+    }
+}
+
 /// A manager on `env`.
 pub fn manager(env: &Environment, opts: Options) -> Manager {
     Manager::new(env.client(), opts).expect("manager")
