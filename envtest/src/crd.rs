@@ -175,6 +175,14 @@ pub(crate) fn mark_terminating(crd: &mut Value) {
     crd["status"]["conditions"] = json!(conds);
 }
 
+/// Where a CRD's objects are stored, whichever versions are served.
+fn store_key_of(crd: &Value) -> crate::registry::StoreKey {
+    (
+        s(crd, "/spec/group").to_string(),
+        s(crd, "/spec/names/plural").to_string(),
+    )
+}
+
 /// The resource types a CRD serves.
 pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
     let name = meta::name(crd).to_string();
@@ -285,12 +293,10 @@ pub(crate) fn after_write(state: &Arc<State>, rt: &ResourceType, obj: &Arc<Value
     if is_crd_type(rt) {
         let name = meta::name(obj);
         if removed {
-            let types = types_of(obj);
             state.registry.set_crd(name, Vec::new());
-            if let Some(t) = types.first() {
-                state.store.close_watches(&t.store_key());
-                state.store.drop_collection(&t.store_key());
-            }
+            let key = store_key_of(obj);
+            state.store.close_watches(&key);
+            state.store.drop_collection(&key);
         } else {
             state.registry.set_crd(name, types_of(obj));
         }
@@ -339,11 +345,7 @@ fn maybe_finish(state: &Arc<State>, crd: &str) {
     if meta::meta_str(&obj, "deletionTimestamp").is_none() {
         return;
     }
-    let types = types_of(&obj);
-    if types
-        .first()
-        .is_some_and(|t| state.store.count(&t.store_key()) > 0)
-    {
+    if state.store.count(&store_key_of(&obj)) > 0 {
         return;
     }
     let _ = update::update_object(
