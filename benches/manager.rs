@@ -10,6 +10,7 @@
 //! `cargo bench --bench manager` runs the full sizes; without `--bench` (as
 //! `cargo test --all-targets` runs it) a tiny quick mode only checks it all works.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,15 +27,6 @@ use kube::runtime::controller as kc;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-#[derive(Debug)]
-struct NeverFails;
-impl std::fmt::Display for NeverFails {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("never")
-    }
-}
-impl std::error::Error for NeverFails {}
 
 /// One ctrl iteration: (time to first reconcile, time to stop).
 async fn ctrl_cold_start(env: &Environment, i: usize) -> (Duration, Duration) {
@@ -86,9 +78,9 @@ async fn kube_cold_start(env: &Environment) -> Duration {
     let stream = kc::Controller::new(api, watcher::Config::default()).run(
         move |_obj: Arc<ConfigMap>, _ctx: Arc<()>| {
             let _ = tx.send(());
-            futures::future::ready(Ok::<_, NeverFails>(kc::Action::await_change()))
+            futures::future::ready(Ok::<_, Infallible>(kc::Action::await_change()))
         },
-        |_, _: &NeverFails, _| kc::Action::await_change(),
+        |_, _: &Infallible, _| kc::Action::await_change(),
         Arc::new(()),
     );
     let drive = tokio::spawn(stream.for_each(|_| std::future::ready(())));
