@@ -235,7 +235,8 @@ impl Manager {
         self.inner.client.api_reader()
     }
 
-    /// The shared cache.
+    /// The shared cache. The manager runs it (in the caches group); do not `add` it
+    /// yourself, or it is started twice and the manager stops with an error.
     pub fn get_cache(&self) -> Cache {
         self.inner.cache.clone()
     }
