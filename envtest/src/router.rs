@@ -16,6 +16,8 @@ pub(crate) struct ResourceRoute {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub sub: Option<String>,
+    /// Reached through the legacy `/watch/` path prefix (a watch without `watch=true`).
+    pub watch_prefix: bool,
 }
 
 /// What a path addresses.
@@ -83,7 +85,8 @@ pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
         return Err(ApiError::unknown_path());
     }
     let mut rest = rest;
-    if rest.first() == Some(&"watch") {
+    let watch_prefix = rest.first() == Some(&"watch");
+    if watch_prefix {
         rest = &rest[1..];
     }
     let find = |plural: &str| reg.get(group, version, plural).cloned();
@@ -101,6 +104,7 @@ pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
                 namespace: namespace.map(String::from),
                 name: name.map(String::from),
                 sub: sub.map(String::from),
+                watch_prefix,
             }))
         };
     let not_found = || Err(ApiError::unknown_path());

@@ -555,3 +555,23 @@ async fn watch_from_the_future_waits_then_times_out() {
     assert_eq!(e["object"]["code"], 504);
     assert!(w.next_within(5).await.is_none());
 }
+
+#[tokio::test]
+async fn legacy_watch_prefix() {
+    let env = common::env().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &cm("p", &[]))
+        .await
+        .unwrap();
+    let mut w = RawStream::open(
+        &env,
+        "/api/v1/watch/namespaces/default/configmaps?timeoutSeconds=1",
+        &[],
+    )
+    .await;
+    let e = w.next_within(5).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("p"))
+    );
+}
