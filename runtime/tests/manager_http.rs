@@ -395,3 +395,45 @@ mod handler {
         assert_eq!(r.0, 200);
     }
 }
+
+/// The server helper on its own: a stalled request head is cut off after the header
+/// read timeout, a panicking handler is a `500`, and the server keeps serving.
+#[tokio::test]
+async fn stalled_heads_are_cut_off_and_handler_panics_are_500() {
+    use ctrl_runtime::http::{Router, Server, ServerOptions, bind};
+    let mut router = Router::new();
+    router.handle("/ok", handler_fn(|_| text(StatusCode::OK, "fine")));
+    router.handle("/panic", handler_fn(|_| panic!("handler bug")));
+    let opts = ServerOptions {
+        header_read_timeout: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let server = Arc::new(Server::new("test", bind("127.0.0.1:0").unwrap(), router, opts).unwrap());
+    let addr = server.local_addr();
+    let ctx = tokio_util::sync::CancellationToken::new();
+    let serving = {
+        let (server, ctx) = (server.clone(), ctx.clone());
+        tokio::spawn(async move { server.serve(ctx).await })
+    };
+
+    // `raw` reads until the server closes the connection (or gives up after 5 s).
+    let t = tokio::time::Instant::now();
+    let stalled = raw(addr, b"GET /ok HTTP/1.1\r\nHost: x\r\n").await;
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "closed by the server: {stalled:?}"
+    );
+    let r = get(addr, "/panic").await;
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (500, "500 Internal Server Error\n")
+    );
+    assert_eq!(get(addr, "/ok").await.body, "fine");
+    assert!(
+        server.serve(ctx.clone()).await.is_err(),
+        "a server serves once"
+    );
+
+    ctx.cancel();
+    serving.await.unwrap().unwrap();
+}
