@@ -300,8 +300,19 @@ pub(crate) fn after_write(state: &Arc<State>, rt: &ResourceType, obj: &Arc<Value
         } else {
             state.registry.set_crd(name, types_of(obj));
         }
-    } else if let (Some(crd), true) = (&rt.crd, removed) {
-        maybe_finish(state, crd);
+    } else if let Some(crd) = &rt.crd {
+        if removed {
+            maybe_finish(state, crd);
+        } else if !state
+            .registry
+            .snapshot()
+            .types
+            .iter()
+            .any(|t| t.crd.as_deref() == Some(crd.as_str()))
+        {
+            // The CRD went away while this write was in flight: its objects go with it.
+            state.store.drop_collection(&rt.store_key());
+        }
     }
 }
 
