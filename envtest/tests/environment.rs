@@ -134,3 +134,38 @@ async fn crds_from_a_directory() {
         .unwrap_err();
     assert!(err.to_string().contains("wrong.example.com"), "{err}");
 }
+
+#[tokio::test]
+async fn verbs_outside_discovery_are_method_not_allowed() {
+    let env = common::env().await;
+    let (code, v) = common::raw(
+        &env,
+        "DELETE",
+        "/api/v1/namespaces",
+        Some("{}"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 405, "{v}");
+    assert_eq!(v["reason"], "MethodNotAllowed");
+    let (code, _) = common::raw(
+        &env,
+        "POST",
+        "/api/v1/configmaps",
+        Some("{}"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 405, "no create across all namespaces");
+    let (code, _) = common::raw(
+        &env,
+        "PUT",
+        "/api/v1/namespaces/default/configmaps",
+        Some("{}"),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 405);
+    let nss: Api<Namespace> = Api::all(env.client());
+    assert_eq!(nss.list(&Default::default()).await.unwrap().items.len(), 4);
+}

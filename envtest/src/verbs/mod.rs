@@ -62,7 +62,9 @@ pub(crate) async fn dispatch(
             }
         }
         (&Method::POST, None) if !all_namespaces => create::create(state, &r, &req),
-        (&Method::DELETE, None) if !all_namespaces => delete::delete_collection(state, &r, &req),
+        (&Method::DELETE, None) if !all_namespaces && rt.verbs().contains(&"deletecollection") => {
+            delete::delete_collection(state, &r, &req)
+        }
         (&Method::GET, Some(name)) => read::get(state, &r, name, &req),
         (&Method::PUT, Some(name)) => update::put(state, &r, name, &req),
         (&Method::PATCH, Some(name)) => update::patch(state, &r, name, &req),
