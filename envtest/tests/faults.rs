@@ -362,10 +362,10 @@ fn spawn_watcher(
     let handle = tokio::spawn(async move {
         let mut w = watcher(api, watcher::Config::default()).boxed();
         while let Some(ev) = w.next().await {
-            if let Ok(ev) = ev {
-                if tx.send(ev).is_err() {
-                    return;
-                }
+            if let Ok(ev) = ev
+                && tx.send(ev).is_err()
+            {
+                return;
             }
         }
     });
