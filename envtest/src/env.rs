@@ -57,6 +57,7 @@ pub enum Error {
 pub struct EnvironmentBuilder {
     crd_paths: Vec<PathBuf>,
     crds: Vec<Value>,
+    crd_texts: Vec<String>,
     port: u16,
     history: usize,
     watch_buffer: usize,
@@ -70,6 +71,7 @@ impl Default for EnvironmentBuilder {
         EnvironmentBuilder {
             crd_paths: Vec::new(),
             crds: Vec::new(),
+            crd_texts: Vec::new(),
             port: 0,
             history: 20_000,
             watch_buffer: 4096,
@@ -97,6 +99,13 @@ impl EnvironmentBuilder {
     pub fn crd(mut self, crd: CustomResourceDefinition) -> Self {
         self.crds
             .push(serde_json::to_value(crd).unwrap_or_default());
+        self
+    }
+
+    /// Installs the CRDs of a YAML or JSON text (several `---` documents allowed; documents of
+    /// other kinds are skipped).
+    pub fn crd_yaml(mut self, text: impl Into<String>) -> Self {
+        self.crd_texts.push(text.into());
         self
     }
 
@@ -142,6 +151,9 @@ impl EnvironmentBuilder {
         let mut crds = self.crds.clone();
         for p in &self.crd_paths {
             crds.extend(read_crds(p)?);
+        }
+        for t in &self.crd_texts {
+            crds.extend(parse_crds(t, "crd_yaml")?);
         }
         let bind = format!("127.0.0.1:{}", self.port);
         let listener = TcpListener::bind(&bind).await.map_err(|source| Error::Io {
@@ -196,8 +208,13 @@ fn read_crds(path: &Path) -> Result<Vec<Value>, Error> {
         return Ok(out);
     }
     let text = std::fs::read_to_string(path).map_err(io)?;
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| Error::Parse {
-        path: path.display().to_string(),
+    parse_crds(&text, &path.display().to_string())
+}
+
+/// The CustomResourceDefinition documents of a YAML/JSON text.
+fn parse_crds(text: &str, origin: &str) -> Result<Vec<Value>, Error> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| Error::Parse {
+        path: origin.to_string(),
         message: e.to_string(),
     })?;
     Ok(docs

@@ -169,3 +169,44 @@ async fn verbs_outside_discovery_are_method_not_allowed() {
     let nss: Api<Namespace> = Api::all(env.client());
     assert_eq!(nss.list(&Default::default()).await.unwrap().items.len(), 4);
 }
+
+#[tokio::test]
+async fn crd_from_yaml_text() {
+    let yaml = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.org
+spec:
+  group: example.org
+  scope: Cluster
+  names:
+    plural: gadgets
+    kind: Gadget
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"#;
+    let env = Environment::builder().crd_yaml(yaml).start().await.unwrap();
+    let ar = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("example.org", "v1alpha1", "Gadget"),
+        "gadgets",
+    );
+    let api: Api<kube::core::DynamicObject> = Api::all_with(env.client(), &ar);
+    let g = kube::core::DynamicObject::new("g1", &ar)
+        .data(serde_json::json!({"spec": {"anything": [1, 2]}}));
+    let made = api.create(&PostParams::default(), &g).await.unwrap();
+    assert_eq!(made.data["spec"]["anything"], serde_json::json!([1, 2]));
+    assert!(made.metadata.namespace.is_none());
+    let err = Environment::builder()
+        .crd_yaml("kind: [unclosed")
+        .start()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ctrl_envtest::Error::Parse { .. }), "{err}");
+}
