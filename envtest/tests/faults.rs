@@ -481,3 +481,53 @@ async fn request_log_shows_the_watcher_resuming_and_relisting() {
     );
     handle.abort();
 }
+
+#[tokio::test]
+async fn injected_watch_and_list_failures_are_survived_by_the_watcher() {
+    let env = common::env().await;
+    let faults = env.faults();
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    // The first list fails twice with 503 and the first two watches with 500.
+    faults.fail_next(
+        2,
+        FaultMatch::any().verb(Verb::List).resource("configmaps"),
+        FaultStatus::service_unavailable(),
+    );
+    faults.fail_next(
+        2,
+        FaultMatch::any().verb(Verb::Watch).resource("configmaps"),
+        FaultStatus::internal_error(),
+    );
+    api.create(&PostParams::default(), &cm("early", &[]))
+        .await
+        .expect("create");
+    let (mut rx, handle) = spawn_watcher(api.clone());
+    wait_for(&mut rx, "early in the initial list", |e| {
+        matches!(e, watcher::Event::InitApply(o) if o.metadata.name.as_deref() == Some("early"))
+    })
+    .await;
+    wait_for(&mut rx, "InitDone", |e| {
+        matches!(e, watcher::Event::InitDone)
+    })
+    .await;
+    api.create(&PostParams::default(), &cm("late", &[]))
+        .await
+        .expect("create");
+    wait_for(&mut rx, "late", applied("late")).await;
+    let injected: Vec<(Option<Verb>, u16)> = faults
+        .requests()
+        .iter()
+        .filter(|r| r.injected)
+        .map(|r| (r.verb, r.status))
+        .collect();
+    assert_eq!(
+        injected,
+        vec![
+            (Some(Verb::List), 503),
+            (Some(Verb::List), 503),
+            (Some(Verb::Watch), 500),
+            (Some(Verb::Watch), 500)
+        ]
+    );
+    handle.abort();
+}
