@@ -11,8 +11,6 @@
 
 use serde_json::{Map, Value};
 
-/// Largest request body the server accepts (upstream's limit, 3 MiB).
-pub(crate) const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// Largest total `data` + `binaryData` of a ConfigMap, and `data` of a Secret (1 MiB).
 pub(crate) const MAX_DATA_BYTES: usize = 1024 * 1024;
 /// Largest total size of an object's annotations, keys plus values (256 KiB).
