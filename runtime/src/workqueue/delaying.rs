@@ -1,10 +1,10 @@
 //! Delays: the deadline heap and the one timer task per queue that moves items into the
 //! queue when their time comes (client-go's `delaying_queue.go`).
 //!
-//! A queue keeps, under its own lock, a [`DelayHeap`] of `(deadline, seq, slot)`; the
-//! slot itself remembers its earliest pending deadline, so a later, longer delay for the
-//! same key is ignored and a shorter one simply wins (stale heap entries are skipped when
-//! they come up). The timer task sleeps until the earliest deadline and is woken early only
+//! A queue keeps, under its own lock, a [`DelayHeap`]: slot numbers bucketed by 1 ms tick
+//! (deadlines rounded up, so never early). The slot itself remembers its earliest pending
+//! deadline, so a later, longer delay for the same key is ignored and a shorter one simply
+//! wins (stale bucket entries are skipped when their tick comes up). The timer task sleeps until the earliest deadline and is woken early only
 //! when an add brings a deadline earlier than the one it sleeps towards.
 //!
 //! **Runtime:** the timer task is started on the first positive delay, on the current
@@ -13,64 +13,94 @@
 //! queues needs tokio: `add`, `done` and friends are plain synchronous calls, and `get` is
 //! a future that any executor can poll.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// Pending deadlines of one queue.
-#[derive(Default)]
+/// The timer's resolution: deadlines are rounded **up** to whole ticks, so an item is
+/// never ready early and at most one tick late (tokio's timer has 1 ms resolution too).
+const TICK: Duration = Duration::from_millis(1);
+
+/// Pending deadlines of one queue, bucketed by tick: adding is a push onto the tick's
+/// vector and firing takes a whole tick at once (no per-item heap sifting).
 pub(crate) struct DelayHeap {
-    heap: BinaryHeap<Reverse<(Instant, u64, u32)>>,
-    seq: u64,
-    /// The deadline the timer task will wake up at (at the latest), `None` if it sleeps
-    /// until woken.
-    timer_next: Option<Instant>,
+    base: Instant,
+    ticks: BTreeMap<u64, Vec<u32>>,
+    draining: Option<(u64, std::vec::IntoIter<u32>)>,
+    /// The tick the timer task will wake up at (at the latest), `None` if it sleeps until
+    /// woken.
+    timer_next: Option<u64>,
     /// Whether the timer task was started.
     pub(crate) started: bool,
 }
 
 impl DelayHeap {
+    pub(crate) fn new() -> Self {
+        Self {
+            base: Instant::now(),
+            ticks: BTreeMap::new(),
+            draining: None,
+            timer_next: None,
+            started: false,
+        }
+    }
+
+    /// The tick a deadline falls in (rounded up).
+    pub(crate) fn tick_of(&self, at: Instant) -> u64 {
+        let ns = at.saturating_duration_since(self.base).as_nanos();
+        let tick = TICK.as_nanos();
+        ns.div_ceil(tick).min(u128::from(u64::MAX)) as u64
+    }
+
+    fn deadline(&self, tick: u64) -> Instant {
+        self.base + TICK * u32::try_from(tick).unwrap_or(u32::MAX)
+    }
+
     /// Records that slot `idx` is due at `at`; returns whether the timer must be woken
     /// (the new deadline is earlier than what it sleeps towards).
     pub(crate) fn push(&mut self, at: Instant, idx: u32) -> bool {
-        self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, idx)));
-        let wake = self.timer_next.is_none_or(|n| at < n);
+        let tick = self.tick_of(at);
+        self.ticks.entry(tick).or_default().push(idx);
+        let wake = self.timer_next.is_none_or(|n| tick < n);
         if wake {
-            self.timer_next = Some(at);
+            self.timer_next = Some(tick);
         }
         wake
     }
 
-    /// Pops the next entry due at or before `now`.
-    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Instant, u32)> {
-        match self.heap.peek() {
-            Some(Reverse((at, _, _))) if *at <= now => {
-                self.heap.pop().map(|Reverse((at, _, idx))| (at, idx))
+    /// Pops the next slot whose tick is due at `now`, with that tick. The caller checks
+    /// that the slot's own deadline still falls in that tick (else the entry is stale).
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(u64, u32)> {
+        loop {
+            if let Some((tick, it)) = &mut self.draining {
+                if let Some(idx) = it.next() {
+                    return Some((*tick, idx));
+                }
+                self.draining = None;
             }
-            _ => None,
+            let (&tick, _) = self.ticks.first_key_value()?;
+            if self.deadline(tick) > now {
+                return None;
+            }
+            let (tick, v) = self.ticks.pop_first()?;
+            self.draining = Some((tick, v.into_iter()));
         }
     }
 
     /// Sets and returns the deadline the timer task sleeps towards next.
     pub(crate) fn arm(&mut self) -> Option<Instant> {
-        self.timer_next = self.heap.peek().map(|Reverse((at, _, _))| *at);
-        self.timer_next
+        self.timer_next = self.ticks.first_key_value().map(|(t, _)| *t);
+        self.timer_next.map(|t| self.deadline(t))
     }
 
     /// Drops every pending deadline (on shutdown).
     pub(crate) fn clear(&mut self) {
-        self.heap = BinaryHeap::new();
+        self.ticks = BTreeMap::new();
+        self.draining = None;
         self.timer_next = None;
-    }
-
-    /// Number of pending deadlines (stale ones included).
-    #[allow(dead_code)]
-    pub(crate) fn len(&self) -> usize {
-        self.heap.len()
     }
 }
 

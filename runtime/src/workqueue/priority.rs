@@ -344,7 +344,7 @@ impl<T: QueueKey> PriorityQueue<T> {
                 ready: 0,
                 processing: 0,
                 proc_list: Vec::new(),
-                delays: DelayHeap::default(),
+                delays: DelayHeap::new(),
                 idle: 0,
                 shutting_down: false,
                 draining: false,
@@ -558,11 +558,12 @@ impl<T: QueueKey> TimerTarget for Inner<T> {
             return None;
         }
         let mut n = 0;
-        while let Some((at, idx)) = s.delays.pop_due(now) {
-            let valid = s
-                .table
-                .get(idx)
-                .is_some_and(|n| n.val.flags & QUEUED != 0 && n.val.ready_at == Some(at));
+        while let Some((tick, idx)) = s.delays.pop_due(now) {
+            let st = &*s;
+            let valid = st.table.get(idx).is_some_and(|n| {
+                n.val.flags & QUEUED != 0
+                    && n.val.ready_at.map(|r| st.delays.tick_of(r)) == Some(tick)
+            });
             if valid {
                 n += s.become_ready(idx);
             }

@@ -98,7 +98,7 @@ impl<T: QueueKey> State<T> {
         Self {
             table: Table::new(),
             fifo: VecDeque::new(),
-            delays: DelayHeap::default(),
+            delays: DelayHeap::new(),
             processing: 0,
             proc_list: Vec::new(),
             idle: 0,

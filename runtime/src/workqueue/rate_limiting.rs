@@ -275,11 +275,12 @@ impl<T: QueueKey> TimerTarget for Inner<T> {
             return None;
         }
         let mut n = 0;
-        while let Some((at, idx)) = s.delays.pop_due(now) {
-            let Some(node) = s.table.get_mut(idx) else {
+        while let Some((tick, idx)) = s.delays.pop_due(now) {
+            let st = &mut *s;
+            let Some(node) = st.table.get_mut(idx) else {
                 continue;
             };
-            if node.val.ready_at != Some(at) {
+            if node.val.ready_at.map(|r| st.delays.tick_of(r)) != Some(tick) {
                 continue; // stale: an earlier delay already fired, or the slot was reused
             }
             node.val.ready_at = None;
