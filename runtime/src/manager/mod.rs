@@ -53,6 +53,7 @@ use crate::client::{ApiReader, Client};
 use crate::healthz::{self, Checker};
 use crate::http::{self, Handler};
 use crate::metrics::server::ExtraHandlers;
+use crate::recorder;
 
 pub use error::Error;
 pub use flags::{Args, ConfigError, load_config};
@@ -82,6 +83,7 @@ struct Inner {
     elected: CancellationToken,
     metrics_addr: Option<SocketAddr>,
     probe_addr: Option<SocketAddr>,
+    recorder: recorder::Provider,
     state: Mutex<State>,
 }
 
@@ -138,6 +140,7 @@ impl Manager {
         );
         let (tx, rx) = mpsc::unbounded_channel();
         let groups = Group::START_ORDER.map(|g| RunnableGroup::new(g, tx.clone()));
+        let recorder = recorder::Provider::new(client.clone());
         Ok(Self {
             inner: Arc::new(Inner {
                 kube: client,
@@ -149,6 +152,7 @@ impl Manager {
                 elected: CancellationToken::new(),
                 metrics_addr,
                 probe_addr,
+                recorder,
                 state: Mutex::new(State {
                     started: false,
                     healthz: healthz::Handler::new(),
@@ -244,6 +248,14 @@ impl Manager {
     /// The kube client the manager was built with (uncached).
     pub fn get_kube_client(&self) -> kube::Client {
         self.inner.kube.clone()
+    }
+
+    /// An Events recorder whose Events name `name` as their reporting controller
+    /// (Go's `mgr.GetEventRecorder(name)`). All recorders share one bounded queue and
+    /// writer, started on the first Event and flushed when the manager stops; see
+    /// [`crate::recorder`].
+    pub fn get_event_recorder(&self, name: impl Into<String>) -> recorder::Recorder {
+        self.inner.recorder.get_event_recorder(name)
     }
 
     /// The options the manager was built with.

@@ -62,6 +62,12 @@ impl Manager {
             tracing::error!(%error, "Manager stopping because of an error");
         }
         let stopped = inner.stop().await;
+        // Events recorded during the stop are still written (Go stops the recorder
+        // provider last, too).
+        inner
+            .recorder
+            .stop(inner.opts.graceful_shutdown_timeout)
+            .await;
         while let Ok(error) = errors.try_recv() {
             tracing::error!(%error, "error received after stop sequence was engaged");
         }
