@@ -323,3 +323,43 @@ async fn recorder_events_are_visible_as_core_events() {
     assert_eq!(e.reporting_component.as_deref(), Some("tester"));
     assert_eq!(e.reason.as_deref(), Some("Synced"));
 }
+
+#[tokio::test]
+async fn secret_string_data_and_namespace_defaults() {
+    use k8s_openapi::api::core::v1::{Namespace, Secret};
+    let env = common::env().await;
+    let secrets: Api<Secret> = Api::namespaced(env.client(), "default");
+    let s: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}}))
+            .unwrap();
+    let made = secrets.create(&PostParams::default(), &s).await.unwrap();
+    assert!(made.string_data.is_none());
+    assert_eq!(made.data.unwrap()["user"].0, b"admin");
+    assert_eq!(made.type_.as_deref(), Some("Opaque"));
+
+    let nss: Api<Namespace> = Api::all(env.client());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some("team-a".into());
+    let made = nss.create(&PostParams::default(), &ns).await.unwrap();
+    assert_eq!(
+        made.metadata.labels.unwrap()["kubernetes.io/metadata.name"],
+        "team-a"
+    );
+    assert_eq!(made.spec.unwrap().finalizers.unwrap(), ["kubernetes"]);
+    assert_eq!(made.status.unwrap().phase.as_deref(), Some("Active"));
+    // the label cannot be changed away from the name
+    let out = nss
+        .patch(
+            "team-a",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"kubernetes.io/metadata.name": "other"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.metadata.labels.unwrap()["kubernetes.io/metadata.name"],
+        "team-a"
+    );
+}
