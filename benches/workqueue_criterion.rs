@@ -7,14 +7,19 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ctrl_runtime::workqueue::{AddOpts, PriorityQueue, QueueConfig, RateLimitingQueue, prometheus_metrics_provider};
+use ctrl_runtime::workqueue::{
+    AddOpts, PriorityQueue, QueueConfig, RateLimitingQueue, prometheus_metrics_provider,
+};
 
 fn keys(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("default/obj-{i}")).collect()
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let ks = keys(1024);
 
     let q: RateLimitingQueue<String> = RateLimitingQueue::new(QueueConfig::default());
@@ -44,7 +49,9 @@ fn bench(c: &mut Criterion) {
 
     let dq: RateLimitingQueue<String> = RateLimitingQueue::new(QueueConfig::default());
     dq.add(ks[0].clone());
-    c.bench_function("rate_limiting_queue dedup hit", |b| b.iter(|| dq.add(black_box(ks[0].clone()))));
+    c.bench_function("rate_limiting_queue dedup hit", |b| {
+        b.iter(|| dq.add(black_box(ks[0].clone())))
+    });
 
     let pq: PriorityQueue<String> = PriorityQueue::new(QueueConfig::default());
     c.bench_function("priority_queue add_get_done", |b| {
@@ -52,7 +59,13 @@ fn bench(c: &mut Criterion) {
             let k = ks[i & 1023].clone();
             let p = (i % 3) as i32 - 1;
             i += 1;
-            pq.add_with_opts(AddOpts { priority: Some(p), ..Default::default() }, [k]);
+            pq.add_with_opts(
+                AddOpts {
+                    priority: Some(p),
+                    ..Default::default()
+                },
+                [k],
+            );
             let got = rt.block_on(pq.get_with_priority()).expect("item");
             pq.done(black_box(&got.0));
         })

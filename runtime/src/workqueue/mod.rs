@@ -19,6 +19,7 @@ mod priority;
 mod queue;
 mod rate_limiter;
 mod rate_limiting;
+mod shared;
 mod table;
 
 pub use metrics::{

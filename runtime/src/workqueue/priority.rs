@@ -15,22 +15,19 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use hashbrown::DefaultHashBuilder;
-use parking_lot::Mutex;
-use std::hash::BuildHasher;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::delaying::{DelayHeap, TimerTarget, spawn_timer};
-use super::metrics::{Histograms, QueueMetrics, UnfinishedWork, register_unfinished_work};
-use super::queue::{now_ns, secs_between, take_or_wait, wake};
+use super::delaying::{DelayHeap, TimerTarget};
+use super::metrics::QueueMetrics;
+use super::queue::{now_ns, secs_between};
 use super::rate_limiter::default_item_rate_limiter;
+use super::shared::{Shared, WaitState};
 use super::table::Table;
-use super::{AddOpts, Queue, QueueConfig, QueueKey, RateLimiter};
+use super::{AddOpts, Queue, QueueConfig, QueueKey};
 
 /// The item is queued (ready or waiting for its ready time).
 const QUEUED: u8 = 1;
@@ -294,7 +291,7 @@ impl<T: QueueKey> State<T> {
 ///
 /// Cloning yields a handle to the same queue. Only delays need a tokio runtime.
 pub struct PriorityQueue<T> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<Shared<State<T>, T>>,
 }
 
 impl<T> Clone for PriorityQueue<T> {
@@ -305,68 +302,31 @@ impl<T> Clone for PriorityQueue<T> {
     }
 }
 
-struct Inner<T> {
-    state: Mutex<State<T>>,
-    notify: Notify,
-    drained: Notify,
-    timer_wake: Arc<Notify>,
-    limiter: Arc<dyn RateLimiter<T>>,
-    metrics_on: bool,
-    /// The key table's hasher: keys are hashed before the lock is taken.
-    hasher: DefaultHashBuilder,
-    hists: Option<Arc<Histograms>>,
-    self_ref: Weak<Inner<T>>,
-}
-
-impl<T> Drop for Inner<T> {
-    fn drop(&mut self) {
-        self.timer_wake.notify_one();
-    }
-}
-
 impl<T: QueueKey> PriorityQueue<T> {
     /// A priority queue named `cfg.name` (the `name`/`controller` metric label), with
     /// `cfg.rate_limiter` for rate-limited adds (default: per-item exponential 5 ms ..
     /// 1000 s) and metrics from `cfg.metrics` (default: none).
     pub fn new(cfg: QueueConfig<T>) -> Self {
         let metrics = QueueMetrics::new(cfg.metrics, &cfg.name, true);
-        let metrics_on = metrics.is_some();
-        let hists = metrics.as_ref().map(|m| Arc::clone(&m.hists));
         let limiter = cfg.rate_limiter.unwrap_or_else(default_item_rate_limiter);
         let table = Table::new();
         let hasher = table.hasher().clone();
-        let inner = Arc::new_cyclic(|w| Inner {
-            hasher,
-            state: Mutex::new(State {
-                table,
-                buckets: BTreeMap::new(),
-                next_ticket: 0,
-                ready: 0,
-                processing: 0,
-                proc_list: Vec::new(),
-                delays: DelayHeap::new(),
-                idle: 0,
-                shutting_down: false,
-                draining: false,
-                metrics,
-            }),
-            notify: Notify::new(),
-            drained: Notify::new(),
-            timer_wake: Arc::new(Notify::new()),
-            limiter,
-            metrics_on,
-            hists,
-            self_ref: w.clone(),
-        });
-        if metrics_on {
-            let weak: Weak<dyn UnfinishedWork> = Arc::downgrade(&inner) as Weak<dyn UnfinishedWork>;
-            register_unfinished_work(weak);
+        let state = State {
+            table,
+            buckets: BTreeMap::new(),
+            next_ticket: 0,
+            ready: 0,
+            processing: 0,
+            proc_list: Vec::new(),
+            delays: DelayHeap::new(),
+            idle: 0,
+            shutting_down: false,
+            draining: false,
+            metrics,
+        };
+        Self {
+            inner: Shared::new(state, hasher, limiter),
         }
-        Self { inner }
-    }
-
-    fn now(&self) -> u64 {
-        if self.inner.metrics_on { now_ns() } else { 0 }
     }
 
     /// Adds `items` with `opts` (controller-runtime's `AddWithOpts`). With both `after` and
@@ -387,7 +347,7 @@ impl<T: QueueKey> PriorityQueue<T> {
                 }
             }
             let ready_at = (!after.is_zero()).then(|| Instant::now() + after);
-            let hash = self.inner.hasher.hash_one(&key);
+            let hash = self.inner.hash(&key);
             let mut s = self.inner.state.lock();
             if ready_at.is_some()
                 && !s.shutting_down
@@ -408,22 +368,16 @@ impl<T: QueueKey> PriorityQueue<T> {
             }
         }
         drop(rejected);
-        wake(&self.inner.notify, wake_n);
-        if start_timer {
-            let target: Weak<dyn TimerTarget> =
-                self.inner.self_ref.clone() as Weak<dyn TimerTarget>;
-            spawn_timer(target, Arc::clone(&self.inner.timer_wake));
-        } else if wake_timer {
-            self.inner.timer_wake.notify_one();
-        }
+        self.inner.wake_getters(wake_n);
+        self.inner.timer(start_timer, wake_timer);
     }
 
     /// Adds `item` now with priority 0.
     pub fn add(&self, item: T) {
-        let hash = self.inner.hasher.hash_one(&item);
+        let hash = self.inner.hash(&item);
         let (rejected, n, _) = self.inner.state.lock().add(hash, item, 0, None);
         drop(rejected);
-        wake(&self.inner.notify, n);
+        self.inner.wake_getters(n);
     }
 
     /// Adds `item` once `delay` has passed.
@@ -451,27 +405,12 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// Waits for the ready item with the highest priority and marks it as processing;
     /// returns it with its priority, or `None` once shut down and empty.
     pub async fn get_with_priority(&self) -> Option<(T, i32)> {
-        let inner = &*self.inner;
-        let metrics_on = inner.metrics_on;
-        let (item, prio, latency) = take_or_wait(&inner.notify, |register| {
-            let now = if metrics_on { now_ns() } else { 0 };
-            let mut s = inner.state.lock();
-            if let Some(got) = s.pop(now) {
-                return Some(Some(got));
-            }
-            if s.shutting_down {
-                return Some(None);
-            }
-            if register {
-                s.idle += 1;
-            }
-            None
-        })
-        .await?;
-        if let (Some(v), Some(h)) = (latency, &inner.hists) {
-            h.latency.observe(v);
-        }
-        Some((item, prio))
+        self.inner
+            .get(|s, now| {
+                s.pop(now)
+                    .map(|(item, prio, latency)| ((item, prio), latency))
+            })
+            .await
     }
 
     /// Like [`get_with_priority`](Self::get_with_priority) without the priority.
@@ -481,17 +420,11 @@ impl<T: QueueKey> PriorityQueue<T> {
 
     /// Marks `item` as done; if it was re-added while processed, it is ready again.
     pub fn done(&self, item: &T) {
-        let now = self.now();
-        let hash = self.inner.hasher.hash_one(item);
+        let now = self.inner.now();
+        let hash = self.inner.hash(item);
         let (n, drained, observe, freed) = self.inner.state.lock().done(hash, item, now);
         drop(freed);
-        if let (Some(v), Some(h)) = (observe, &self.inner.hists) {
-            h.work_duration.observe(v);
-        }
-        wake(&self.inner.notify, n);
-        if drained {
-            self.inner.drained.notify_waiters();
-        }
+        self.inner.after_done(n, drained, observe);
     }
 
     /// Clears the rate limiter's memory of `item`.
@@ -518,40 +451,21 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// Shuts the queue down: adds are ignored, delayed items dropped, and `get` returns
     /// the ready items still queued, then `None`.
     pub fn shut_down(&self) {
-        {
-            let mut s = self.inner.state.lock();
-            s.shutting_down = true;
-            s.idle = 0;
-            s.delays.clear();
-        }
-        self.inner.notify.notify_waiters();
-        self.inner.timer_wake.notify_one();
+        self.inner.shut_down(false);
     }
 
     /// Shuts down, then waits until every item handed out has been marked done.
     pub async fn shut_down_with_drain(&self) {
-        {
-            self.inner.state.lock().draining = true;
-        }
-        self.shut_down();
-        loop {
-            let notified = self.inner.drained.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.inner.state.lock().processing == 0 {
-                return;
-            }
-            notified.await;
-        }
+        self.inner.shut_down_with_drain().await
     }
 
     /// Whether the queue is shutting down.
     pub fn shutting_down(&self) -> bool {
-        self.inner.state.lock().shutting_down
+        self.inner.shutting_down()
     }
 }
 
-impl<T: QueueKey> TimerTarget for Inner<T> {
+impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
     fn fire(&self, now: Instant) -> Option<Option<Instant>> {
         let mut s = self.state.lock();
         if s.shutting_down {
@@ -570,30 +484,36 @@ impl<T: QueueKey> TimerTarget for Inner<T> {
         }
         let next = s.delays.arm();
         drop(s);
-        wake(&self.notify, n);
+        self.wake_getters(n);
         Some(next)
     }
 }
 
-impl<T: QueueKey> UnfinishedWork for Inner<T> {
-    fn update_unfinished_work(&self, _now: std::time::Instant) {
-        let now = now_ns();
-        let s = self.state.lock();
-        let mut total = 0.0;
-        let mut oldest = 0.0f64;
-        for &idx in &s.proc_list {
-            if let Some(n) = s.table.get(idx)
-                && n.val.start_ns != 0
-            {
-                let age = secs_between(n.val.start_ns, now);
-                total += age;
-                oldest = oldest.max(age);
-            }
-        }
-        if let Some(m) = &s.metrics {
-            m.unfinished.set(total);
-            m.longest.set(oldest);
-        }
+impl<T: QueueKey> WaitState for State<T> {
+    fn shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+    fn register_idle(&mut self) {
+        self.idle += 1;
+    }
+    fn processing(&self) -> usize {
+        self.processing
+    }
+    fn begin_shutdown(&mut self, drain: bool) {
+        self.shutting_down = true;
+        self.draining |= drain;
+        self.idle = 0;
+        self.delays.clear();
+    }
+    fn processing_starts(&self) -> Vec<u64> {
+        self.proc_list
+            .iter()
+            .filter_map(|&idx| self.table.get(idx).map(|n| n.val.start_ns))
+            .filter(|&t| t != 0)
+            .collect()
+    }
+    fn metrics(&self) -> Option<&QueueMetrics> {
+        self.metrics.as_ref()
     }
 }
 

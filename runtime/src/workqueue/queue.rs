@@ -235,25 +235,35 @@ impl<T: QueueKey> State<T> {
             self.table.remove(idx);
         }
     }
+}
 
-    pub(crate) fn processing(&self) -> usize {
+impl<T: QueueKey> super::shared::WaitState for State<T> {
+    fn shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+    fn register_idle(&mut self) {
+        self.idle += 1;
+    }
+    fn processing(&self) -> usize {
         self.processing
     }
-
-    /// Sum and max of the ages of the items being processed (seconds).
-    pub(crate) fn unfinished(&self, now: u64) -> (f64, f64) {
-        let mut total = 0.0;
-        let mut oldest = 0.0f64;
-        for &idx in &self.proc_list {
-            if let Some(n) = self.table.get(idx)
-                && n.val.start_ns != 0
-            {
-                let age = secs_between(n.val.start_ns, now);
-                total += age;
-                oldest = oldest.max(age);
-            }
-        }
-        (total, oldest)
+    fn begin_shutdown(&mut self, drain: bool) {
+        self.shutting_down = true;
+        self.draining |= drain;
+        self.idle = 0;
+        // Pending delays are dropped (client-go stops its waiting loop); their slots stay
+        // until the queue itself is dropped.
+        self.delays.clear();
+    }
+    fn processing_starts(&self) -> Vec<u64> {
+        self.proc_list
+            .iter()
+            .filter_map(|&idx| self.table.get(idx).map(|n| n.val.start_ns))
+            .filter(|&t| t != 0)
+            .collect()
+    }
+    fn metrics(&self) -> Option<&QueueMetrics> {
+        self.metrics.as_ref()
     }
 }
 

@@ -5,21 +5,18 @@
 //! `super::rate_limiter`, metrics in `super::metrics`. One `parking_lot::Mutex` guards the
 //! whole state; `get` waiters are woken one per ready item.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use hashbrown::DefaultHashBuilder;
-use parking_lot::Mutex;
-use std::hash::BuildHasher;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::delaying::{TimerTarget, spawn_timer};
-use super::metrics::{Histograms, QueueMetrics, UnfinishedWork, register_unfinished_work};
-use super::queue::{After, State, now_ns, take_or_wait, wake};
+use super::delaying::TimerTarget;
+use super::metrics::QueueMetrics;
+use super::queue::State;
 use super::rate_limiter::default_controller_rate_limiter;
-use super::{Queue, QueueConfig, QueueKey, RateLimiter};
+use super::shared::Shared;
+use super::{Queue, QueueConfig, QueueKey};
 
 /// A work queue with client-go semantics: dedup, a processing set, delays and rate limits.
 ///
@@ -34,7 +31,7 @@ use super::{Queue, QueueConfig, QueueKey, RateLimiter};
 /// Cloning is cheap and yields a handle to the same queue. Only delays need a tokio
 /// runtime (see `super::delaying`).
 pub struct RateLimitingQueue<T> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<Shared<State<T>, T>>,
 }
 
 impl<T> Clone for RateLimitingQueue<T> {
@@ -45,73 +42,35 @@ impl<T> Clone for RateLimitingQueue<T> {
     }
 }
 
-struct Inner<T> {
-    state: Mutex<State<T>>,
-    notify: Notify,
-    drained: Notify,
-    timer_wake: Arc<Notify>,
-    limiter: Arc<dyn RateLimiter<T>>,
-    metrics_on: bool,
-    /// The key table's hasher: keys are hashed before the lock is taken.
-    hasher: DefaultHashBuilder,
-    hists: Option<Arc<Histograms>>,
-    self_ref: Weak<Inner<T>>,
-}
-
-impl<T> Drop for Inner<T> {
-    fn drop(&mut self) {
-        // Let the timer task notice that the queue is gone.
-        self.timer_wake.notify_one();
-    }
-}
-
 impl<T: QueueKey> RateLimitingQueue<T> {
     /// A queue named `cfg.name` (the `name`/`controller` metric label), rate-limited by
     /// `cfg.rate_limiter` (default: [`default_controller_rate_limiter`]), with metrics from
     /// `cfg.metrics` (default: none).
     pub fn new(cfg: QueueConfig<T>) -> Self {
         let metrics = QueueMetrics::new(cfg.metrics, &cfg.name, false);
-        let metrics_on = metrics.is_some();
-        let hists = metrics.as_ref().map(|m| Arc::clone(&m.hists));
         let limiter = cfg
             .rate_limiter
             .unwrap_or_else(default_controller_rate_limiter);
         let state = State::new(metrics);
         let hasher = state.table.hasher().clone();
-        let inner = Arc::new_cyclic(|w| Inner {
-            state: Mutex::new(state),
-            hasher,
-            notify: Notify::new(),
-            drained: Notify::new(),
-            timer_wake: Arc::new(Notify::new()),
-            limiter,
-            metrics_on,
-            hists,
-            self_ref: w.clone(),
-        });
-        if metrics_on {
-            let weak: Weak<dyn UnfinishedWork> = Arc::downgrade(&inner) as Weak<dyn UnfinishedWork>;
-            register_unfinished_work(weak);
+        Self {
+            inner: Shared::new(state, hasher, limiter),
         }
-        Self { inner }
-    }
-
-    fn now(&self) -> u64 {
-        if self.inner.metrics_on { now_ns() } else { 0 }
     }
 
     /// Adds `item`: a no-op if it is already queued, deferred until `done` if it is being
     /// processed, ignored after shutdown.
     pub fn add(&self, item: T) {
-        let hash = self.inner.hasher.hash_one(&item);
+        let hash = self.inner.hash(&item);
         let (rejected, n) = self.inner.state.lock().add(hash, item);
         drop(rejected);
-        wake(&self.inner.notify, n);
+        self.inner.wake_getters(n);
     }
 
     /// Adds `item` once `delay` has passed; a zero delay adds at once. Of several pending
     /// delays for one item the earliest wins. Counts as a retry in the metrics.
     pub fn add_after(&self, item: T, delay: Duration) {
+        let hash = self.inner.hash(&item);
         let mut s = self.inner.state.lock();
         if s.shutting_down {
             return;
@@ -120,15 +79,13 @@ impl<T: QueueKey> RateLimitingQueue<T> {
             m.retries.inc();
         }
         if delay.is_zero() {
-            let hash = s.table.hash(&item);
             let (rejected, n) = s.add(hash, item);
             drop(s);
             drop(rejected);
-            wake(&self.inner.notify, n);
+            self.inner.wake_getters(n);
             return;
         }
         let at = Instant::now() + delay;
-        let hash = s.table.hash(&item);
         let idx = match s.table.find(hash, &item) {
             Some(idx) => idx,
             None => s.table.insert(hash, item, Default::default()),
@@ -144,13 +101,7 @@ impl<T: QueueKey> RateLimitingQueue<T> {
         let start = !s.delays.started;
         s.delays.started = true;
         drop(s);
-        if start {
-            let target: Weak<dyn TimerTarget> =
-                self.inner.self_ref.clone() as Weak<dyn TimerTarget>;
-            spawn_timer(target, Arc::clone(&self.inner.timer_wake));
-        } else if wake_timer {
-            self.inner.timer_wake.notify_one();
-        }
+        self.inner.timer(start, wake_timer);
     }
 
     /// Adds `item` after the delay its rate limiter gives it.
@@ -162,51 +113,17 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Waits for the next item and marks it as being processed; `None` once the queue is
     /// shut down and empty.
     pub async fn get(&self) -> Option<T> {
-        let inner = &*self.inner;
-        let metrics_on = inner.metrics_on;
-        let (item, latency) = take_or_wait(&inner.notify, |register| {
-            let now = if metrics_on { now_ns() } else { 0 };
-            let mut s = inner.state.lock();
-            if let Some(got) = s.pop(now) {
-                return Some(Some(got));
-            }
-            if s.shutting_down {
-                return Some(None);
-            }
-            if register {
-                s.idle += 1;
-            }
-            None
-        })
-        .await?;
-        if let (Some(v), Some(h)) = (latency, &inner.hists) {
-            h.latency.observe(v);
-        }
-        Some(item)
+        self.inner.get(|s, now| s.pop(now)).await
     }
 
     /// Marks `item` as done; if it was re-added while processed, it is queued again.
     pub fn done(&self, item: &T) {
-        let now = self.now();
-        let hash = self.inner.hasher.hash_one(item);
-        let mut s = self.inner.state.lock();
-        let (
-            After {
-                wake: n,
-                drained,
-                observe,
-            },
-            freed,
-        ) = s.done(hash, item, now);
-        drop(s);
+        let now = self.inner.now();
+        let hash = self.inner.hash(item);
+        let (after, freed) = self.inner.state.lock().done(hash, item, now);
         drop(freed);
-        if let (Some(v), Some(h)) = (observe, &self.inner.hists) {
-            h.work_duration.observe(v);
-        }
-        wake(&self.inner.notify, n);
-        if drained {
-            self.inner.drained.notify_waiters();
-        }
+        self.inner
+            .after_done(after.wake, after.drained, after.observe);
     }
 
     /// Clears the rate limiter's memory of `item` (call it once `item` succeeded).
@@ -232,43 +149,22 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Shuts the queue down: adds are ignored, delayed items dropped, and `get` returns the
     /// items still queued, then `None`.
     pub fn shut_down(&self) {
-        {
-            let mut s = self.inner.state.lock();
-            s.shutting_down = true;
-            s.idle = 0;
-            // Pending delays are dropped (client-go stops its waiting loop); their slots
-            // stay until the queue itself is dropped.
-            s.delays.clear();
-        }
-        self.inner.notify.notify_waiters();
-        self.inner.timer_wake.notify_one();
+        self.inner.shut_down(false);
     }
 
     /// Shuts down like [`shut_down`](Self::shut_down), then waits until every item handed
     /// out has been marked done.
     pub async fn shut_down_with_drain(&self) {
-        {
-            self.inner.state.lock().draining = true;
-        }
-        self.shut_down();
-        loop {
-            let notified = self.inner.drained.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.inner.state.lock().processing() == 0 {
-                return;
-            }
-            notified.await;
-        }
+        self.inner.shut_down_with_drain().await
     }
 
     /// Whether the queue is shutting down.
     pub fn shutting_down(&self) -> bool {
-        self.inner.state.lock().shutting_down
+        self.inner.shutting_down()
     }
 }
 
-impl<T: QueueKey> TimerTarget for Inner<T> {
+impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
     fn fire(&self, now: Instant) -> Option<Option<Instant>> {
         let mut s = self.state.lock();
         if s.shutting_down {
@@ -289,20 +185,8 @@ impl<T: QueueKey> TimerTarget for Inner<T> {
         }
         let next = s.delays.arm();
         drop(s);
-        wake(&self.notify, n);
+        self.wake_getters(n);
         Some(next)
-    }
-}
-
-impl<T: QueueKey> UnfinishedWork for Inner<T> {
-    fn update_unfinished_work(&self, _now: std::time::Instant) {
-        let now = now_ns();
-        let s = self.state.lock();
-        let (total, oldest) = s.unfinished(now);
-        if let Some(m) = &s.metrics {
-            m.unfinished.set(total);
-            m.longest.set(oldest);
-        }
     }
 }
 

@@ -7,8 +7,6 @@
 //! the FIFOs, buckets and timer heap hold plain `u32` slot numbers. A key is hashed once
 //! per operation that names it and cloned only when it is handed out.
 
-use std::hash::BuildHasher;
-
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::QueueKey;
@@ -41,10 +39,6 @@ impl<T: QueueKey, E> Table<T, E> {
     /// The table's (randomly seeded) hasher, so callers can hash keys before locking.
     pub(crate) fn hasher(&self) -> &DefaultHashBuilder {
         &self.hasher
-    }
-
-    pub(crate) fn hash(&self, key: &T) -> u64 {
-        self.hasher.hash_one(key)
     }
 
     /// The slot of `key` (whose hash is `hash`), if stored.
