@@ -12,6 +12,7 @@ pub mod event;
 pub mod handler;
 pub mod healthz;
 pub mod http;
+pub mod leaderelection;
 pub mod manager;
 pub mod metrics;
 pub mod predicate;
