@@ -6,6 +6,7 @@
 //! package per concept; module docs say how each relates to its neighbours.
 
 pub mod cache;
+pub mod certwatcher;
 pub mod client;
 pub mod controller;
 pub mod event;
@@ -19,4 +20,5 @@ pub mod predicate;
 pub mod reconcile;
 pub mod recorder;
 pub mod source;
+pub mod webhook;
 pub mod workqueue;

@@ -1,0 +1,64 @@
+//! Admission webhooks: defaulting (mutating) and validating (controller-runtime's
+//! `pkg/webhook/admission`).
+//!
+//! A [`Handler`] answers one [`Request`] with a [`Response`]. [`Webhook`] serves a
+//! handler over HTTP: it decodes the `AdmissionReview` (`review`), recovers a
+//! panicking handler into a `500` denial (counted in
+//! `controller_runtime_webhook_panics_total`) and writes the review back (`http`).
+//! The typed handlers most operators use are [`CustomDefaulter`] (the response
+//! carries the JSON patch between the object as sent and as defaulted) and
+//! [`CustomValidator`] (create / update(old, new) / delete, each returning warnings
+//! or a denial). The webhook server (`crate::webhook::Server`) routes paths to
+//! webhooks; `ctrl-builder`'s `WebhookBuilder` registers them under kubebuilder's
+//! paths.
+
+mod defaulter;
+mod http;
+mod review;
+mod validator;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use defaulter::{CustomDefaulter, DefaulterHandler, defaulting_webhook};
+pub use http::{MAX_REQUEST_BYTES, Webhook};
+pub use review::{API_VERSION, AdmissionReview, KIND, Operation, Request, Response, ResultStatus};
+pub use validator::{
+    CustomValidator, ValidationError, ValidatorHandler, Warnings, validating_webhook,
+};
+
+/// Answers admission requests (Go's `admission.Handler`).
+#[async_trait]
+pub trait Handler: Send + Sync + 'static {
+    /// Decides on `req`. Failures are responses ([`Response::errored`]).
+    async fn handle(&self, req: &Request) -> Response;
+}
+
+#[async_trait]
+impl<H: Handler + ?Sized> Handler for Arc<H> {
+    async fn handle(&self, req: &Request) -> Response {
+        (**self).handle(req).await
+    }
+}
+
+/// A [`Handler`] from a synchronous closure; see [`handler_fn`].
+pub struct HandlerFn<F>(F);
+
+/// A handler from a closure (Go's `admission.HandlerFunc`).
+pub fn handler_fn<F>(f: F) -> HandlerFn<F>
+where
+    F: Fn(&Request) -> Response + Send + Sync + 'static,
+{
+    HandlerFn(f)
+}
+
+#[async_trait]
+impl<F> Handler for HandlerFn<F>
+where
+    F: Fn(&Request) -> Response + Send + Sync + 'static,
+{
+    async fn handle(&self, req: &Request) -> Response {
+        (self.0)(req)
+    }
+}

@@ -1,0 +1,38 @@
+//! Webhooks: the TLS [`Server`] and the admission and conversion handlers it serves
+//! (controller-runtime's `pkg/webhook`).
+//!
+//! - [`Server`] (`server`): path -> handler over rustls (`tls`) with HTTP/1.1 and h2,
+//!   a runnable in the manager's Webhooks group, certificates kept current by
+//!   `crate::certwatcher`, instrumented with controller-runtime's webhook metrics
+//!   (`metrics`).
+//! - [`admission`]: AdmissionReview v1, `CustomDefaulter` / `CustomValidator`, panic
+//!   recovery.
+//! - [`conversion`]: `/convert`, hub-and-spoke CRD version conversion.
+//! - [`certs`]: a self-signed CA + serving certificate for tests and local runs.
+//!
+//! `ctrl-builder`'s `WebhookBuilder` registers typed webhooks under kubebuilder's
+//! paths; `ctrl-envtest` calls them as a real API server does.
+//!
+//! ```no_run
+//! # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), Box<dyn std::error::Error>> {
+//! use ctrl_runtime::webhook::{Options, Server, admission};
+//! let server = Server::new(Options::default());
+//! server.register("/validate-anything", admission::Webhook::new(admission::handler_fn(|_req| {
+//!     admission::Response::allowed("")
+//! })))?;
+//! mgr.add(server.clone())?;
+//! mgr.add_readyz_check("webhook", server.started_checker())?;
+//! # Ok(()) }
+//! ```
+
+pub mod admission;
+pub mod certs;
+pub mod conversion;
+mod metrics;
+mod server;
+mod tls;
+
+pub use server::{
+    CONVERT_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_PORT, Error, Options, Server,
+    StartedChecker, default_cert_dir,
+};

@@ -1,0 +1,473 @@
+//! [`Server`]: the webhook server (controller-runtime's `webhook.Server`): a
+//! path -> handler map served over TLS (rustls, ring) with HTTP/1.1 and h2, run by the
+//! manager as a runnable in its Webhooks group.
+//!
+//! Defaults are controller-runtime's: port 9443, certificates `tls.crt` / `tls.key`
+//! in `<tmp>/k8s-webhook-server/serving-certs`, reloaded on change by a
+//! [`CertWatcher`]. Every handler is instrumented with the webhook metrics
+//! (`super::metrics`). A plain-HTTP request to the TLS port gets Go's `400` ("Client
+//! sent an HTTP request to an HTTPS server."); bodies over the limit get `413`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use http::StatusCode;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use parking_lot::{Mutex, RwLock};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::metrics::{self, InFlight};
+use super::tls;
+use crate::certwatcher::CertWatcher;
+use crate::healthz::{CheckError, Checker};
+use crate::http::{self as h, Handler};
+use crate::manager::{BoxError, Group, Runnable};
+
+/// controller-runtime's default webhook port.
+pub const DEFAULT_PORT: u16 = 9443;
+/// Where the conversion webhook is served.
+pub const CONVERT_PATH: &str = "/convert";
+/// The default certificate file name.
+pub const DEFAULT_CERT_NAME: &str = "tls.crt";
+/// The default key file name.
+pub const DEFAULT_KEY_NAME: &str = "tls.key";
+
+/// The default certificate directory: `<tmp>/k8s-webhook-server/serving-certs`.
+pub fn default_cert_dir() -> PathBuf {
+    std::env::temp_dir()
+        .join("k8s-webhook-server")
+        .join("serving-certs")
+}
+
+/// How a webhook [`Server`] serves (Go's `webhook.Options`).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The address to listen on; empty means every interface.
+    pub host: String,
+    /// The port; default 9443, 0 picks a free one (see [`Server::local_addr`]).
+    pub port: u16,
+    /// Where the serving certificate and key are.
+    pub cert_dir: PathBuf,
+    /// The certificate file in `cert_dir`; default `tls.crt`.
+    pub cert_name: String,
+    /// The key file in `cert_dir`; default `tls.key`.
+    pub key_name: String,
+    /// A CA file in `cert_dir`; if set, clients must present a certificate it signed.
+    pub client_ca_name: Option<String>,
+    /// The largest request body; default [`super::admission::MAX_REQUEST_BYTES`].
+    pub max_body_bytes: usize,
+    /// How long a client has for the TLS handshake; default 10 s.
+    pub handshake_timeout: Duration,
+    /// How often the certificate is re-read whatever its files say; default 10 s.
+    pub cert_watch_interval: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            host: String::new(),
+            port: DEFAULT_PORT,
+            cert_dir: default_cert_dir(),
+            cert_name: DEFAULT_CERT_NAME.into(),
+            key_name: DEFAULT_KEY_NAME.into(),
+            client_ca_name: None,
+            max_body_bytes: super::admission::MAX_REQUEST_BYTES,
+            handshake_timeout: Duration::from_secs(10),
+            cert_watch_interval: crate::certwatcher::DEFAULT_WATCH_INTERVAL,
+        }
+    }
+}
+
+/// Why registering or serving failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A handler is already registered at this path.
+    #[error("can't register duplicate path: {0}")]
+    DuplicatePath(String),
+    /// The path is not absolute or not clean.
+    #[error("invalid webhook path {0:?}: must start with '/' and be clean")]
+    InvalidPath(String),
+    /// Binding failed.
+    #[error("binding the webhook server to {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The certificate or TLS configuration could not be loaded.
+    #[error("webhook server TLS: {0}")]
+    Tls(String),
+    /// `start` was called twice.
+    #[error("the webhook server was already started")]
+    AlreadyStarted,
+}
+
+type Routes = HashMap<String, Arc<dyn Handler>>;
+
+struct Inner {
+    opts: Options,
+    routes: RwLock<Arc<Routes>>,
+    listener: Mutex<Option<StdListener>>,
+    started: Mutex<bool>,
+    addr: watch::Sender<Option<SocketAddr>>,
+    ready: watch::Sender<bool>,
+    conversion: Mutex<Option<super::conversion::Webhook>>,
+}
+
+/// The webhook server. Cheap to clone; clones share one server.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("opts", &self.inner.opts)
+            .field("paths", &self.paths())
+            .finish()
+    }
+}
+
+impl Server {
+    /// A server with `opts`; nothing is bound until it starts (or [`Server::bind`]).
+    pub fn new(opts: Options) -> Self {
+        metrics::init();
+        let (addr, _) = watch::channel(None);
+        let (ready, _) = watch::channel(false);
+        Self {
+            inner: Arc::new(Inner {
+                opts,
+                routes: RwLock::new(Arc::new(HashMap::new())),
+                listener: Mutex::new(None),
+                started: Mutex::new(false),
+                addr,
+                ready,
+                conversion: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The server's options.
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
+    /// Binds the listener now (else `start` does), so that port 0 can be read back
+    /// with [`Server::local_addr`] before starting. Idempotent.
+    pub fn bind(&self) -> Result<SocketAddr, Error> {
+        if let Some(a) = *self.inner.addr.borrow() {
+            return Ok(a);
+        }
+        let o = &self.inner.opts;
+        let host = if o.host.is_empty() {
+            "0.0.0.0"
+        } else {
+            o.host.as_str()
+        };
+        let addr = if host.contains(':') {
+            format!("[{host}]:{}", o.port)
+        } else {
+            format!("{host}:{}", o.port)
+        };
+        let l = h::bind(&addr).map_err(|source| Error::Bind { addr, source })?;
+        let local = l.local_addr().map_err(|source| Error::Bind {
+            addr: "local address".into(),
+            source,
+        })?;
+        *self.inner.listener.lock() = Some(l);
+        self.inner.addr.send_replace(Some(local));
+        Ok(local)
+    }
+
+    /// Where the server listens, once bound.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        *self.inner.addr.borrow()
+    }
+
+    /// Serves `handler` at `path` (Go's `Register`). Registering a path twice, or a
+    /// path that is not absolute and clean, is an error. Allowed after start.
+    pub fn register(&self, path: &str, handler: impl Handler) -> Result<(), Error> {
+        if !path.starts_with('/') || h::clean_path(path) != path {
+            return Err(Error::InvalidPath(path.to_string()));
+        }
+        let mut routes = self.inner.routes.write();
+        if routes.contains_key(path) {
+            return Err(Error::DuplicatePath(path.to_string()));
+        }
+        let mut next = (**routes).clone();
+        next.insert(path.to_string(), Arc::new(handler));
+        *routes = Arc::new(next);
+        tracing::info!(path, "Registering webhook");
+        Ok(())
+    }
+
+    /// The server's conversion webhook, served at `/convert` from the first call on
+    /// (Go registers its scheme-wide handler there when a kind is convertible). Add
+    /// kinds with `.hub::<H>()` / `.spoke::<H, S>()`.
+    pub fn conversion(&self) -> Result<super::conversion::Webhook, Error> {
+        let mut c = self.inner.conversion.lock();
+        if let Some(w) = &*c {
+            return Ok(w.clone());
+        }
+        let w = super::conversion::Webhook::new();
+        self.register(CONVERT_PATH, w.clone())?;
+        *c = Some(w.clone());
+        Ok(w)
+    }
+
+    /// The registered paths, sorted.
+    pub fn paths(&self) -> Vec<String> {
+        let mut p: Vec<String> = self.inner.routes.read().keys().cloned().collect();
+        p.sort();
+        p
+    }
+
+    /// A readiness check passing once the server accepts TLS connections (Go's
+    /// `StartedChecker`): add it with `mgr.add_readyz_check("webhook", s.started_checker())`.
+    pub fn started_checker(&self) -> StartedChecker {
+        StartedChecker(self.clone())
+    }
+
+    /// Serves until `ctx` is cancelled, then stops accepting and lets requests in
+    /// flight finish.
+    pub async fn serve(&self, ctx: CancellationToken) -> Result<(), Error> {
+        {
+            let mut started = self.inner.started.lock();
+            if *started {
+                return Err(Error::AlreadyStarted);
+            }
+            *started = true;
+        }
+        if self.inner.routes.read().is_empty() {
+            tracing::info!("no webhooks registered; the webhook server does not start");
+            self.inner.ready.send_replace(true);
+            ctx.cancelled().await;
+            return Ok(());
+        }
+        let o = self.inner.opts.clone();
+        let certs = CertWatcher::new(o.cert_dir.join(&o.cert_name), o.cert_dir.join(&o.key_name))
+            .map_err(|e| Error::Tls(e.to_string()))?
+            .with_watch_interval(o.cert_watch_interval);
+        let certs = Arc::new(certs);
+        let ca = o.client_ca_name.as_ref().map(|n| o.cert_dir.join(n));
+        let cfg = tls::server_config(certs.clone(), ca.as_deref()).map_err(Error::Tls)?;
+        let acceptor = TlsAcceptor::from(Arc::new(cfg));
+        self.bind()?;
+        let std = self
+            .inner
+            .listener
+            .lock()
+            .take()
+            .ok_or(Error::AlreadyStarted)?;
+        let listener = TcpListener::from_std(std).map_err(|source| Error::Bind {
+            addr: "listener".into(),
+            source,
+        })?;
+        let addr = self.local_addr();
+        self.inner.ready.send_replace(true);
+        tracing::info!(addr = ?addr, cert_dir = %o.cert_dir.display(), "Starting webhook server");
+        let watcher_ctx = ctx.child_token();
+        let w = certs.clone();
+        let wctx = watcher_ctx.clone();
+        tokio::spawn(async move { w.watch(wctx).await });
+        let conns = TaskTracker::new();
+        let shutdown = CancellationToken::new();
+        loop {
+            let accepted = tokio::select! {
+                _ = ctx.cancelled() => break,
+                a = listener.accept() => a,
+            };
+            match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    conns.spawn(serve_conn(
+                        stream,
+                        peer,
+                        acceptor.clone(),
+                        self.inner.clone(),
+                        shutdown.clone(),
+                    ));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "webhook accept failed; retrying");
+                    tokio::select! {
+                        _ = ctx.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                    }
+                }
+            }
+        }
+        tracing::info!(addr = ?addr, "Shutting down webhook server");
+        drop(listener);
+        watcher_ctx.cancel();
+        shutdown.cancel();
+        conns.close();
+        conns.wait().await;
+        Ok(())
+    }
+}
+
+/// Go's answer to plain HTTP on a TLS port.
+const PLAIN_HTTP_REPLY: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+
+async fn serve_conn(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    inner: Arc<Inner>,
+    shutdown: CancellationToken,
+) {
+    // A TLS connection opens with a handshake record (0x16); an ASCII letter is plain HTTP.
+    let mut first = [0u8; 1];
+    let peeked = tokio::time::timeout(inner.opts.handshake_timeout, stream.peek(&mut first)).await;
+    match peeked {
+        Ok(Ok(1)) if first[0].is_ascii_alphabetic() => {
+            tracing::debug!(%peer, "plain HTTP request to the webhook TLS port");
+            let _ = stream.write_all(PLAIN_HTTP_REPLY).await;
+            let _ = stream.shutdown().await;
+            return;
+        }
+        Ok(Ok(n)) if n > 0 => {}
+        _ => return,
+    }
+    let tls =
+        match tokio::time::timeout(inner.opts.handshake_timeout, acceptor.accept(stream)).await {
+            Ok(Ok(t)) => t,
+            Ok(Err(error)) => {
+                tracing::debug!(%peer, %error, "webhook TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "webhook TLS handshake timed out");
+                return;
+            }
+        };
+    let max_body = inner.opts.max_body_bytes;
+    let svc = service_fn(move |req: http::Request<Incoming>| {
+        let inner = inner.clone();
+        async move { Ok::<_, Infallible>(respond(&inner, req, max_body).await) }
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(32));
+    let conn = builder.serve_connection(TokioIo::new(tls), svc);
+    tokio::pin!(conn);
+    let res = tokio::select! {
+        res = conn.as_mut() => res,
+        _ = shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(error) = res {
+        tracing::debug!(%peer, %error, "webhook connection ended with an error");
+    }
+}
+
+async fn respond(inner: &Inner, req: http::Request<Incoming>, max_body: usize) -> h::Response {
+    let path = req.uri().path().to_string();
+    let handler = inner.routes.read().get(&path).cloned();
+    let Some(handler) = handler else {
+        return h::not_found();
+    };
+    let flight = InFlight::start(&path);
+    let t0 = Instant::now();
+    let (parts, body) = req.into_parts();
+    let resp = match Limited::new(body, max_body).collect().await {
+        Ok(c) => {
+            let req = http::Request::from_parts(parts, c.to_bytes());
+            match std::panic::AssertUnwindSafe(handler.call(req))
+                .catch_unwind()
+                .await
+            {
+                Ok(r) => r,
+                Err(_) => {
+                    metrics::panic_observed();
+                    tracing::error!(path = %path, "webhook handler panicked");
+                    h::text(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "500 Internal Server Error\n",
+                    )
+                }
+            }
+        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => h::text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request entity is too large; limit is {max_body} bytes\n"),
+        ),
+        Err(_) => h::text(StatusCode::BAD_REQUEST, "400 Bad Request\n"),
+    };
+    flight.done(t0.elapsed(), resp.status().as_u16());
+    resp
+}
+
+#[async_trait]
+impl Runnable for Server {
+    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        self.serve(ctx).await.map_err(|e| Box::new(e) as BoxError)
+    }
+    fn need_leader_election(&self) -> bool {
+        false
+    }
+    fn group(&self) -> Group {
+        Group::Webhooks
+    }
+    async fn wait_ready(&self, ctx: CancellationToken) -> bool {
+        let mut rx = self.inner.ready.subscribe();
+        tokio::select! {
+            r = rx.wait_for(|r| *r) => r.is_ok(),
+            _ = ctx.cancelled() => false,
+        }
+    }
+    fn name(&self) -> String {
+        "webhook server".into()
+    }
+}
+
+/// The readiness check from [`Server::started_checker`].
+#[derive(Clone, Debug)]
+pub struct StartedChecker(Server);
+
+#[async_trait]
+impl Checker for StartedChecker {
+    async fn check(&self, _req: &h::Request) -> Result<(), CheckError> {
+        let Some(mut addr) = self.0.local_addr() else {
+            return Err("webhook server has not been started yet".into());
+        };
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        let cfg = tls::insecure_client_config()?;
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(cfg));
+        let dial = async {
+            let tcp = TcpStream::connect(addr).await?;
+            let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+            connector.connect(name, tcp).await
+        };
+        match tokio::time::timeout(Duration::from_secs(10), dial).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!("webhook server is not reachable: {e}").into()),
+            Err(_) => Err("webhook server is not reachable: timed out".into()),
+        }
+    }
+}
