@@ -9,9 +9,14 @@ pub use ctrl_runtime::{healthz, manager};
 /// `ctrl.SetupSignalHandler`).
 pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
+/// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`) and its options.
+pub use ctrl_builder::{self as builder, ControllerBuilder};
+
 /// The names most operators need, in one import: `use ctrl::prelude::*;`.
 pub mod prelude {
     pub use ctrl_runtime::workqueue;
+
+    pub use ctrl_builder::ControllerBuilder;
 
     pub use ctrl_runtime::healthz;
     pub use ctrl_runtime::manager::{Manager, Runnable, RunnableFunc, shutdown_signal};

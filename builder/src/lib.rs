@@ -1,3 +1,46 @@
 //! ctrl-builder: the builders operator authors start from (controller-runtime's
-//! `pkg/builder`). `ControllerBuilder` wires sources, handlers and predicates from
-//! `ctrl-runtime` into a controller registered with a manager.
+//! `pkg/builder`).
+//!
+//! [`ControllerBuilder`] wires the pieces of `ctrl-runtime` — cache-backed
+//! `source::Kind`s, event handlers, predicates — into a `controller::Controller` and
+//! registers it with a `manager::Manager`:
+//!
+//! ```no_run
+//! # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::Error> {
+//! use ctrl_builder::ControllerBuilder;
+//! use ctrl_runtime::predicate::GenerationChanged;
+//! use ctrl_runtime::reconcile::{self, Action};
+//! use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+//!
+//! ControllerBuilder::new(&mgr)
+//!     .for_::<Deployment>()
+//!     .owns::<ReplicaSet>()
+//!     .with_event_filter(GenerationChanged)
+//!     .complete(reconcile::func(|_ctx, req| async move {
+//!         tracing::info!(%req, "reconciling");
+//!         Ok(Action::done())
+//!     }))
+//!     .await
+//! # }
+//! ```
+//!
+//! The modules: [`controller`] is the builder itself; [`options`] the per-watch
+//! options (Go's `ForOption`, `OwnsOption`, `WatchesOption`); [`filter`] the
+//! type-independent predicates [`ControllerBuilder::with_event_filter`] takes (Go's
+//! global predicates); [`reconciler`] what `build`/`complete` accept (a `Request`
+//! reconciler or an object reconciler fed from the cache); [`error`] why a build fails.
+
+pub mod controller;
+pub mod error;
+pub mod filter;
+pub mod options;
+pub mod reconciler;
+
+mod log;
+mod shared;
+
+pub use controller::ControllerBuilder;
+pub use error::Error;
+pub use filter::{EventFilter, FilterEvent, ObjectView};
+pub use options::{ForOptions, OwnsOptions, WatchesOptions};
+pub use reconciler::{ByObject, ByRequest, IntoReconciler};

@@ -1,0 +1,382 @@
+//! [`ControllerBuilder`]: controller-runtime's `builder.ControllerManagedBy(mgr)`.
+//!
+//! | controller-runtime | ctrl |
+//! |---|---|
+//! | `ctrl.NewControllerManagedBy(mgr)` | [`ControllerBuilder::new(&mgr)`](ControllerBuilder::new) |
+//! | `.For(&T{})` / `.For(&T{}, WithPredicates(p))` | [`.for_::<T>()`](ControllerBuilder::for_) / [`.for_with(ForOptions::new().with_predicate(p))`](ControllerBuilder::for_with) |
+//! | `.For(&T{}, OnlyMetadata)` | [`.for_metadata::<T>()`](ControllerBuilder::for_metadata) (= `.for_::<PartialObjectMeta<T>>()`) |
+//! | `.Owns(&U{})` / `.Owns(&U{}, MatchEveryOwner)` | [`.owns::<U>()`](ControllerBuilder::owns) / [`.owns_with(OwnsOptions::new().match_every_owner())`](ControllerBuilder::owns_with) |
+//! | `.Watches(&V{}, h)` / `.WatchesMetadata(&V{}, h)` | [`.watches::<V>(h)`](ControllerBuilder::watches) / [`.watches_metadata::<V>(h)`](ControllerBuilder::watches_metadata) |
+//! | `.WatchesRawSource(src)` | [`.watches_raw_source(src)`](ControllerBuilder::watches_raw_source) |
+//! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
+//! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
+//! | `.Build(r)` / `.Complete(r)` | [`.build(r).await`](ControllerBuilder::build) / [`.complete(r).await`](ControllerBuilder::complete) |
+//!
+//! `For` watches `T` with `EnqueueRequestForObject`; `Owns` watches `U` with
+//! `EnqueueRequestForOwner` of the `For` type (controller owner only by default);
+//! `Watches` uses your handler. Every one of them is a `source::Kind` on the manager's
+//! shared cache, filtered by the global filters and then its own predicates. Raw
+//! sources are used as given (the global filters do not apply, as in Go).
+//!
+//! A build is checked before anything is created, so a failed build claims no
+//! controller name.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use ctrl_runtime::cache::{Cache, CacheObject, Scoped};
+use ctrl_runtime::controller::{self, Controller};
+use ctrl_runtime::handler::{
+    EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler, with_low_priority_when_unchanged,
+};
+use ctrl_runtime::manager::Manager;
+use ctrl_runtime::predicate::BoxPredicate;
+use ctrl_runtime::reconcile::Request;
+use ctrl_runtime::source::{Kind, Source};
+use kube::core::PartialObjectMeta;
+
+use crate::error::Error;
+use crate::filter::{EventFilter, Global, ObjectView};
+use crate::log::{LogConstructor, Logged};
+use crate::options::{ForOptions, OwnsOptions, WatchesOptions};
+use crate::reconciler::IntoReconciler;
+use crate::shared::Boxed;
+
+type Filters = Arc<[Arc<dyn EventFilter>]>;
+type MakeSource = Box<dyn FnOnce(&Cache, &Filters) -> Box<dyn Source> + Send>;
+type MakeOwned =
+    Box<dyn FnOnce(&Cache, &Filters, EnqueueRequestForOwner) -> Box<dyn Source> + Send>;
+
+/// What the builder knows about the `For` type.
+struct ForInput {
+    type_id: TypeId,
+    type_name: &'static str,
+    group: String,
+    kind: String,
+    namespaced: bool,
+    make: MakeSource,
+}
+
+/// Builds a controller and registers it with a manager (controller-runtime's
+/// `builder.Builder`); see the module docs for the Go -> Rust map.
+pub struct ControllerBuilder {
+    mgr: Manager,
+    for_input: Option<ForInput>,
+    for_twice: bool,
+    owns: Vec<MakeOwned>,
+    watches: Vec<MakeSource>,
+    raw_sources: Vec<Box<dyn Source>>,
+    filters: Vec<Arc<dyn EventFilter>>,
+    options: controller::Options,
+    name: Option<String>,
+    log_constructor: Option<LogConstructor>,
+}
+
+impl std::fmt::Debug for ControllerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("for", &self.for_input.as_ref().map(|i| i.type_name))
+            .field("owns", &self.owns.len())
+            .field("watches", &self.watches.len())
+            .field("raw_sources", &self.raw_sources.len())
+            .field("event_filters", &self.filters.len())
+            .field("name", &self.name)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A `source::Kind` of `K` on `cache`: global filters first, then `preds`.
+fn kind_source<K>(
+    cache: &Cache,
+    filters: &Filters,
+    handler: impl EventHandler<K>,
+    preds: Vec<BoxPredicate<K>>,
+) -> Box<dyn Source>
+where
+    K: CacheObject<DynamicType = ()> + ObjectView,
+{
+    let mut src = Kind::<K>::new(cache, handler);
+    if !filters.is_empty() {
+        src = src.with_predicate(Global::<K>::new(filters.clone()));
+    }
+    Box::new(src.with_predicates(preds))
+}
+
+impl ControllerBuilder {
+    /// A builder for a controller that `mgr` will run (Go's `ControllerManagedBy`).
+    pub fn new(mgr: &Manager) -> Self {
+        Self {
+            mgr: mgr.clone(),
+            for_input: None,
+            for_twice: false,
+            owns: Vec::new(),
+            watches: Vec::new(),
+            raw_sources: Vec::new(),
+            filters: Vec::new(),
+            options: controller::Options::default(),
+            name: None,
+            log_constructor: None,
+        }
+    }
+
+    /// Reconciles objects of `K`: their creates, updates and deletes enqueue their own
+    /// key (Go's `For`). Call once; the default controller name is `K`'s kind, lower-cased.
+    pub fn for_<K>(self) -> Self
+    where
+        K: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        self.for_with::<K>(ForOptions::new())
+    }
+
+    /// [`for_`](Self::for_) with predicates (Go's `For(obj, WithPredicates(..))`).
+    pub fn for_with<K>(mut self, opts: ForOptions<K>) -> Self
+    where
+        K: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        if self.for_input.is_some() {
+            self.for_twice = true;
+            return self;
+        }
+        let preds = opts.predicates;
+        self.for_input = Some(ForInput {
+            type_id: TypeId::of::<K>(),
+            type_name: std::any::type_name::<K>(),
+            group: <K as kube::Resource>::group(&()).into_owned(),
+            kind: <K as kube::Resource>::kind(&()).into_owned(),
+            namespaced: !<K::Scope as Scoped>::CLUSTER,
+            make: Box::new(move |cache, filters| {
+                kind_source::<K>(cache, filters, EnqueueRequestForObject, preds)
+            }),
+        });
+        self
+    }
+
+    /// Reconciles `K` watching only its metadata (Go's `For(obj, OnlyMetadata)`); the
+    /// cache holds `PartialObjectMeta<K>`, which is also what an object reconciler gets.
+    pub fn for_metadata<K>(self) -> Self
+    where
+        PartialObjectMeta<K>: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        self.for_::<PartialObjectMeta<K>>()
+    }
+
+    /// Watches objects of `O` that the `For` type owns and reconciles their controller
+    /// owner (Go's `Owns`). Needs [`for_`](Self::for_).
+    pub fn owns<O>(self) -> Self
+    where
+        O: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        self.owns_with::<O>(OwnsOptions::new())
+    }
+
+    /// [`owns`](Self::owns) with predicates, or for every owner
+    /// (Go's `Owns(obj, MatchEveryOwner, WithPredicates(..))`).
+    pub fn owns_with<O>(mut self, opts: OwnsOptions<O>) -> Self
+    where
+        O: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        let OwnsOptions {
+            predicates,
+            match_every_owner,
+        } = opts;
+        self.owns.push(Box::new(move |cache, filters, owner| {
+            let owner = if match_every_owner {
+                owner.match_every_owner()
+            } else {
+                owner.only_controller_owner()
+            };
+            kind_source::<O>(cache, filters, owner, predicates)
+        }));
+        self
+    }
+
+    /// [`owns`](Self::owns) watching only the metadata of `O` (Go's `Owns(obj, OnlyMetadata)`).
+    pub fn owns_metadata<O>(self) -> Self
+    where
+        PartialObjectMeta<O>: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        self.owns::<PartialObjectMeta<O>>()
+    }
+
+    /// Watches objects of `W`, enqueueing what `handler` maps their events to (Go's
+    /// `Watches`). On a priority queue, initial-list creates and resyncs go in at low
+    /// priority, as in Go.
+    pub fn watches<W>(self, handler: impl EventHandler<W>) -> Self
+    where
+        W: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        self.watches_with::<W>(handler, WatchesOptions::new())
+    }
+
+    /// [`watches`](Self::watches) with predicates (Go's `Watches(obj, h, WithPredicates(..))`).
+    pub fn watches_with<W>(mut self, handler: impl EventHandler<W>, opts: WatchesOptions<W>) -> Self
+    where
+        W: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        let preds = opts.predicates;
+        let handler = with_low_priority_when_unchanged(handler);
+        self.watches.push(Box::new(move |cache, filters| {
+            kind_source::<W>(cache, filters, handler, preds)
+        }));
+        self
+    }
+
+    /// [`watches`](Self::watches) of the metadata of `W` only (Go's `WatchesMetadata`);
+    /// the handler sees `PartialObjectMeta<W>`.
+    pub fn watches_metadata<W>(self, handler: impl EventHandler<PartialObjectMeta<W>>) -> Self
+    where
+        PartialObjectMeta<W>: CacheObject<DynamicType = ()> + ObjectView,
+    {
+        self.watches::<PartialObjectMeta<W>>(handler)
+    }
+
+    /// Adds a source as it is: a `source::Channel`, `source::Func`, or a `source::Kind`
+    /// with its own handler and predicates (Go's `WatchesRawSource`). The global event
+    /// filters do not apply to it.
+    pub fn watches_raw_source(mut self, source: impl Source) -> Self {
+        self.raw_sources.push(Box::new(source));
+        self
+    }
+
+    /// Adds a filter every `For`, `Owns` and `Watches` event must pass, before the
+    /// watch's own predicates (Go's `WithEventFilter`); see [`crate::filter`].
+    pub fn with_event_filter(mut self, filter: impl EventFilter) -> Self {
+        self.filters.push(Arc::new(filter));
+        self
+    }
+
+    /// The controller's options (Go's `WithOptions`). Empty `group`/`kind` are filled
+    /// from the `For` type.
+    pub fn with_options(mut self, options: controller::Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Names the controller (Go's `Named`). The name labels its metrics and logs and
+    /// must be non-empty and unique in the process unless the options'
+    /// `skip_name_validation` is set. Default: the `For` kind, lower-cased.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Runs each reconcile inside the span `f(Some(&request))` returns (Go's
+    /// `WithLogConstructor`); `f(None)` is the controller's span, entered while
+    /// building.
+    pub fn with_log_constructor(
+        mut self,
+        f: impl Fn(Option<&Request>) -> tracing::Span + Send + Sync + 'static,
+    ) -> Self {
+        self.log_constructor = Some(Arc::new(f));
+        self
+    }
+
+    /// The controller's name: `named`, else the `For` kind lower-cased.
+    fn controller_name(&self) -> Result<String, Error> {
+        if let Some(name) = &self.name
+            && !name.is_empty()
+        {
+            return Ok(name.clone());
+        }
+        match &self.for_input {
+            Some(f) => Ok(f.kind.to_lowercase()),
+            None => Err(Error::MissingName),
+        }
+    }
+
+    /// Builds the controller with its watches, without registering it with the
+    /// manager (Go's `Build`). `reconciler` is a [`Reconciler`] or an
+    /// [`ObjectReconciler`] of the `For` type (see [`crate::reconciler`]).
+    ///
+    /// [`Reconciler`]: ctrl_runtime::reconcile::Reconciler
+    /// [`ObjectReconciler`]: ctrl_runtime::reconcile::ObjectReconciler
+    pub async fn build<M>(self, reconciler: impl IntoReconciler<M>) -> Result<Controller, Error> {
+        self.build_inner(reconciler).await
+    }
+
+    /// Builds the controller and adds it to the manager, which starts it (on the
+    /// leader) once the caches have synced (Go's `Complete`).
+    pub async fn complete<M>(self, reconciler: impl IntoReconciler<M>) -> Result<(), Error> {
+        let mgr = self.mgr.clone();
+        let controller = self.build_inner(reconciler).await?;
+        mgr.add(controller)?;
+        Ok(())
+    }
+
+    async fn build_inner<M, R: IntoReconciler<M>>(
+        self,
+        reconciler: R,
+    ) -> Result<Controller, Error> {
+        if self.for_twice {
+            return Err(Error::ForCalledTwice);
+        }
+        let name = self.controller_name()?;
+        if !self.owns.is_empty() && self.for_input.is_none() {
+            return Err(Error::OwnsWithoutFor);
+        }
+        if self.for_input.is_none() && self.watches.is_empty() && self.raw_sources.is_empty() {
+            return Err(Error::NoWatches);
+        }
+        if let (Some((tid, reconciler_type)), Some(f)) = (R::object_type(), &self.for_input)
+            && tid != f.type_id
+        {
+            return Err(Error::ReconcilerTypeMismatch {
+                for_type: f.type_name,
+                reconciler_type,
+            });
+        }
+        let Self {
+            mgr,
+            for_input,
+            owns,
+            watches,
+            raw_sources,
+            filters,
+            mut options,
+            log_constructor,
+            ..
+        } = self;
+        if let Some(f) = &for_input {
+            if options.group.is_empty() {
+                options.group = f.group.clone();
+            }
+            if options.kind.is_empty() {
+                options.kind = f.kind.clone();
+            }
+        }
+        let cache = mgr.get_cache();
+        let mut inner = reconciler.into_reconciler(&cache);
+        if let Some(ctor) = log_constructor {
+            let span = ctor(None);
+            span.in_scope(|| tracing::debug!(controller = %name, "building controller"));
+            inner = Arc::new(Logged { inner, ctor });
+        }
+        let group = options.group.clone();
+        let kind = options.kind.clone();
+        let ctrl = Controller::new(name, inner, options)?;
+        let filters: Filters = Arc::from(filters);
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        if let Some(f) = for_input {
+            let owner = EnqueueRequestForOwner::for_group_kind(&f.group, &f.kind, f.namespaced);
+            sources.push((f.make)(&cache, &filters));
+            for make in owns {
+                sources.push(make(&cache, &filters, owner.clone()));
+            }
+        }
+        for make in watches {
+            sources.push(make(&cache, &filters));
+        }
+        sources.extend(raw_sources);
+        for src in sources {
+            ctrl.watch(Boxed(src)).await?;
+        }
+        tracing::debug!(
+            controller = %ctrl.name(),
+            controllerGroup = %group,
+            controllerKind = %kind,
+            "controller built"
+        );
+        Ok(ctrl)
+    }
+}

@@ -1,0 +1,42 @@
+//! [`Error`]: why [`ControllerBuilder`](crate::ControllerBuilder) could not build or
+//! register a controller. The messages are controller-runtime's, so they read the
+//! same in logs.
+
+use ctrl_runtime::{controller, manager};
+
+/// Why a build failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `for_` was called more than once.
+    #[error(
+        "For(...) should only be called once, could not assign multiple objects for reconciliation"
+    )]
+    ForCalledTwice,
+    /// Neither `for_` nor `named` was called, so the controller has no name.
+    #[error("one of For() or Named() must be called")]
+    MissingName,
+    /// `owns` was called without `for_`: the owner type is unknown.
+    #[error("Owns() can only be used together with For()")]
+    OwnsWithoutFor,
+    /// Nothing is watched, so nothing would ever be reconciled.
+    #[error(
+        "there are no watches configured, controller will never get triggered. Use For(), Owns(), Watches() or WatchesRawSource() to set them up"
+    )]
+    NoWatches,
+    /// An object reconciler was given for a type other than the one `for_` watches.
+    #[error(
+        "the reconciler reconciles {reconciler_type} but For() watches {for_type}; reconcile the For() type (for a metadata-only For(), reconcile PartialObjectMeta)"
+    )]
+    ReconcilerTypeMismatch {
+        /// The Rust type `for_` watches.
+        for_type: &'static str,
+        /// The Rust type the object reconciler takes.
+        reconciler_type: &'static str,
+    },
+    /// The controller could not be made (e.g. its name is empty or already used).
+    #[error(transparent)]
+    Controller(#[from] controller::Error),
+    /// The manager refused the controller (e.g. it is stopping).
+    #[error(transparent)]
+    Manager(#[from] manager::Error),
+}
