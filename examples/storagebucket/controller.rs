@@ -1,0 +1,282 @@
+//! The StorageBucket controller: a reconciler that probes each bucket's endpoint,
+//! writes what it saw to `status`, records an Event when availability changes and
+//! keeps a finalizer on the bucket; a ticker that re-probes every bucket on a
+//! period; and [`setup`], which wires both into a manager.
+//!
+//! Why a ticker: the bucket lives outside the cluster, so no watch event says when
+//! it goes down. The ticker (a leader-election [`Runnable`]) sends a Generic event
+//! into a `Channel` source every `probe_interval`; `EnqueueRequestsFromMapFunc`
+//! turns each tick into one request per StorageBucket in the cache. Status writes
+//! do not trigger reconciles of their own: the `for_` watch passes only changes of
+//! `metadata.generation` (spec edits, deletion), so the ticker sets the pace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ctrl::manager::{BoxError, Manager, Runnable};
+use ctrl_runtime::client::Client;
+use ctrl_runtime::controller::{self, Controller};
+use ctrl_runtime::event::GenericEvent;
+use ctrl_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
+use ctrl_runtime::predicate::GenerationChanged;
+use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Request};
+use ctrl_runtime::recorder::{EventType, Recorder};
+use ctrl_runtime::source::{Channel, Kind};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::crd::{
+    CONDITION_AVAILABLE, FINALIZER, StorageBucket, StorageBucketSpec, StorageBucketStatus,
+};
+use super::probe::{Outcome, probe};
+
+/// How the controller is set up.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The controller's name (metrics, logs, the Events' reporting controller).
+    pub name: String,
+    /// How often every bucket is probed.
+    pub probe_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            name: "storagebucket".into(),
+            probe_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Adds the StorageBucket controller and its probe ticker to `mgr`.
+pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
+    let (tx, rx) = mpsc::channel(1);
+    mgr.add(ProbeTicker {
+        interval: cfg.probe_interval,
+        tx,
+    })?;
+
+    // Every tick means "probe them all": map it to every bucket the cache holds.
+    let buckets = mgr.get_cache().get_informer::<StorageBucket>();
+    let every_bucket = EnqueueRequestsFromMapFunc::new(move |_tick: &Arc<StorageBucket>| {
+        let all = buckets.store().list();
+        all.iter().map(|b| Request::from_obj(b.as_ref())).collect()
+    });
+
+    let reconciler = BucketReconciler {
+        client: mgr.get_client(),
+        recorder: mgr.get_event_recorder(cfg.name.clone()),
+    };
+    let reconciler = reconcile::as_reconciler(mgr.get_cache(), reconciler);
+    let c = Controller::new(cfg.name.clone(), reconciler, controller::Options::default())?;
+    c.watch(
+        Kind::<StorageBucket>::new(&mgr.get_cache(), EnqueueRequestForObject)
+            .with_predicate(GenerationChanged),
+    )
+    .await?;
+    c.watch(Channel::new(rx, every_bucket)).await?;
+    mgr.add(c)?;
+    Ok(())
+}
+
+/// Sends a Generic event into the controller's `Channel` source every `interval`.
+/// Runs only on the leader: followers do not probe.
+pub struct ProbeTicker {
+    interval: Duration,
+    tx: mpsc::Sender<GenericEvent<StorageBucket>>,
+}
+
+#[async_trait]
+impl Runnable for ProbeTicker {
+    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        // The object only carries the tick; the map function ignores it.
+        let tick = Arc::new(StorageBucket::new(
+            "probe-tick",
+            StorageBucketSpec {
+                endpoint: String::new(),
+            },
+        ));
+        let mut ticks = tokio::time::interval(self.interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await; // the first tick is immediate; creates already reconcile
+        loop {
+            tokio::select! {
+                _ = ctx.cancelled() => return Ok(()),
+                _ = ticks.tick() => {}
+            }
+            // A full channel means a tick is already pending: this one adds nothing.
+            let _ = self.tx.try_send(GenericEvent::new(tick.clone()));
+        }
+    }
+
+    fn need_leader_election(&self) -> bool {
+        true
+    }
+
+    fn name(&self) -> String {
+        "storagebucket probe ticker".into()
+    }
+}
+
+/// Probes a bucket, records the outcome in its status, and owns its finalizer.
+pub struct BucketReconciler {
+    client: Client,
+    recorder: Recorder,
+}
+
+#[async_trait]
+impl ObjectReconciler<StorageBucket> for BucketReconciler {
+    async fn reconcile(
+        &self,
+        _ctx: CancellationToken,
+        bucket: Arc<StorageBucket>,
+    ) -> Result<Action, reconcile::Error> {
+        let key = format!(
+            "{}/{}",
+            bucket.namespace().unwrap_or_default(),
+            bucket.name_any()
+        );
+        if bucket.meta().deletion_timestamp.is_some() {
+            return self.finalize(&bucket, &key).await;
+        }
+        if !bucket.finalizers().iter().any(|f| f == FINALIZER) {
+            self.set_finalizers(&bucket, true).await?;
+            tracing::info!(target: "storagebucket::finalizer", bucket = %key, "{key}: added finalizer {FINALIZER}");
+        }
+
+        let outcome = probe(&bucket.spec.endpoint).await;
+        let before = bucket.status.as_ref().and_then(|s| s.available);
+        let status = next_status(&bucket, &outcome);
+        self.client
+            .status()
+            .patch(
+                bucket.as_ref(),
+                &Patch::Merge(json!({ "status": status })),
+                PatchParams::default(),
+            )
+            .await?;
+        tracing::info!(
+            target: "storagebucket::reconcile",
+            bucket = %key,
+            available = outcome.available,
+            "{key}: probed in {:.0?}: {} -> {}",
+            outcome.took,
+            outcome.message,
+            word(Some(outcome.available)),
+        );
+        if before != Some(outcome.available) {
+            tracing::info!(
+                target: "storagebucket::status",
+                bucket = %key,
+                "{key}: {} -> {} ({}: {})",
+                word(before),
+                word(Some(outcome.available)),
+                outcome.reason,
+                outcome.message,
+            );
+            let (type_, reason) = if outcome.available {
+                (EventType::Normal, "Available")
+            } else {
+                (EventType::Warning, "Unavailable")
+            };
+            self.recorder.event(
+                bucket.as_ref(),
+                type_,
+                reason,
+                "Probe",
+                outcome.message.clone(),
+            );
+        }
+        Ok(Action::done())
+    }
+}
+
+impl BucketReconciler {
+    /// The bucket is being deleted: release it, then let the deletion finish.
+    async fn finalize(
+        &self,
+        bucket: &StorageBucket,
+        key: &str,
+    ) -> Result<Action, reconcile::Error> {
+        if !bucket.finalizers().iter().any(|f| f == FINALIZER) {
+            return Ok(Action::done());
+        }
+        // A real operator would delete or detach the external bucket here.
+        self.recorder.event(
+            bucket,
+            EventType::Normal,
+            "Released",
+            "Finalize",
+            format!("released bucket at {}", bucket.spec.endpoint),
+        );
+        self.set_finalizers(bucket, false).await?;
+        tracing::info!(target: "storagebucket::finalizer", bucket = %key, "{key}: finalizer removed, the object goes away");
+        Ok(Action::done())
+    }
+
+    /// Adds (`add`) or removes our finalizer with a merge patch guarded by the
+    /// object's resourceVersion, so a stale cached copy gets a conflict (and a retry)
+    /// instead of overwriting someone else's finalizers.
+    async fn set_finalizers(
+        &self,
+        bucket: &StorageBucket,
+        add: bool,
+    ) -> Result<(), reconcile::Error> {
+        let mut finalizers: Vec<String> = bucket
+            .finalizers()
+            .iter()
+            .filter(|f| *f != FINALIZER)
+            .cloned()
+            .collect();
+        if add {
+            finalizers.push(FINALIZER.to_string());
+        }
+        let patch = json!({
+            "metadata": {
+                "finalizers": finalizers,
+                "resourceVersion": bucket.resource_version(),
+            }
+        });
+        self.client
+            .patch(bucket, &Patch::Merge(patch), PatchParams::default())
+            .await?;
+        Ok(())
+    }
+}
+
+/// The status after `outcome`: `lastTransitionTime` moves only when availability does.
+fn next_status(bucket: &StorageBucket, outcome: &Outcome) -> StorageBucketStatus {
+    let now = Time(Timestamp::now());
+    let status = if outcome.available { "True" } else { "False" };
+    let last_transition_time = match bucket.available_condition() {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => now.clone(),
+    };
+    StorageBucketStatus {
+        available: Some(outcome.available),
+        last_probe_time: Some(now),
+        observed_generation: bucket.meta().generation,
+        conditions: vec![Condition {
+            type_: CONDITION_AVAILABLE.into(),
+            status: status.into(),
+            reason: outcome.reason.into(),
+            message: outcome.message.clone(),
+            last_transition_time,
+            observed_generation: bucket.meta().generation,
+        }],
+    }
+}
+
+fn word(available: Option<bool>) -> &'static str {
+    match available {
+        None => "Unknown",
+        Some(true) => "Available",
+        Some(false) => "Unavailable",
+    }
+}
