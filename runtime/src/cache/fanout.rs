@@ -259,6 +259,8 @@ impl<K: Send + Sync + 'static> Sink<K> {
         handler: Arc<dyn InformerHandler<K>>,
         ctx: CancellationToken,
     ) {
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         loop {
             let notified = self.notify.notified();
             let Some(batch) = self.take() else { return };
@@ -268,21 +270,31 @@ impl<K: Send + Sync + 'static> Sink<K> {
                     _ = ctx.cancelled() => return,
                 }
             }
-            for item in batch {
-                match item {
-                    Item::Synced => self.synced.store(true, Ordering::Release),
-                    Item::Event(n) => {
-                        let h = handler.clone();
-                        if std::panic::catch_unwind(AssertUnwindSafe(move || h.on_event(n)))
-                            .is_err()
-                        {
-                            tracing::error!(
-                                handler = self.id,
-                                "event handler panicked; event dropped"
-                            );
+            let deliver = || {
+                for item in batch {
+                    match item {
+                        Item::Synced => self.synced.store(true, Ordering::Release),
+                        Item::Event(n) => {
+                            let h = handler.clone();
+                            if std::panic::catch_unwind(AssertUnwindSafe(move || h.on_event(n)))
+                                .is_err()
+                            {
+                                tracing::error!(
+                                    handler = self.id,
+                                    "event handler panicked; event dropped"
+                                );
+                            }
                         }
                     }
                 }
+            };
+            // A handler that blocks would also hold the tasks queued on its worker
+            // thread (tokio's LIFO slot cannot be stolen); on a multi-threaded runtime
+            // hand the worker's queue to another thread while handlers run.
+            if multi_thread {
+                tokio::task::block_in_place(deliver);
+            } else {
+                deliver();
             }
             tokio::task::yield_now().await;
         }
