@@ -33,9 +33,11 @@
 //! * A watcher more than [`EnvironmentBuilder::watch_buffer`] events behind is dropped (its
 //!   stream ends) instead of slowing writers; clients resume from their last resourceVersion.
 //! * Bodies are JSON (YAML accepted on POST/PUT). JSON patch (with upstream's rule that a
-//!   `test` of a missing path against `null` passes) and merge patch are served; strategic
-//!   merge patch and server-side apply answer 415 `UnsupportedMediaType` for now. Protobuf
-//!   bodies answer 415, protobuf-only `Accept` 406.
+//!   `test` of a missing path against `null` passes), merge patch, strategic merge patch for
+//!   built-ins (`strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
+//!   `$deleteFromPrimitiveList` directives; 415 on custom resources) and server-side apply
+//!   (`apply`: managedFields per manager, conflicts, force, removal of dropped fields) are
+//!   served. Protobuf bodies answer 415, protobuf-only `Accept` 406.
 //! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);
 //!   custom resources are pruned, defaulted and validated against their CRD version's
 //!   `openAPIV3Schema` (422), with `fieldValidation=Strict` turning dropped unknown fields
@@ -47,6 +49,7 @@
 //!   where `kubectl describe` looks. Tables are not served (kubectl falls back to plain columns).
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 
+mod apply;
 mod builtins;
 mod crd;
 mod discovery;
@@ -65,6 +68,7 @@ mod selector;
 mod server;
 mod status;
 mod store;
+mod strategic;
 #[allow(dead_code)] // helper module: not every item is wired yet
 mod validation;
 mod verbs;

@@ -99,8 +99,6 @@ async fn malformed_json_is_400_on_post_put_and_every_patch_type() {
         ("PUT", &item, "application/json"),
         ("PATCH", &item, "application/merge-patch+json"),
         ("PATCH", &item, "application/json-patch+json"),
-        // Strategic merge patch and server-side apply belong to the second envtest issue; until
-        // they land the server refuses the content type itself (415), also a clear Status.
         ("PATCH", &item, "application/strategic-merge-patch+json"),
         ("PATCH", &item, "application/apply-patch+yaml"),
     ];
@@ -115,14 +113,13 @@ async fn malformed_json_is_400_on_post_put_and_every_patch_type() {
             "{not json",
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},}"#,
         ] {
+            // A trailing comma is valid YAML flow syntax, and apply bodies are YAML.
+            if ct.contains("apply") && body.ends_with(",}") {
+                continue;
+            }
             let (code, status) = common::raw(&env, method, &path, Some(body), ct).await;
             let what = format!("{method} {path} ({ct}) body {body:?}");
-            let later = ct.contains("strategic") || ct.contains("apply");
-            let want = if code == 415 && later {
-                (415, "UnsupportedMediaType")
-            } else {
-                (400, "BadRequest")
-            };
+            let want = (400, "BadRequest");
             assert_eq!(code, want.0, "{what}: {status}");
             assert_eq!(status["kind"], "Status", "{what}");
             assert_eq!(status["status"], "Failure", "{what}");

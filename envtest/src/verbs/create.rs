@@ -71,7 +71,15 @@ pub(crate) fn create_object(
     if rt.namespaced {
         super::ensure_namespace(state, rt, &ns, &name)?;
     }
+    // managedFields given on create (server-side apply's first entry) are kept.
+    let managed = obj
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .cloned();
     meta::init_create(&mut obj, rt);
+    if let Some(m) = managed {
+        meta::set_meta(&mut obj, "managedFields", m);
+    }
     kinds::normalize(rt, &mut obj, true);
     if rt.crd.is_some()
         && rt.status

@@ -90,20 +90,15 @@ pub(crate) fn patch(
                 Ok(doc)
             })
         }
-        // Strategic merge and server-side apply are not served yet; a malformed body is still a 400.
-        "application/strategic-merge-patch+json" | "application/apply-patch+yaml" => {
-            let text =
-                std::str::from_utf8(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            let parsed: Result<Value, String> = if ct.ends_with("yaml") {
-                serde_saphyr::from_str(text).map_err(|e| e.to_string())
-            } else {
-                serde_json::from_str(text).map_err(|e| e.to_string())
-            };
-            if let Err(e) = parsed {
-                return Err(ApiError::bad_request(format!("error decoding patch: {e}")));
+        "application/strategic-merge-patch+json" => {
+            let p: Value = serde_json::from_slice(&req.body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            if rt.crd.is_some() {
+                return Err(ApiError::unsupported_media(accepted));
             }
-            return Err(ApiError::unsupported_media(accepted));
+            Box::new(move |cur| crate::strategic::apply(cur, &p))
         }
+        "application/apply-patch+yaml" => return crate::apply::patch(state, r, name, req),
         _ => return Err(ApiError::unsupported_media(accepted)),
     };
     let served_rt = rt.clone();
@@ -215,6 +210,10 @@ pub(crate) fn update_object(
         // status subresource rules
         if status_write {
             let mut merged = cur.clone();
+            // managedFields follow the write (server-side apply to /status records its entry).
+            if let Some(mf) = new.get("metadata").and_then(|m| m.get("managedFields")) {
+                meta::set_meta(&mut merged, "managedFields", mf.clone());
+            }
             match new.get("status") {
                 Some(s) => merged["status"] = s.clone(),
                 None => {
