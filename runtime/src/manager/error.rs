@@ -74,6 +74,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// This manager was the leader and lost the lease (or could not renew it in
+    /// time); it stopped at once, without a grace period, so the process should exit.
+    #[error("leader election lost")]
+    LeaderElectionLost,
+    /// Leader election could not be set up (no Lease name, no namespace, bad timings).
+    #[error(transparent)]
+    LeaderElection(#[from] crate::leaderelection::Error),
     /// No Kubernetes client configuration could be loaded.
     #[error(transparent)]
     Config(#[from] super::ConfigError),

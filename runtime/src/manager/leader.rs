@@ -1,35 +1,120 @@
 //! The leader-election seam: how the manager becomes the leader before it starts
-//! the leader-election group.
+//! the leader-election group (controller-runtime's `startLeaderElection`).
 //!
-//! Leader election (a Lease lock, controller-runtime's 15 s / 10 s / 2 s timings) is
-//! a later piece of work (`crate::leaderelection`). Until it lands, [`campaign`]
-//! treats the manager as elected at once — which is what controller-runtime does
-//! when leader election is off — and says so in the log when it was asked for. The
-//! elector will replace the body of [`campaign`]: wait for the lease, then start the
-//! group and resolve `elected()`; on losing the lease, report an error so the manager
-//! stops with a zero grace period.
+//! Without leader election, [`campaign`] starts the group at once. With it, the
+//! elector (`crate::leaderelection`) runs in its own task: once it holds the Lease,
+//! the group starts (in another task, so renewing never waits for it) and
+//! `elected()` resolves; if it stops leading, it reports
+//! [`Error::LeaderElectionLost`] and the manager stops with no grace period. The
+//! elector outlives the manager's run: [`Leader::stop`] cancels it only after the
+//! groups have stopped, so the lease is renewed — and, with release on cancel,
+//! released — only once no leader-election runnable is running.
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::group::RunnableGroup;
 use super::{Error, Options};
+use crate::leaderelection::{ElectorConfig, LeaderElector, LockOptions, new_resource_lock};
 
-/// Becomes the leader (today: at once), then starts the leader-election runnables
-/// and cancels `elected`.
+/// The manager's leader-election state: the elector until `start`, then its task.
+pub(super) struct Leader {
+    identity: Option<String>,
+    elector: Mutex<Option<LeaderElector>>,
+    running: Mutex<Option<(CancellationToken, JoinHandle<()>)>>,
+    errors: mpsc::UnboundedSender<Error>,
+}
+
+impl Leader {
+    /// The elector for `opts` (none when leader election is off); fails like Go's
+    /// `NewManager` on a missing id or namespace or inconsistent timings.
+    pub(super) fn new(
+        client: &kube::Client,
+        opts: &Options,
+        errors: mpsc::UnboundedSender<Error>,
+    ) -> Result<Self, Error> {
+        let elector = if opts.leader_election {
+            let lock = new_resource_lock(
+                client.clone(),
+                &LockOptions {
+                    id: opts.leader_election_id.clone(),
+                    namespace: opts.leader_election_namespace.clone(),
+                    labels: opts.leader_election_labels.clone(),
+                    renew_deadline: opts.renew_deadline,
+                },
+            )?;
+            let cfg = ElectorConfig {
+                lease_duration: opts.lease_duration,
+                renew_deadline: opts.renew_deadline,
+                retry_period: opts.retry_period,
+                release_on_cancel: opts.leader_election_release_on_cancel,
+                name: opts.leader_election_id.clone(),
+            };
+            Some(LeaderElector::new(lock, cfg)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            identity: elector.as_ref().map(|e| e.identity().to_string()),
+            elector: Mutex::new(elector),
+            running: Mutex::new(None),
+            errors,
+        })
+    }
+
+    /// This manager's leader-election identity, if leader election is on.
+    pub(super) fn identity(&self) -> Option<&str> {
+        self.identity.as_deref()
+    }
+
+    /// Stops the elector (releasing the lease if so configured) and waits for it.
+    pub(super) async fn stop(&self) {
+        let running = self.running.lock().take();
+        if let Some((ctx, task)) = running {
+            ctx.cancel();
+            if let Err(error) = task.await {
+                tracing::error!(%error, "the leader elector task failed");
+            }
+        }
+    }
+}
+
+/// Becomes the leader — at once without leader election, else in the elector's
+/// task — then starts the leader-election runnables and cancels `elected`.
 pub(super) async fn campaign(
-    opts: &Options,
+    leader: &Leader,
     group: &Arc<RunnableGroup>,
     elected: &CancellationToken,
 ) -> Result<(), Error> {
-    if opts.leader_election {
-        tracing::warn!(
-            id = %opts.leader_election_id,
-            "leader election is not implemented yet; this manager acts as the leader"
-        );
-    }
-    group.start().await?;
-    elected.cancel();
+    let Some(mut elector) = leader.elector.lock().take() else {
+        group.start().await?;
+        elected.cancel();
+        return Ok(());
+    };
+    let ctx = CancellationToken::new();
+    let (group, elected, errors) = (group.clone(), elected.clone(), leader.errors.clone());
+    let token = ctx.clone();
+    let task = tokio::spawn(async move {
+        if !elector.acquire(&token).await {
+            return;
+        }
+        let starter_errors = errors.clone();
+        tokio::spawn(async move {
+            match group.start().await {
+                Ok(()) => elected.cancel(),
+                Err(e) => {
+                    let _ = starter_errors.send(e);
+                }
+            }
+        });
+        if !elector.renew(&token).await {
+            let _ = errors.send(Error::LeaderElectionLost);
+        }
+    });
+    *leader.running.lock() = Some((ctx, task));
     Ok(())
 }

@@ -81,6 +81,7 @@ struct Inner {
     groups: [Arc<RunnableGroup>; 5],
     errors_rx: Mutex<Option<mpsc::UnboundedReceiver<Error>>>,
     elected: CancellationToken,
+    leader: leader::Leader,
     metrics_addr: Option<SocketAddr>,
     probe_addr: Option<SocketAddr>,
     recorder: recorder::Provider,
@@ -140,6 +141,7 @@ impl Manager {
         );
         let (tx, rx) = mpsc::unbounded_channel();
         let groups = Group::START_ORDER.map(|g| RunnableGroup::new(g, tx.clone()));
+        let leader = leader::Leader::new(&client, &opts, tx.clone())?;
         let recorder = recorder::Provider::new(client.clone());
         Ok(Self {
             inner: Arc::new(Inner {
@@ -150,6 +152,7 @@ impl Manager {
                 groups,
                 errors_rx: Mutex::new(Some(rx)),
                 elected: CancellationToken::new(),
+                leader,
                 metrics_addr,
                 probe_addr,
                 recorder,
@@ -274,9 +277,16 @@ impl Manager {
     }
 
     /// Resolves once this manager is the leader and its leader-election runnables
-    /// have started (at once after the caches sync while leader election is off).
+    /// have started (at once after the caches sync while leader election is off);
+    /// never on a standby.
     pub fn elected(&self) -> impl Future<Output = ()> + Send + 'static {
         self.inner.elected.clone().cancelled_owned()
+    }
+
+    /// This manager's leader-election identity (`<hostname>_<uuid>`, the Lease's
+    /// `holderIdentity` while it leads), or `None` with leader election off.
+    pub fn leader_election_identity(&self) -> Option<&str> {
+        self.inner.leader.identity()
     }
 
     /// Whether [`Manager::start`] has been called.

@@ -1,9 +1,11 @@
 //! [`Options`]: how a manager is built, with controller-runtime's defaults.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cache;
 use crate::http::ServerOptions;
+use crate::leaderelection::{DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD};
 use crate::metrics::server::DEFAULT_BIND_ADDRESS;
 
 /// controller-runtime's default graceful shutdown period.
@@ -45,13 +47,27 @@ pub struct Options {
     /// waits forever.
     pub graceful_shutdown_timeout: Duration,
     /// Whether to elect a leader before starting leader-election runnables (the
-    /// `--leader-elect` flag). Until leader election lands, the manager acts as the
-    /// leader at once and logs that it did.
+    /// `--leader-elect` flag); default off. See `crate::leaderelection`.
     pub leader_election: bool,
-    /// The name of the Lease used for leader election.
+    /// The name of the Lease used for leader election; required when
+    /// `leader_election` is on.
     pub leader_election_id: String,
-    /// The namespace of that Lease; `None` means the client's default namespace.
+    /// The namespace of that Lease; `None` reads the pod's namespace from the
+    /// service account's namespace file, and fails outside a cluster (set it there).
     pub leader_election_namespace: Option<String>,
+    /// Labels put on the Lease.
+    pub leader_election_labels: BTreeMap<String, String>,
+    /// Whether the leader clears the Lease's holder when the manager stops
+    /// gracefully, so a standby takes over at once instead of after the lease
+    /// duration. Only safe if nothing the leader guards outlives `start`. Default false.
+    pub leader_election_release_on_cancel: bool,
+    /// How long standbys wait after the last observed renewal before taking over.
+    /// Default 15 s.
+    pub lease_duration: Duration,
+    /// How long the leader retries renewing before it gives up. Default 10 s.
+    pub renew_deadline: Duration,
+    /// How long leader election waits between attempts. Default 2 s.
+    pub retry_period: Duration,
 }
 
 impl Default for Options {
@@ -67,6 +83,11 @@ impl Default for Options {
             leader_election: false,
             leader_election_id: String::new(),
             leader_election_namespace: None,
+            leader_election_labels: BTreeMap::new(),
+            leader_election_release_on_cancel: false,
+            lease_duration: DEFAULT_LEASE_DURATION,
+            renew_deadline: DEFAULT_RENEW_DEADLINE,
+            retry_period: DEFAULT_RETRY_PERIOD,
         }
     }
 }

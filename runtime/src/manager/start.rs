@@ -14,7 +14,9 @@ use crate::metrics::server as metrics_server;
 
 impl Manager {
     /// Runs the manager until `ctx` is cancelled (then returns `Ok`) or a runnable
-    /// fails (then returns its error), stopping everything before it returns.
+    /// fails (then returns its error), stopping everything before it returns. With
+    /// leader election, losing the lease stops it at once, with no grace period, and
+    /// returns [`Error::LeaderElectionLost`].
     ///
     /// Start order: HTTP servers (metrics, probes), webhooks, caches (waiting for
     /// them to sync), runnables without leader election, then — once elected — the
@@ -44,7 +46,7 @@ impl Manager {
                 inner.group(g).start().await?;
             }
             leader::campaign(
-                &inner.opts,
+                &inner.leader,
                 inner.group(Group::LeaderElection),
                 &inner.elected,
             )
@@ -61,13 +63,18 @@ impl Manager {
         if let Err(error) = &result {
             tracing::error!(%error, "Manager stopping because of an error");
         }
-        let stopped = inner.stop().await;
+        // Losing the lease skips the grace period: another replica may lead already.
+        let grace = match &result {
+            Err(Error::LeaderElectionLost) => std::time::Duration::ZERO,
+            _ => inner.opts.graceful_shutdown_timeout,
+        };
+        let stopped = inner.stop(grace).await;
+        // Only now, with the leader-election runnables stopped, does the elector stop
+        // renewing (and release the lease if so configured).
+        inner.leader.stop().await;
         // Events recorded during the stop are still written (Go stops the recorder
         // provider last, too).
-        inner
-            .recorder
-            .stop(inner.opts.graceful_shutdown_timeout)
-            .await;
+        inner.recorder.stop(grace).await;
         while let Ok(error) = errors.try_recv() {
             tracing::error!(%error, "error received after stop sequence was engaged");
         }
@@ -116,8 +123,7 @@ impl Inner {
     /// Stops the groups in order; each gets what is left of the grace period. Once
     /// it has run out, the remaining groups are cancelled without waiting, and the
     /// error names the runnables of the group that overran it.
-    async fn stop(&self) -> Result<(), Error> {
-        let timeout = self.opts.graceful_shutdown_timeout;
+    async fn stop(&self, timeout: std::time::Duration) -> Result<(), Error> {
         let deadline = Instant::now().checked_add(timeout);
         let mut pending: Option<Vec<String>> = None;
         for g in Group::STOP_ORDER {
