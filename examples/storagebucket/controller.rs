@@ -14,15 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ctrl::ControllerBuilder;
+use ctrl::event::GenericEvent;
+use ctrl::handler::EnqueueRequestsFromMapFunc;
 use ctrl::manager::{BoxError, Manager, Runnable};
+use ctrl::predicate::GenerationChanged;
+use ctrl::reconcile::{self, Action, ObjectReconciler, Request};
+use ctrl::source::Channel;
 use ctrl_runtime::client::Client;
-use ctrl_runtime::controller::{self, Controller};
-use ctrl_runtime::event::GenericEvent;
-use ctrl_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
-use ctrl_runtime::predicate::GenerationChanged;
-use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Request};
 use ctrl_runtime::recorder::{EventType, Recorder};
-use ctrl_runtime::source::{Channel, Kind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
@@ -69,19 +69,16 @@ pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
         all.iter().map(|b| Request::from_obj(b.as_ref())).collect()
     });
 
-    let reconciler = BucketReconciler {
-        client: mgr.get_client(),
-        recorder: mgr.get_event_recorder(cfg.name.clone()),
-    };
-    let reconciler = reconcile::as_reconciler(mgr.get_cache(), reconciler);
-    let c = Controller::new(cfg.name.clone(), reconciler, controller::Options::default())?;
-    c.watch(
-        Kind::<StorageBucket>::new(&mgr.get_cache(), EnqueueRequestForObject)
-            .with_predicate(GenerationChanged),
-    )
-    .await?;
-    c.watch(Channel::new(rx, every_bucket)).await?;
-    mgr.add(c)?;
+    ControllerBuilder::new(mgr)
+        .for_::<StorageBucket>()
+        .watches_raw_source(Channel::new(rx, every_bucket))
+        .with_event_filter(GenerationChanged)
+        .named(cfg.name.clone())
+        .complete(BucketReconciler {
+            client: mgr.get_client(),
+            recorder: mgr.get_event_recorder(cfg.name.clone()),
+        })
+        .await?;
     Ok(())
 }
 
