@@ -130,7 +130,32 @@ impl h::Handler for Webhook {
                 format!("contentType={ct}, expected application/json"),
             );
         }
-        let review: AdmissionReview = match serde_json::from_slice(body) {
+        let raw: serde_json::Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => {
+                return bad(
+                    StatusCode::BAD_REQUEST,
+                    format!("couldn't decode the AdmissionReview: {e}"),
+                );
+            }
+        };
+        let (api_version, kind) = (raw.get("apiVersion"), raw.get("kind"));
+        if kind.and_then(|k| k.as_str()) != Some(KIND)
+            || api_version.and_then(|v| v.as_str()) != Some(API_VERSION)
+        {
+            return bad(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "expected {API_VERSION} {KIND}, got apiVersion={} kind={}",
+                    api_version.unwrap_or(&serde_json::Value::Null),
+                    kind.unwrap_or(&serde_json::Value::Null)
+                ),
+            );
+        }
+        if raw.get("request").is_none_or(|r| r.is_null()) {
+            return bad(StatusCode::BAD_REQUEST, "AdmissionReview has no request");
+        }
+        let review: AdmissionReview = match serde_json::from_value(raw) {
             Ok(r) => r,
             Err(e) => {
                 return bad(
@@ -139,18 +164,6 @@ impl h::Handler for Webhook {
                 );
             }
         };
-        if review.kind != KIND || review.api_version != API_VERSION {
-            return bad(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "expected {API_VERSION} {KIND}, got {:?} {:?}",
-                    review.api_version, review.kind
-                ),
-            );
-        }
-        if review.request.is_none() {
-            return bad(StatusCode::BAD_REQUEST, "AdmissionReview has no request");
-        }
         let resp = self.review(review).await;
         tracing::debug!(uid = %resp.uid, allowed = resp.allowed, code = resp.status.as_ref().map(|s| s.code), "admission decided");
         reply(StatusCode::OK, resp)
