@@ -9,6 +9,7 @@ pub mod cache;
 pub mod certwatcher;
 pub mod client;
 pub mod controller;
+pub mod controllerutil;
 pub mod event;
 pub mod handler;
 pub mod healthz;

@@ -1,0 +1,323 @@
+//! Owner references (controller-runtime's `controllerutil.SetControllerReference`,
+//! `SetOwnerReference`, `RemoveOwnerReference`, `HasControllerReference`,
+//! `HasOwnerReference`).
+//!
+//! References are matched as Go matches them: by API group (the version is ignored),
+//! kind and name. Setting a reference that matches an existing one replaces it.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+
+use super::Error;
+
+/// Options of the reference being set (Go's `OwnerReferenceOption`s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnerReferenceOptions {
+    /// `blockOwnerDeletion` (Go's `WithBlockOwnerDeletion`). `None` keeps the default:
+    /// true for a controller reference, unset for a plain owner reference.
+    pub block_owner_deletion: Option<bool>,
+}
+
+/// The group of an apiVersion (`apps/v1` -> `apps`, `v1` -> ``).
+fn group_of(api_version: &str) -> &str {
+    api_version.split_once('/').map_or("", |(g, _)| g)
+}
+
+/// Go's `referSameObject`: same group, kind and name.
+fn same_object(a: &OwnerReference, b: &OwnerReference) -> bool {
+    group_of(&a.api_version) == group_of(&b.api_version) && a.kind == b.kind && a.name == b.name
+}
+
+/// A reference to `owner`, without the controller and block-owner-deletion flags.
+fn reference_to<O: Resource<DynamicType = ()>>(owner: &O) -> OwnerReference {
+    let m = owner.meta();
+    OwnerReference {
+        api_version: O::api_version(&()).into_owned(),
+        kind: O::kind(&()).into_owned(),
+        name: m.name.clone().unwrap_or_default(),
+        uid: m.uid.clone().unwrap_or_default(),
+        controller: None,
+        block_owner_deletion: None,
+    }
+}
+
+/// Go's `validateOwner`: a namespaced owner must be in the object's namespace.
+fn validate_owner<O: Resource, K: Resource>(owner: &O, obj: &K) -> Result<(), Error> {
+    let owner_ns = owner.meta().namespace.as_deref().unwrap_or_default();
+    if owner_ns.is_empty() {
+        return Ok(());
+    }
+    let obj_ns = obj.meta().namespace.as_deref().unwrap_or_default();
+    if obj_ns.is_empty() {
+        return Err(Error::ClusterScopedWithNamespacedOwner {
+            owner_namespace: owner_ns.to_string(),
+        });
+    }
+    if owner_ns != obj_ns {
+        return Err(Error::CrossNamespaceOwner {
+            owner_namespace: owner_ns.to_string(),
+            object_namespace: obj_ns.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Adds `r`, or replaces the reference to the same object.
+fn upsert<K: Resource>(obj: &mut K, r: OwnerReference) {
+    let refs = obj.meta_mut().owner_references.get_or_insert_with(Vec::new);
+    match refs.iter_mut().find(|e| same_object(e, &r)) {
+        Some(e) => *e = r,
+        None => refs.push(r),
+    }
+}
+
+/// Makes `owner` the controller of `obj` (`controller: true`,
+/// `blockOwnerDeletion: true`), so the builder's `owns` reconciles `owner` when `obj`
+/// changes and the garbage collector deletes `obj` with it. Fails with
+/// [`Error::AlreadyOwned`] when another object controls `obj`.
+pub fn set_controller_reference<O, K>(owner: &O, obj: &mut K) -> Result<(), Error>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource,
+{
+    set_controller_reference_with(owner, obj, OwnerReferenceOptions::default())
+}
+
+/// [`set_controller_reference`] with options.
+pub fn set_controller_reference_with<O, K>(
+    owner: &O,
+    obj: &mut K,
+    opts: OwnerReferenceOptions,
+) -> Result<(), Error>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource,
+{
+    validate_owner(owner, obj)?;
+    let mut r = reference_to(owner);
+    r.controller = Some(true);
+    r.block_owner_deletion = Some(opts.block_owner_deletion.unwrap_or(true));
+    let refs = obj.meta().owner_references.as_deref().unwrap_or_default();
+    if let Some(existing) = refs.iter().find(|e| e.controller == Some(true))
+        && !same_object(existing, &r)
+    {
+        let m = obj.meta();
+        return Err(Error::AlreadyOwned {
+            object: format!(
+                "{}/{}",
+                m.namespace.as_deref().unwrap_or_default(),
+                m.name.as_deref().unwrap_or_default()
+            ),
+            owner_kind: existing.kind.clone(),
+            owner_name: existing.name.clone(),
+        });
+    }
+    upsert(obj, r);
+    Ok(())
+}
+
+/// Adds `owner` as a (non-controller) owner of `obj`: the garbage collector deletes
+/// `obj` once all its owners are gone.
+pub fn set_owner_reference<O, K>(owner: &O, obj: &mut K) -> Result<(), Error>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource,
+{
+    set_owner_reference_with(owner, obj, OwnerReferenceOptions::default())
+}
+
+/// [`set_owner_reference`] with options.
+pub fn set_owner_reference_with<O, K>(
+    owner: &O,
+    obj: &mut K,
+    opts: OwnerReferenceOptions,
+) -> Result<(), Error>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource,
+{
+    validate_owner(owner, obj)?;
+    let mut r = reference_to(owner);
+    r.block_owner_deletion = opts.block_owner_deletion;
+    upsert(obj, r);
+    Ok(())
+}
+
+/// Removes the reference to `owner` from `obj`; fails with
+/// [`Error::NoOwnerReference`] when there is none.
+pub fn remove_owner_reference<O, K>(owner: &O, obj: &mut K) -> Result<(), Error>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    remove_matching(owner, obj, false)
+}
+
+/// Removes the controller reference to `owner` from `obj`; fails with
+/// [`Error::NoOwnerReference`] when `owner` is not `obj`'s controller.
+pub fn remove_controller_reference<O, K>(owner: &O, obj: &mut K) -> Result<(), Error>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    remove_matching(owner, obj, true)
+}
+
+fn remove_matching<O, K>(owner: &O, obj: &mut K, controller_only: bool) -> Result<(), Error>
+where
+    O: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()>,
+{
+    let r = reference_to(owner);
+    let refs = obj.meta_mut().owner_references.get_or_insert_with(Vec::new);
+    let index = refs
+        .iter()
+        .position(|e| same_object(e, &r) && (!controller_only || e.controller == Some(true)));
+    match index {
+        Some(i) => {
+            refs.remove(i);
+            Ok(())
+        }
+        None => Err(Error::NoOwnerReference {
+            object_kind: K::kind(&()).into_owned(),
+            owner_kind: O::kind(&()).into_owned(),
+        }),
+    }
+}
+
+/// Whether `obj` has a controller reference (to anything).
+pub fn has_controller_reference<K: Resource>(obj: &K) -> bool {
+    obj.meta()
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .any(|r| r.controller == Some(true))
+}
+
+/// Whether `obj` has a reference (controller or not) to `owner`.
+pub fn has_owner_reference<K, O>(obj: &K, owner: &O) -> bool
+where
+    K: Resource,
+    O: Resource<DynamicType = ()>,
+{
+    let r = reference_to(owner);
+    obj.meta()
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .any(|e| same_object(e, &r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::core::v1::Namespace;
+
+    fn rs(ns: &str, name: &str, uid: &str) -> ReplicaSet {
+        let mut r = ReplicaSet::default();
+        r.metadata.namespace = Some(ns.into());
+        r.metadata.name = Some(name.into());
+        r.metadata.uid = Some(uid.into());
+        r
+    }
+
+    fn dep(ns: &str, name: &str) -> Deployment {
+        let mut d = Deployment::default();
+        d.metadata.namespace = Some(ns.into());
+        d.metadata.name = Some(name.into());
+        d
+    }
+
+    #[test]
+    fn controller_reference_is_set_once_and_guards_against_other_controllers() {
+        let owner = rs("ns", "foo", "foo-uid");
+        let mut d = dep("ns", "d");
+        set_controller_reference(&owner, &mut d).expect("set");
+        let refs = d.metadata.owner_references.clone().unwrap_or_default();
+        assert_eq!(
+            refs,
+            vec![OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: "foo".into(),
+                uid: "foo-uid".into(),
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]
+        );
+        assert!(has_controller_reference(&d));
+        // Setting it again replaces, not duplicates.
+        set_controller_reference(&owner, &mut d).expect("again");
+        assert_eq!(d.metadata.owner_references.as_ref().map(Vec::len), Some(1));
+        let other = rs("ns", "bar", "bar-uid");
+        let err = set_controller_reference(&other, &mut d).expect_err("owned");
+        assert!(err.is_already_owned());
+        assert_eq!(
+            err.to_string(),
+            "Object ns/d is already owned by another ReplicaSet controller foo"
+        );
+        // A plain owner reference can still be added.
+        set_owner_reference(&other, &mut d).expect("owner ref");
+        assert!(has_owner_reference(&d, &other));
+        assert_eq!(d.metadata.owner_references.as_ref().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn block_owner_deletion_option_and_plain_owner_refs() {
+        let owner = rs("ns", "foo", "u");
+        let mut d = dep("ns", "d");
+        let opts = OwnerReferenceOptions {
+            block_owner_deletion: Some(false),
+        };
+        set_controller_reference_with(&owner, &mut d, opts).expect("set");
+        let r = &d.metadata.owner_references.as_ref().expect("refs")[0];
+        assert_eq!(r.block_owner_deletion, Some(false));
+        let mut d2 = dep("ns", "d2");
+        set_owner_reference(&owner, &mut d2).expect("set");
+        let r = &d2.metadata.owner_references.as_ref().expect("refs")[0];
+        assert_eq!((r.controller, r.block_owner_deletion), (None, None));
+        assert!(!has_controller_reference(&d2));
+    }
+
+    #[test]
+    fn namespaces_are_validated() {
+        let owner = rs("ns1", "foo", "u");
+        let mut d = dep("ns2", "d");
+        let err = set_owner_reference(&owner, &mut d).expect_err("cross");
+        assert!(matches!(err, Error::CrossNamespaceOwner { .. }), "{err}");
+        let mut ns = Namespace::default();
+        ns.metadata.name = Some("cluster-scoped".into());
+        let err = set_controller_reference(&owner, &mut ns).expect_err("cluster");
+        assert!(
+            matches!(err, Error::ClusterScopedWithNamespacedOwner { .. }),
+            "{err}"
+        );
+        // A cluster-scoped owner may own a namespaced object.
+        let mut cluster_owner = Namespace::default();
+        cluster_owner.metadata.name = Some("owner".into());
+        set_owner_reference(&cluster_owner, &mut d).expect("cluster owner");
+        assert!(d.metadata.owner_references.is_some());
+    }
+
+    #[test]
+    fn remove_owner_and_controller_references() {
+        let a = rs("ns", "a", "ua");
+        let b = rs("ns", "b", "ub");
+        let mut d = dep("ns", "d");
+        assert!(matches!(
+            remove_owner_reference(&a, &mut d),
+            Err(Error::NoOwnerReference { .. })
+        ));
+        set_owner_reference(&a, &mut d).expect("a");
+        set_controller_reference(&b, &mut d).expect("b");
+        assert!(remove_controller_reference(&a, &mut d).is_err());
+        remove_owner_reference(&a, &mut d).expect("remove a");
+        assert!(!has_owner_reference(&d, &a));
+        remove_controller_reference(&b, &mut d).expect("remove b");
+        assert!(!has_controller_reference(&d));
+        assert_eq!(d.metadata.owner_references.as_ref().map(Vec::len), Some(0));
+    }
+}
