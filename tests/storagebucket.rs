@@ -1,0 +1,265 @@
+//! The StorageBucket example as an integration test. The operator's modules run
+//! against ctrl-envtest and a local object store; everything the test checks it
+//! reads through its own kube client, as `kubectl` would, looking at the wire
+//! format (`status.available`, `status.lastProbeTime`, `status.conditions`), not
+//! at the example's types or internals.
+
+#[allow(dead_code)]
+#[path = "../examples/storagebucket/mod.rs"]
+mod operator;
+
+use std::time::Duration;
+
+use ctrl::manager::{Error as ManagerError, Manager, Options};
+use ctrl_envtest::Environment;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
+use operator::controller::{self, Config};
+use operator::crd;
+use operator::store::ObjectStore;
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+fn buckets_api(client: kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("storage.example.com", "v1", "StorageBucket");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "storagebuckets");
+    Api::namespaced_with(client, "default", &ar)
+}
+
+async fn create_bucket(api: &Api<DynamicObject>, name: &str, endpoint: &str) {
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "storage.example.com/v1",
+        "kind": "StorageBucket",
+        "metadata": { "name": name },
+        "spec": { "endpoint": endpoint },
+    }))
+    .expect("bucket json");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("create bucket");
+}
+
+/// Polls `name` until `ok` holds for it (`None`: it is gone), or panics after [`WAIT`].
+async fn wait_until(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    ok: impl Fn(Option<&DynamicObject>) -> bool,
+) -> Option<DynamicObject> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let got = api.get_opt(name).await.expect("get bucket");
+        if ok(got.as_ref()) {
+            return got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name}: {what} did not happen within {WAIT:?}; last seen: {got:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn status(obj: Option<&DynamicObject>) -> &Value {
+    obj.and_then(|o| o.data.get("status"))
+        .unwrap_or(&Value::Null)
+}
+
+fn available(obj: Option<&DynamicObject>) -> Option<bool> {
+    status(obj)["available"].as_bool()
+}
+
+/// The operator's manager on `env`, running until `stop`.
+async fn operator(
+    env: &Environment,
+    name: &str,
+    stop: &CancellationToken,
+) -> JoinHandle<Result<(), ManagerError>> {
+    let opts = Options {
+        metrics_bind_address: "0".into(),
+        health_probe_bind_address: "0".into(),
+        ..Default::default()
+    };
+    let mgr = Manager::new(env.client(), opts).expect("manager");
+    let cfg = Config {
+        name: name.into(),
+        probe_interval: Duration::from_millis(200),
+    };
+    controller::setup(&mgr, &cfg).await.expect("setup");
+    let stop = stop.clone();
+    tokio::spawn(async move { mgr.start(stop).await })
+}
+
+async fn events_for(client: &kube::Client, name: &str) -> Vec<(String, String)> {
+    Api::<Event>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buckets_become_available_flip_with_the_store_and_finalize_on_delete() {
+    let stop = CancellationToken::new();
+    let env = Environment::builder()
+        .crd(crd::crd())
+        .start()
+        .await
+        .expect("envtest");
+    let store = ObjectStore::start(stop.clone()).await.expect("store");
+    let running = operator(&env, "storagebucket-flip", &stop).await;
+
+    let client = env.client();
+    let api = buckets_api(client.clone());
+    for name in ["photos", "backups"] {
+        create_bucket(&api, name, &store.bucket_url(name)).await;
+    }
+
+    // Both become available, with the finalizer, a probe time and a True condition.
+    for name in ["photos", "backups"] {
+        let got = wait_until(&api, name, "available", |o| available(o) == Some(true)).await;
+        let got = got.as_ref();
+        let s = status(got);
+        assert!(s["lastProbeTime"].is_string(), "{s}");
+        assert_eq!(s["conditions"][0]["type"], "Available");
+        assert_eq!(s["conditions"][0]["status"], "True");
+        assert_eq!(s["conditions"][0]["reason"], "Reachable");
+        let finalizers = got.map(|o| o.metadata.finalizers.clone().unwrap_or_default());
+        assert_eq!(
+            finalizers,
+            Some(vec!["storage.example.com/finalizer".to_string()])
+        );
+    }
+
+    // The store fails: the next probes flip both to unavailable.
+    store.set_healthy(false);
+    for name in ["photos", "backups"] {
+        let got = wait_until(&api, name, "unavailable", |o| available(o) == Some(false)).await;
+        let s = status(got.as_ref());
+        assert_eq!(s["conditions"][0]["status"], "False");
+        assert_eq!(s["conditions"][0]["reason"], "EndpointError");
+        assert!(
+            s["conditions"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("503")),
+            "{s}"
+        );
+    }
+    // ... and each change was recorded as an Event.
+    let events = events_for(&client, "photos").await;
+    assert!(
+        events.contains(&("Normal".into(), "Available".into())),
+        "{events:?}"
+    );
+    assert!(
+        events.contains(&("Warning".into(), "Unavailable".into())),
+        "{events:?}"
+    );
+
+    // It comes back.
+    store.set_healthy(true);
+    wait_until(&api, "photos", "available again", |o| {
+        available(o) == Some(true)
+    })
+    .await;
+
+    // Deleting a bucket runs the finalizer, which lets the object go.
+    api.delete("photos", &DeleteParams::default())
+        .await
+        .expect("delete");
+    wait_until(&api, "photos", "deleted", |o| o.is_none()).await;
+    let events = events_for(&client, "photos").await;
+    assert!(
+        events.contains(&("Normal".into(), "Released".into())),
+        "the finalizer ran: {events:?}"
+    );
+    // The other bucket is untouched.
+    assert_eq!(
+        available(api.get_opt("backups").await.expect("get").as_ref()),
+        Some(true)
+    );
+
+    stop.cancel();
+    running
+        .await
+        .expect("manager task")
+        .expect("manager stopped cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_endpoint_is_reported_not_retried_into_a_crash() {
+    let stop = CancellationToken::new();
+    let env = Environment::builder()
+        .crd(crd::crd())
+        .start()
+        .await
+        .expect("envtest");
+    let running = operator(&env, "storagebucket-bad", &stop).await;
+    let api = buckets_api(env.client());
+    create_bucket(&api, "not-a-url", "::nonsense::").await;
+    create_bucket(&api, "tls", "https://127.0.0.1:1/b").await;
+    // A port nothing listens on: connection refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    create_bucket(&api, "refused", &format!("http://127.0.0.1:{port}/b")).await;
+
+    for (name, reason) in [
+        ("not-a-url", "InvalidEndpoint"),
+        ("tls", "InvalidEndpoint"),
+        ("refused", "Unreachable"),
+    ] {
+        let got = wait_until(&api, name, "probed", |o| available(o) == Some(false)).await;
+        assert_eq!(status(got.as_ref())["conditions"][0]["reason"], reason);
+    }
+    stop.cancel();
+    running
+        .await
+        .expect("manager task")
+        .expect("manager stopped cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_world_and_the_printed_crd() {
+    // --print-crd prints a CRD that parses back and that envtest installs.
+    let yaml = crd::crd_yaml().expect("crd yaml");
+    let parsed: CustomResourceDefinition = serde_saphyr::from_str(&yaml).expect("parse crd yaml");
+    assert_eq!(
+        parsed.metadata.name.as_deref(),
+        Some("storagebuckets.storage.example.com")
+    );
+
+    // The demo: envtest + store + samples, and a kubeconfig a separate client can use.
+    let stop = CancellationToken::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let world = operator::demo::start(&kubeconfig, Duration::ZERO, stop.clone())
+        .await
+        .expect("demo world");
+    let running = operator(&world.env, "storagebucket-demo", &stop).await;
+    world.create_samples().await.expect("samples");
+
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("read kubeconfig");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config from kubeconfig");
+    let api = buckets_api(kube::Client::try_from(cfg).expect("client"));
+    for name in operator::demo::SAMPLE_BUCKETS {
+        wait_until(&api, name, "available", |o| available(o) == Some(true)).await;
+    }
+    stop.cancel();
+    running
+        .await
+        .expect("manager task")
+        .expect("manager stopped cleanly");
+}
