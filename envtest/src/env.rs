@@ -64,6 +64,7 @@ pub struct EnvironmentBuilder {
     token: Option<String>,
     bookmark_interval: Duration,
     max_watch: Duration,
+    controllers: bool,
 }
 
 impl Default for EnvironmentBuilder {
@@ -78,6 +79,7 @@ impl Default for EnvironmentBuilder {
             token: None,
             bookmark_interval: Duration::from_secs(60),
             max_watch: Duration::from_secs(1800),
+            controllers: true,
         }
     }
 }
@@ -146,6 +148,15 @@ impl EnvironmentBuilder {
         self
     }
 
+    /// Runs the garbage collector (ownerReferences; Background, Foreground, Orphan) and
+    /// namespace finalization (a deleted namespace's objects are deleted, then it goes) —
+    /// both on by default. `false` gives Go envtest's behaviour: no controllers, deleted
+    /// namespaces stay `Terminating`, `orphan`/`foregroundDeletion` finalizers stay.
+    pub fn controllers(mut self, on: bool) -> Self {
+        self.controllers = on;
+        self
+    }
+
     /// Starts the server and installs the CRDs.
     pub async fn start(self) -> Result<Environment, Error> {
         let mut crds = self.crds.clone();
@@ -172,6 +183,7 @@ impl EnvironmentBuilder {
                 token: self.token.clone(),
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
+                controllers: self.controllers,
             },
             shutdown: CancellationToken::new(),
             addr,

@@ -38,6 +38,8 @@ pub(crate) struct Settings {
     pub token: Option<String>,
     pub bookmark_interval: Duration,
     pub max_watch: Duration,
+    /// The garbage collector and namespace finalization run (`gc`, `namespaces`).
+    pub controllers: bool,
 }
 
 /// Everything a request handler can reach.
