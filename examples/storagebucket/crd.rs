@@ -16,6 +16,8 @@ pub const FINALIZER: &str = "storage.example.com/finalizer";
 pub const CONDITION_AVAILABLE: &str = "Available";
 
 /// What a `StorageBucket` asks for: a bucket reachable over HTTP at `endpoint`.
+// Two printer columns share `type_ = "date"`, which clippy takes for a repeated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
     group = "storage.example.com",
