@@ -44,6 +44,9 @@ pub(crate) trait InformerControl: Send + Sync + 'static {
     fn name(&self) -> String;
 }
 
+/// A handler registered before the informer started, with its sink.
+type Unstarted<K> = (Arc<Sink<K>>, Arc<dyn InformerHandler<K>>);
+
 struct Inner<K: CacheObject> {
     name: String,
     client: Client,
@@ -51,7 +54,7 @@ struct Inner<K: CacheObject> {
     settings: Resolved<K>,
     store: Store<K>,
     handlers: RwLock<Vec<Arc<Sink<K>>>>,
-    unstarted: Mutex<Vec<(Arc<Sink<K>>, Arc<dyn InformerHandler<K>>)>>,
+    unstarted: Mutex<Vec<Unstarted<K>>>,
     stop: Mutex<Option<CancellationToken>>,
     started: AtomicBool,
     synced: watch::Sender<bool>,
@@ -350,9 +353,11 @@ impl<K: CacheObject> Inner<K> {
             } else {
                 self.settings.namespaces.iter().cloned().map(Some).collect()
             };
-        let mut cfg = watcher::Config::default();
-        cfg.label_selector = self.settings.label_selector.clone();
-        cfg.field_selector = self.settings.field_selector.clone();
+        let cfg = watcher::Config {
+            label_selector: self.settings.label_selector.clone(),
+            field_selector: self.settings.field_selector.clone(),
+            ..Default::default()
+        };
         let streams = scopes.iter().enumerate().map(|(i, ns)| {
             let api = <K::Scope as Scoped>::api::<K>(self.client.clone(), ns.as_deref(), &self.dt);
             watcher::watcher(api, cfg.clone())

@@ -200,9 +200,9 @@ impl Options {
     }
 
     /// The settings that apply to one type.
-    pub(crate) fn resolve<K: Resource>(&self, dt: &K::DynamicType) -> Resolved<K>
+    pub(crate) fn resolve<K>(&self, dt: &K::DynamicType) -> Resolved<K>
     where
-        K: Send + Sync + 'static,
+        K: Resource + Send + Sync + 'static,
     {
         let by = self.by_object.get(&type_key::<K>(dt));
         let namespaces = by

@@ -28,8 +28,8 @@ pub struct Error {
     pub kind: String,
     /// `namespace/name`, `name`, a namespace, or empty (all namespaces).
     pub key: String,
-    /// The cause.
-    pub source: Source,
+    /// The cause (boxed: keeps `Result<_, Error>` small).
+    pub source: Box<Source>,
 }
 
 impl fmt::Display for Error {
@@ -45,7 +45,7 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
+        Some(&*self.source)
     }
 }
 
@@ -55,12 +55,12 @@ impl Error {
             verb: verb.to_string(),
             kind,
             key,
-            source: source.into(),
+            source: Box::new(source.into()),
         }
     }
 
     fn status(&self) -> Option<&kube::core::Status> {
-        match &self.source {
+        match &*self.source {
             Source::Kube(kube::Error::Api(s)) => Some(s),
             _ => None,
         }
@@ -68,7 +68,7 @@ impl Error {
 
     /// The object does not exist (a 404 from the server, or not in the cache).
     pub fn is_not_found(&self) -> bool {
-        match &self.source {
+        match &*self.source {
             Source::Cache(e) => e.is_not_found(),
             _ => self.status().is_some_and(|s| s.is_not_found()),
         }

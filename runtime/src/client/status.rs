@@ -5,7 +5,7 @@
 use kube::api::{Patch, PatchParams, PostParams};
 use serde::Serialize;
 
-use super::write::{Writable, api_for};
+use super::write::{Writable, api_for, apply_params};
 use super::{Client, Error};
 use crate::cache::gvk_string;
 
@@ -54,9 +54,7 @@ impl<'a> StatusClient<'a> {
         field_manager: Option<&str>,
         force: bool,
     ) -> Result<K, Error> {
-        let mut pp = PatchParams::default();
-        pp.field_manager = field_manager.map(str::to_string);
-        pp.force = force;
-        self.patch(obj, &Patch::Apply(obj), pp).await
+        self.patch(obj, &Patch::Apply(obj), apply_params(field_manager, force))
+            .await
     }
 }

@@ -26,6 +26,15 @@ pub(crate) fn api_for<K: CacheObject<DynamicType = ()>>(
     (api, name.clone(), object_key(ns, &name))
 }
 
+/// Patch parameters for a server-side apply.
+pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchParams {
+    PatchParams {
+        field_manager: field_manager.map(str::to_string),
+        force,
+        ..Default::default()
+    }
+}
+
 impl Client {
     fn fail<K: Resource<DynamicType = ()>>(verb: &str, key: String, e: kube::Error) -> Error {
         Error::new(verb, gvk_string::<K>(&()), key, e)
@@ -73,10 +82,8 @@ impl Client {
         field_manager: Option<&str>,
         force: bool,
     ) -> Result<K, Error> {
-        let mut pp = PatchParams::default();
-        pp.field_manager = field_manager.map(str::to_string);
-        pp.force = force;
-        self.patch(obj, &Patch::Apply(obj), pp).await
+        self.patch(obj, &Patch::Apply(obj), apply_params(field_manager, force))
+            .await
     }
 
     /// Deletes the object `obj` names; `dp` sets propagation, grace period and
