@@ -3,7 +3,7 @@
 //! This facade re-exports the pieces operator authors use; see [`prelude`].
 
 pub use ctrl_runtime::workqueue;
-pub use ctrl_runtime::{controller, event, handler, predicate, reconcile, source};
+pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, manager};
 
 /// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,
@@ -21,7 +21,7 @@ pub mod prelude {
 
     pub use ctrl_runtime::controller::Controller;
     pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
-    pub use ctrl_runtime::{event, handler, predicate, source};
+    pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
     pub use ctrl_runtime::healthz;
     pub use ctrl_runtime::manager::{Manager, Runnable, RunnableFunc, shutdown_signal};
