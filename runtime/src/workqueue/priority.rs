@@ -472,6 +472,7 @@ impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
             return None;
         }
         let mut n = 0;
+        let mut handed = 0usize;
         while let Some((tick, idx)) = s.delays.pop_due(now) {
             let st = &*s;
             let valid = st.table.get(idx).is_some_and(|n| {
@@ -480,6 +481,12 @@ impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
             });
             if valid {
                 n += s.become_ready(idx);
+            }
+            handed += 1;
+            if handed % 64 == 0 {
+                // Long batches: let getters start and let blocked adders in.
+                self.wake_getters(std::mem::take(&mut n));
+                parking_lot::MutexGuard::bump(&mut s);
             }
         }
         let next = s.delays.arm();

@@ -171,6 +171,7 @@ impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
             return None;
         }
         let mut n = 0;
+        let mut handed = 0usize;
         while let Some((tick, idx)) = s.delays.pop_due(now) {
             let st = &mut *s;
             let Some(node) = st.table.get_mut(idx) else {
@@ -182,6 +183,12 @@ impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
             node.val.ready_at = None;
             n += s.add_idx(idx);
             s.release_if_unused(idx);
+            handed += 1;
+            if handed % 64 == 0 {
+                // Long batches: let getters start and let blocked adders in.
+                self.wake_getters(std::mem::take(&mut n));
+                parking_lot::MutexGuard::bump(&mut s);
+            }
         }
         let next = s.delays.arm();
         drop(s);
