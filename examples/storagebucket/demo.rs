@@ -13,6 +13,10 @@ use tokio_util::sync::CancellationToken;
 use super::crd::{self, StorageBucket, StorageBucketSpec};
 use super::store::ObjectStore;
 
+/// The columns the printed `kubectl get -w` shows (ctrl-envtest serves no server-side
+/// tables, so the CRD's printer columns would not show).
+pub const WATCH_COLUMNS: &str = "custom-columns=NAME:.metadata.name,AVAILABLE:.status.available,REASON:.status.conditions[0].reason,LAST PROBE:.status.lastProbeTime";
+
 /// The sample buckets the demo creates.
 pub const SAMPLE_BUCKETS: [&str; 2] = ["photos", "backups"];
 
@@ -35,8 +39,9 @@ pub async fn start(
     env.write_kubeconfig(kubeconfig)
         .map_err(|e| format!("cannot write the kubeconfig {}: {e}", kubeconfig.display()))?;
     tracing::info!(target: "storagebucket::envtest", "API server (ctrl-envtest) at {}, StorageBucket CRD installed", env.url());
-    tracing::info!(target: "storagebucket::envtest", "watch it:  kubectl --kubeconfig {} get storagebuckets -w", kubeconfig.display());
-    tracing::info!(target: "storagebucket::envtest", "events:    kubectl --kubeconfig {} get events -w", kubeconfig.display());
+    let kc = kubeconfig.display();
+    tracing::info!(target: "storagebucket::envtest", "watch it:  kubectl --kubeconfig {kc} get storagebuckets -w -o '{WATCH_COLUMNS}'");
+    tracing::info!(target: "storagebucket::envtest", "details:   kubectl --kubeconfig {kc} describe storagebucket photos");
 
     let store = ObjectStore::start(stop.clone()).await?;
     if flip_every.is_zero() {
