@@ -35,6 +35,7 @@ pub mod error;
 pub mod filter;
 pub mod options;
 pub mod reconciler;
+pub mod webhook;
 
 mod log;
 mod shared;
@@ -44,3 +45,4 @@ pub use error::Error;
 pub use filter::{EventFilter, FilterEvent, ObjectView};
 pub use options::{ForOptions, OwnsOptions, WatchesOptions};
 pub use reconciler::{ByObject, ByRequest, IntoReconciler};
+pub use webhook::{WebhookBuilder, WebhookError};

@@ -65,6 +65,7 @@ pub struct EnvironmentBuilder {
     bookmark_interval: Duration,
     max_watch: Duration,
     controllers: bool,
+    webhooks: Vec<crate::admission::WebhookConfiguration>,
 }
 
 impl Default for EnvironmentBuilder {
@@ -80,6 +81,7 @@ impl Default for EnvironmentBuilder {
             bookmark_interval: Duration::from_secs(60),
             max_watch: Duration::from_secs(1800),
             controllers: true,
+            webhooks: Vec::new(),
         }
     }
 }
@@ -157,6 +159,17 @@ impl EnvironmentBuilder {
         self
     }
 
+    /// Installs admission webhook configurations at start (as if created through the
+    /// API): writes of matching resources then call the webhooks over TLS; see
+    /// [`WebhookConfiguration`](crate::WebhookConfiguration).
+    pub fn webhooks(
+        mut self,
+        configs: impl IntoIterator<Item = impl Into<crate::admission::WebhookConfiguration>>,
+    ) -> Self {
+        self.webhooks.extend(configs.into_iter().map(Into::into));
+        self
+    }
+
     /// Starts the server and installs the CRDs.
     pub async fn start(self) -> Result<Environment, Error> {
         let mut crds = self.crds.clone();
@@ -189,6 +202,10 @@ impl EnvironmentBuilder {
             addr,
         });
         seed(&state, crds)?;
+        crate::admission::seed(&state, &self.webhooks).map_err(|message| Error::Parse {
+            path: "webhooks".into(),
+            message,
+        })?;
         tokio::spawn(server::serve(listener, state.clone()));
         Ok(Environment {
             state,

@@ -49,6 +49,7 @@
 //!   where `kubectl describe` looks. Tables are not served (kubectl falls back to plain columns).
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 
+mod admission;
 mod apply;
 mod builtins;
 mod crd;
@@ -74,5 +75,6 @@ mod validation;
 mod verbs;
 mod watch;
 
+pub use admission::WebhookConfiguration;
 pub use env::{Environment, EnvironmentBuilder, Error};
 pub use faults::{FaultMatch, FaultStatus, Faults, RequestRecord, Verb};

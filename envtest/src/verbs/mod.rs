@@ -52,6 +52,8 @@ pub(crate) async fn dispatch(
             _ => Err(ApiError::method_not_allowed()),
         };
     }
+    // Admission webhooks (`crate::admission`) may rewrite the write first.
+    let req = crate::admission::admit(state, &r, req).await?;
     let all_namespaces = rt.namespaced && r.namespace.is_none();
     match (&req.method, r.name.as_deref()) {
         (&Method::GET, None) => {

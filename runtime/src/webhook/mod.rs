@@ -9,6 +9,8 @@
 //!   recovery.
 //! - [`conversion`]: `/convert`, hub-and-spoke CRD version conversion.
 //! - [`certs`]: a self-signed CA + serving certificate for tests and local runs.
+//! - [`manager_server`] / [`set_manager_server`] (`per_manager`): the one server a
+//!   manager runs (Go's `mgr.GetWebhookServer()`).
 //!
 //! `ctrl-builder`'s `WebhookBuilder` registers typed webhooks under kubebuilder's
 //! paths; `ctrl-envtest` calls them as a real API server does.
@@ -29,9 +31,11 @@ pub mod admission;
 pub mod certs;
 pub mod conversion;
 mod metrics;
+mod per_manager;
 mod server;
 mod tls;
 
+pub use per_manager::{SetError, manager_server, set_manager_server};
 pub use server::{
     CONVERT_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_PORT, Error, Options, Server,
     StartedChecker, default_cert_dir,

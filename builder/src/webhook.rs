@@ -1,0 +1,282 @@
+//! [`WebhookBuilder`]: registers a kind's defaulting, validating and conversion
+//! webhooks with the manager's webhook server (controller-runtime's
+//! `builder.WebhookManagedBy`).
+//!
+//! Paths are kubebuilder's: `/mutate-<group with dots as dashes>-<version>-<lowercase
+//! kind>` and `/validate-...` (so `apps/v1 Deployment` is `/mutate-apps-v1-deployment`,
+//! core `v1 Pod` is `/mutate--v1-pod`), unless a custom path is given; conversion is
+//! served at `/convert`. The server is `ctrl_runtime::webhook::manager_server(&mgr)`
+//! unless [`WebhookBuilder::with_server`] names another.
+//!
+//! ```no_run
+//! # use ctrl_runtime::webhook::admission::{CustomDefaulter, CustomValidator, Request, ValidationError, Warnings};
+//! # use k8s_openapi::api::core::v1::ConfigMap;
+//! # struct D; struct V;
+//! # #[async_trait::async_trait] impl CustomDefaulter<ConfigMap> for D {
+//! #   async fn default(&self, _: &Request, _: &mut ConfigMap) -> Result<(), ValidationError> { Ok(()) } }
+//! # #[async_trait::async_trait] impl CustomValidator<ConfigMap> for V {}
+//! # fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::WebhookError> {
+//! ctrl_builder::WebhookBuilder::new(&mgr)
+//!     .for_::<ConfigMap>()
+//!     .with_defaulter(D)
+//!     .with_validator(V)
+//!     .complete()
+//! # }
+//! ```
+
+use std::marker::PhantomData;
+
+use ctrl_runtime::manager::Manager;
+use ctrl_runtime::webhook::admission::{
+    CustomDefaulter, CustomValidator, DefaulterHandler, ValidatorHandler, Webhook,
+};
+use ctrl_runtime::webhook::conversion::{self, Convertible, Hub};
+use ctrl_runtime::webhook::{self as wh, Server};
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Why [`WebhookBuilder::complete`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    /// Nothing to register.
+    #[error("no defaulter, validator or conversion set for {0}")]
+    NothingToRegister(String),
+    /// A custom path is not an absolute, clean path.
+    #[error("invalid custom path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path.
+        path: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A custom path was given for a webhook that is not set.
+    #[error("custom {0} path set without a {0}")]
+    PathWithoutWebhook(&'static str),
+    /// The server refused a path (e.g. registered twice).
+    #[error(transparent)]
+    Server(#[from] wh::Error),
+    /// The manager refused the server.
+    #[error(transparent)]
+    Manager(#[from] ctrl_runtime::manager::Error),
+}
+
+type ConvFn = Box<dyn FnOnce(&conversion::Webhook)>;
+
+/// Builds a kind's webhooks; start with [`WebhookBuilder::new`]. `complete` exists
+/// only after `for_`, so a builder without a kind does not compile.
+pub struct WebhookBuilder<K = ()> {
+    mgr: Manager,
+    server: Option<Server>,
+    defaulter: Option<Webhook>,
+    validator: Option<Webhook>,
+    defaulter_path: Option<String>,
+    validator_path: Option<String>,
+    recover_panic: bool,
+    conversions: Vec<ConvFn>,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K> std::fmt::Debug for WebhookBuilder<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookBuilder")
+            .field("kind", &std::any::type_name::<K>())
+            .field("defaulter", &self.defaulter.is_some())
+            .field("validator", &self.validator.is_some())
+            .field("defaulter_path", &self.defaulter_path)
+            .field("validator_path", &self.validator_path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookBuilder<()> {
+    /// A builder for `mgr`'s webhook server (Go's `ctrl.NewWebhookManagedBy(mgr)`).
+    pub fn new(mgr: &Manager) -> Self {
+        Self {
+            mgr: mgr.clone(),
+            server: None,
+            defaulter: None,
+            validator: None,
+            defaulter_path: None,
+            validator_path: None,
+            recover_panic: true,
+            conversions: Vec::new(),
+            _k: PhantomData,
+        }
+    }
+
+    /// The kind the webhooks are for (Go's `For(&T{})`).
+    pub fn for_<K>(self) -> WebhookBuilder<K>
+    where
+        K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
+    {
+        WebhookBuilder {
+            mgr: self.mgr,
+            server: self.server,
+            defaulter: None,
+            validator: None,
+            defaulter_path: None,
+            validator_path: None,
+            recover_panic: self.recover_panic,
+            conversions: Vec::new(),
+            _k: PhantomData,
+        }
+    }
+}
+
+impl<K> WebhookBuilder<K> {
+    /// Registers on `server` instead of the manager's own.
+    pub fn with_server(mut self, server: Server) -> Self {
+        self.server = Some(server);
+        self
+    }
+
+    /// Whether handler panics become `500` denials (default true, as Go's `RecoverPanic`).
+    pub fn recover_panic(mut self, recover: bool) -> Self {
+        self.recover_panic = recover;
+        self
+    }
+
+    /// Serves the defaulter at `path` instead of `/mutate-...` (Go's `WithDefaulterCustomPath`).
+    pub fn with_defaulter_custom_path(mut self, path: impl Into<String>) -> Self {
+        self.defaulter_path = Some(path.into());
+        self
+    }
+
+    /// Serves the validator at `path` instead of `/validate-...` (Go's `WithValidatorCustomPath`).
+    pub fn with_validator_custom_path(mut self, path: impl Into<String>) -> Self {
+        self.validator_path = Some(path.into());
+        self
+    }
+}
+
+impl<K> WebhookBuilder<K>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    /// Defaults `K` objects on create and update (Go's `WithDefaulter`).
+    pub fn with_defaulter(mut self, d: impl CustomDefaulter<K>) -> Self {
+        self.defaulter = Some(Webhook::new(DefaulterHandler::<K, _>::new(d)));
+        self
+    }
+
+    /// Validates `K` objects on create, update and delete (Go's `WithValidator`).
+    pub fn with_validator(mut self, v: impl CustomValidator<K>) -> Self {
+        self.validator = Some(Webhook::new(ValidatorHandler::<K, _>::new(v)));
+        self
+    }
+
+    /// The defaulting path kubebuilder generates for `K`.
+    pub fn mutate_path() -> String {
+        format!("/mutate-{}", gvk_path::<K>())
+    }
+
+    /// The validating path kubebuilder generates for `K`.
+    pub fn validate_path() -> String {
+        format!("/validate-{}", gvk_path::<K>())
+    }
+
+    /// Registers everything set on the server (Go's `Complete`).
+    pub fn complete(self) -> Result<(), WebhookError> {
+        let dpath = resolve(
+            self.defaulter_path,
+            Self::mutate_path,
+            self.defaulter.is_some(),
+            "defaulter",
+        )?;
+        let vpath = resolve(
+            self.validator_path,
+            Self::validate_path,
+            self.validator.is_some(),
+            "validator",
+        )?;
+        if self.defaulter.is_none() && self.validator.is_none() && self.conversions.is_empty() {
+            return Err(WebhookError::NothingToRegister(
+                std::any::type_name::<K>().into(),
+            ));
+        }
+        let server = match self.server {
+            Some(s) => s,
+            None => wh::manager_server(&self.mgr)?,
+        };
+        if let (Some(w), Some(p)) = (self.defaulter, dpath) {
+            server.register(&p, w.recover_panic(self.recover_panic))?;
+        }
+        if let (Some(w), Some(p)) = (self.validator, vpath) {
+            server.register(&p, w.recover_panic(self.recover_panic))?;
+        }
+        if !self.conversions.is_empty() {
+            let conv = server.conversion()?;
+            for f in self.conversions {
+                f(&conv);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<K: Hub> WebhookBuilder<K> {
+    /// Serves conversion for `K`'s kind with `K` as the hub (Go registers `/convert`
+    /// when the `For` type is a hub).
+    pub fn with_conversion_hub(mut self) -> Self {
+        self.conversions.push(Box::new(|c| {
+            c.hub::<K>();
+        }));
+        self
+    }
+
+    /// Adds `S` as a spoke version converting through hub `K`.
+    pub fn with_spoke<S: Convertible<K>>(mut self) -> Self {
+        self.conversions.push(Box::new(|c| {
+            c.spoke::<K, S>();
+        }));
+        self
+    }
+}
+
+fn gvk_path<K: Resource<DynamicType = ()>>() -> String {
+    format!(
+        "{}-{}-{}",
+        K::group(&()).replace('.', "-"),
+        K::version(&()),
+        K::kind(&()).to_lowercase()
+    )
+}
+
+fn resolve(
+    custom: Option<String>,
+    default: fn() -> String,
+    set: bool,
+    what: &'static str,
+) -> Result<Option<String>, WebhookError> {
+    match (custom, set) {
+        (Some(_), false) => Err(WebhookError::PathWithoutWebhook(what)),
+        (Some(p), true) => validate_path(&p).map(|_| Some(p)),
+        (None, true) => Ok(Some(default())),
+        (None, false) => Ok(None),
+    }
+}
+
+/// A custom path must be an absolute, clean URL path with no query or fragment
+/// (Go checks it with `url.ParseRequestURI`).
+fn validate_path(p: &str) -> Result<(), WebhookError> {
+    let bad = |reason| {
+        Err(WebhookError::InvalidPath {
+            path: p.to_string(),
+            reason,
+        })
+    };
+    if !p.starts_with('/') {
+        return bad("must start with '/'");
+    }
+    if p.contains(['?', '#']) {
+        return bad("must not have a query or fragment");
+    }
+    if p.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("must not contain spaces or control characters");
+    }
+    if ctrl_runtime::http::clean_path(p) != p || p.len() == 1 {
+        return bad("must be a clean path below '/'");
+    }
+    Ok(())
+}

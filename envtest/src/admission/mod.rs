@@ -1,0 +1,380 @@
+//! Admission webhooks, called as a real API server calls them: before a create,
+//! update (PUT or PATCH) or delete reaches the `verbs`, the stored
+//! `MutatingWebhookConfiguration`s and then `ValidatingWebhookConfiguration`s whose
+//! rules (operations, groups, versions, resources with subresources, scope),
+//! namespace selector and object selector match are called over TLS (`client`) with an
+//! `admission.k8s.io/v1` `AdmissionReview`. Mutating patches are applied in order and
+//! the write continues with the patched object; a denial becomes the client's error
+//! (`admission webhook "<name>" denied the request: <message>`, with the webhook's
+//! code); a webhook that cannot be reached fails the write (`failurePolicy: Fail`, a
+//! 500) or is skipped (`Ignore`); `timeoutSeconds` bounds each call; on a dry run
+//! only webhooks with `sideEffects: None` / `NoneOnDryRun` are called (else 400).
+//!
+//! Configurations are ordinary objects: create them through the API, or give them
+//! to [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
+//! Simplifications: webhooks see the object before the server sets uid /
+//! resourceVersion on a create; server-side apply (`application/apply-patch+yaml`)
+//! bypasses webhooks; only `clientConfig.url` is supported (not `service`).
+
+mod client;
+mod rules;
+
+use std::sync::Arc;
+
+use base64::Engine;
+use http::Method;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use serde_json::{Value, json};
+
+use crate::registry::ResourceType;
+use crate::router::ResourceRoute;
+use crate::server::{Req, State};
+use crate::status::ApiError;
+use crate::{meta, verbs};
+
+use rules::Hook;
+
+/// A webhook configuration installed at start by
+/// [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
+#[derive(Clone, Debug)]
+pub enum WebhookConfiguration {
+    /// Defaulting webhooks.
+    Mutating(MutatingWebhookConfiguration),
+    /// Validating webhooks.
+    Validating(ValidatingWebhookConfiguration),
+}
+
+impl From<MutatingWebhookConfiguration> for WebhookConfiguration {
+    fn from(c: MutatingWebhookConfiguration) -> Self {
+        Self::Mutating(c)
+    }
+}
+
+impl From<ValidatingWebhookConfiguration> for WebhookConfiguration {
+    fn from(c: ValidatingWebhookConfiguration) -> Self {
+        Self::Validating(c)
+    }
+}
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+fn config_type(state: &State, plural: &str) -> Option<Arc<ResourceType>> {
+    state.registry.snapshot().get(GROUP, "v1", plural).cloned()
+}
+
+/// Stores the configurations given to the builder.
+pub(crate) fn seed(state: &Arc<State>, configs: &[WebhookConfiguration]) -> Result<(), String> {
+    for c in configs {
+        let (plural, mut obj) = match c {
+            WebhookConfiguration::Mutating(m) => {
+                ("mutatingwebhookconfigurations", serde_json::to_value(m))
+            }
+            WebhookConfiguration::Validating(v) => {
+                ("validatingwebhookconfigurations", serde_json::to_value(v))
+            }
+        };
+        let obj = obj.as_mut().map_err(|e| e.to_string())?;
+        let rt =
+            config_type(state, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
+        let mut obj = obj.take();
+        verbs::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
+        verbs::create::create_object(state, &rt, None, obj, Default::default())
+            .map_err(|e| e.message)?;
+    }
+    Ok(())
+}
+
+fn configs(state: &State, plural: &str) -> Vec<Value> {
+    let Some(rt) = config_type(state, plural) else {
+        return Vec::new();
+    };
+    match state.store.list(&rt.store_key(), None, None) {
+        Ok((_, items)) => items.iter().map(|(_, b)| crate::store::parse(b)).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Op {
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Create => "CREATE",
+            Op::Update => "UPDATE",
+            Op::Delete => "DELETE",
+        }
+    }
+}
+
+/// Runs the matching webhooks for a write and returns the request to execute: the
+/// same one, or (after a mutation) one carrying the patched object — a PATCH then
+/// becomes a PUT of the patched object, pinned to the resourceVersion it was computed from.
+pub(crate) async fn admit(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    mut req: Req,
+) -> Result<Req, ApiError> {
+    let rt = &r.rt;
+    if rt.virtual_create || rt.group == GROUP {
+        return Ok(req);
+    }
+    let ct = req
+        .header("content-type")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let op = match (&req.method, r.name.as_deref()) {
+        (&Method::POST, None) if r.sub.is_none() => Op::Create,
+        (&Method::PUT, Some(_)) => Op::Update,
+        (&Method::PATCH, Some(_)) if ct != "application/apply-patch+yaml" => Op::Update,
+        (&Method::DELETE, Some(_)) if r.sub.is_none() => Op::Delete,
+        _ => return Ok(req),
+    };
+    let mutating = rules::hooks(&configs(state, "mutatingwebhookconfigurations"));
+    let validating = rules::hooks(&configs(state, "validatingwebhookconfigurations"));
+    let sub = r.sub.as_deref();
+    let mutating: Vec<Hook> = mutating
+        .into_iter()
+        .filter(|h| h.matches_rules(rt, sub, op.as_str()))
+        .collect();
+    let validating: Vec<Hook> = validating
+        .into_iter()
+        .filter(|h| h.matches_rules(rt, sub, op.as_str()))
+        .collect();
+    if mutating.is_empty() && validating.is_empty() {
+        return Ok(req);
+    }
+    let dry_run = req.query.dry_run()?;
+    let old: Option<Value> = match (op, r.name.as_deref()) {
+        (Op::Create, _) | (_, None) => None,
+        (_, Some(name)) => {
+            let okey = verbs::okey(rt, r.namespace.as_deref(), name);
+            match state.store.get_value(&rt.store_key(), &okey) {
+                Some(v) => Some(verbs::served(&v, rt).into_owned()),
+                // Let the verb answer 404.
+                None => return Ok(req),
+            }
+        }
+    };
+    let mut new: Option<Value> = match op {
+        Op::Delete => None,
+        _ if req.method == Method::PATCH => Some(apply_patch(old.as_ref(), &ct, &req.body)?),
+        _ => Some(verbs::decode_body(&req)?),
+    };
+    if let (Some(n), Some(ns)) = (new.as_mut(), r.namespace.as_deref())
+        && rt.namespaced
+        && meta::namespace(n).is_empty()
+    {
+        meta::set_meta(n, "namespace", json!(ns));
+    }
+    let name = r
+        .name
+        .clone()
+        .or_else(|| new.as_ref().map(|n| meta::name(n).to_string()))
+        .unwrap_or_default();
+    let ns_labels = rules::namespace_labels(
+        state,
+        rt,
+        r.namespace.as_deref(),
+        new.as_ref().or(old.as_ref()),
+    );
+    let mut mutated = false;
+    for (hooks, is_mutating) in [(&mutating, true), (&validating, false)] {
+        for h in hooks.iter() {
+            if !h.matches_selectors(ns_labels.as_ref(), new.as_ref(), old.as_ref()) {
+                continue;
+            }
+            if dry_run && !h.dry_run_safe() {
+                return Err(ApiError::bad_request(format!(
+                    "admission webhook {:?} does not support dry run",
+                    h.name
+                )));
+            }
+            let review = review(r, op, &name, new.as_ref(), old.as_ref(), dry_run);
+            let answer = match client::call(&h.url, &h.ca_bundle, &review, h.timeout).await {
+                Ok(a) => a,
+                Err(e) if h.ignore_failures => {
+                    tracing::warn!(webhook = %h.name, error = %e, "webhook call failed; ignored (failurePolicy: Ignore)");
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(webhook = %h.name, error = %e, "webhook call failed");
+                    return Err(ApiError::internal(format!(
+                        "failed calling webhook {:?}: {e}",
+                        h.name
+                    )));
+                }
+            };
+            let resp = answer.get("response").cloned().unwrap_or(Value::Null);
+            if resp.get("allowed").and_then(Value::as_bool) != Some(true) {
+                return Err(denied(&h.name, &resp));
+            }
+            if is_mutating
+                && let Some(n) = new.as_mut()
+                && let Some(p) = decode_patch(&resp).map_err(|e| {
+                    ApiError::internal(format!("webhook {:?} returned a bad patch: {e}", h.name))
+                })?
+            {
+                *n = verbs::update::json_patch_apply(n, &p).map_err(|e| {
+                    ApiError::internal(format!(
+                        "applying the patch of webhook {:?}: {}",
+                        h.name, e.message
+                    ))
+                })?;
+                mutated = true;
+            }
+        }
+    }
+    if mutated && let Some(mut n) = new {
+        if let Some(old) = &old
+            && meta::meta_str(&n, "resourceVersion").is_none_or(str::is_empty)
+            && let Some(rv) = meta::meta_str(old, "resourceVersion")
+        {
+            meta::set_meta(&mut n, "resourceVersion", json!(rv));
+        }
+        req.body = serde_json::to_vec(&n).map_err(ApiError::internal)?.into();
+        req.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        if req.method == Method::PATCH {
+            req.method = Method::PUT;
+        }
+    }
+    Ok(req)
+}
+
+fn apply_patch(old: Option<&Value>, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let Some(old) = old else {
+        return Err(ApiError::internal("no object to patch"));
+    };
+    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
+    match ct {
+        "application/json-patch+json" => {
+            let p: json_patch::Patch = serde_json::from_slice(body).map_err(bad)?;
+            verbs::update::json_patch_apply(old, &p)
+        }
+        "application/merge-patch+json" => {
+            let p: Value = serde_json::from_slice(body).map_err(bad)?;
+            let mut doc = old.clone();
+            json_patch::merge(&mut doc, &p);
+            Ok(doc)
+        }
+        "application/strategic-merge-patch+json" => {
+            let p: Value = serde_json::from_slice(body).map_err(bad)?;
+            crate::strategic::apply(old, &p)
+        }
+        _ => Err(ApiError::unsupported_media(
+            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+        )),
+    }
+}
+
+fn review(
+    r: &ResourceRoute,
+    op: Op,
+    name: &str,
+    new: Option<&Value>,
+    old: Option<&Value>,
+    dry_run: bool,
+) -> Value {
+    let rt = &r.rt;
+    let options = match op {
+        Op::Create => json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
+        Op::Update => json!({"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}),
+        Op::Delete => json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}),
+    };
+    let mut req = json!({
+        "uid": uuid::Uuid::new_v4().to_string(),
+        "kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "resource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+        "requestKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+        "name": name,
+        "operation": op.as_str(),
+        "userInfo": {"username": "envtest-admin", "groups": ["system:masters", "system:authenticated"]},
+        "object": new.cloned().unwrap_or(Value::Null),
+        "oldObject": old.cloned().unwrap_or(Value::Null),
+        "dryRun": dry_run,
+        "options": options,
+    });
+    if let Some(ns) = r.namespace.as_deref().filter(|_| rt.namespaced) {
+        req["namespace"] = json!(ns);
+    }
+    if let Some(s) = &r.sub {
+        req["subResource"] = json!(s);
+        req["requestSubResource"] = json!(s);
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
+}
+
+/// The patch of a response: base64 (Go's encoding) or an array of bytes (kube's).
+fn decode_patch(resp: &Value) -> Result<Option<json_patch::Patch>, String> {
+    let raw = match resp.get("patch") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(|e| format!("not base64: {e}"))?,
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|b| {
+                b.as_u64()
+                    .and_then(|b| u8::try_from(b).ok())
+                    .ok_or("not a byte")
+            })
+            .collect::<Result<Vec<u8>, _>>()?,
+        Some(_) => return Err("patch is neither base64 nor bytes".into()),
+    };
+    serde_json::from_slice(&raw)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// Upstream's `ToStatusErr`: a code of at least 400, the webhook named in the message.
+fn denied(name: &str, resp: &Value) -> ApiError {
+    let st = resp.get("status").cloned().unwrap_or(Value::Null);
+    let code = st
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400 && *c < 600)
+        .unwrap_or(400);
+    let by = format!("admission webhook {name:?} denied the request");
+    let msg = st
+        .get("message")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    let reason = st
+        .get("reason")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    let message = match (msg, reason) {
+        (Some(m), _) => format!("{by}: {m}"),
+        (None, Some(r)) => format!("{by}: {r}"),
+        _ => format!("{by} without explanation"),
+    };
+    let reason_static: &'static str = match reason {
+        Some("Forbidden") => "Forbidden",
+        Some("Invalid") => "Invalid",
+        Some("Conflict") => "Conflict",
+        Some("AlreadyExists") => "AlreadyExists",
+        Some("NotFound") => "NotFound",
+        Some("BadRequest") => "BadRequest",
+        _ => match code {
+            403 => "Forbidden",
+            422 => "Invalid",
+            409 => "Conflict",
+            _ => "BadRequest",
+        },
+    };
+    ApiError::new(code, reason_static, message)
+}
