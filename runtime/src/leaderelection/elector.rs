@@ -275,20 +275,30 @@ impl LeaderElector {
     /// Gives the lease up if this candidate holds it: clears the holder and sets a
     /// one-second lease duration, so others take over at once. True on success (or
     /// if not the holder).
+    ///
+    /// Unlike client-go it reads the Lease first: a renewal cancelled in flight may
+    /// have been written without this elector seeing the new `resourceVersion`, and
+    /// the release must not then fail with a conflict (leaving standbys to wait for
+    /// the lease to expire) nor clear a holder other than this one.
     pub async fn release(&mut self) -> bool {
-        let Some(o) = self.observed.get() else {
-            return true;
-        };
-        if o.record.holder_identity != self.lock.identity() {
+        if !self.is_leader() {
             return true;
         }
+        let o = match self.lock.get().await {
+            Ok(Some(rec)) if rec.holder_identity == self.lock.identity() => rec,
+            Ok(_) => return true,
+            Err(error) => {
+                tracing::error!(lease = %self.lock.describe(), %error, "failed to release lock");
+                return false;
+            }
+        };
         let now = Timestamp::now();
         let rec = LeaderElectionRecord {
             holder_identity: String::new(),
             lease_duration_seconds: 1,
             acquire_time: Some(now),
             renew_time: Some(now),
-            leader_transitions: o.record.leader_transitions,
+            leader_transitions: o.leader_transitions,
         };
         match self.lock.update(&rec).await {
             Ok(stored) => {

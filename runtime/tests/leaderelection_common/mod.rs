@@ -1,0 +1,181 @@
+//! Helpers shared by the leader-election tests: short-lease manager replicas on one
+//! envtest, and an audit log of when each replica's leader-only runnable ran.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctrl_envtest::Environment;
+use ctrl_runtime::manager::{Error, Manager, Options, RunnableFunc};
+use parking_lot::Mutex;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The short settings of the issue: lease 1 s, renew 0.6 s, retry 0.2 s.
+pub const LEASE: Duration = Duration::from_secs(1);
+/// Renew deadline.
+pub const RENEW: Duration = Duration::from_millis(600);
+/// Retry period.
+pub const RETRY: Duration = Duration::from_millis(200);
+
+/// A fresh embedded API server.
+pub async fn env() -> Environment {
+    Environment::builder().start().await.expect("start envtest")
+}
+
+/// Manager options with leader election on Lease `default/<lease>`, short timings.
+pub fn le_options(lease: &str, release_on_cancel: bool) -> Options {
+    Options {
+        metrics_bind_address: "0".into(),
+        leader_election: true,
+        leader_election_id: lease.into(),
+        leader_election_namespace: Some("default".into()),
+        leader_election_release_on_cancel: release_on_cancel,
+        lease_duration: LEASE,
+        renew_deadline: RENEW,
+        retry_period: RETRY,
+        ..Default::default()
+    }
+}
+
+/// One audited event: when, which replica, started (true) or stopped (false).
+#[derive(Clone, Copy, Debug)]
+pub struct Event {
+    pub at: Instant,
+    pub replica: usize,
+    pub started: bool,
+}
+
+/// When each replica's leader-election runnable started and stopped.
+#[derive(Clone, Default)]
+pub struct Audit {
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl Audit {
+    /// A leader-election runnable for `replica` that logs its start and its stop.
+    pub fn runnable(&self, replica: usize) -> RunnableFunc {
+        let audit = self.clone();
+        RunnableFunc::new(move |ctx| {
+            let audit = audit.clone();
+            async move {
+                audit.push(replica, true);
+                ctx.cancelled().await;
+                audit.push(replica, false);
+                Ok(())
+            }
+        })
+        .named(format!("leader-only-{replica}"))
+    }
+
+    fn push(&self, replica: usize, started: bool) {
+        self.events.lock().push(Event {
+            at: Instant::now(),
+            replica,
+            started,
+        });
+    }
+
+    /// All events so far, in order.
+    pub fn events(&self) -> Vec<Event> {
+        self.events.lock().clone()
+    }
+
+    /// The most leader-only runnables ever running at once (must be at most 1).
+    pub fn max_concurrent(&self) -> usize {
+        let mut running = 0usize;
+        let mut max = 0;
+        for e in self.events() {
+            if e.started {
+                running += 1;
+            } else {
+                running = running.saturating_sub(1);
+            }
+            max = max.max(running);
+        }
+        max
+    }
+
+    /// The replica whose runnable is running now, if any.
+    pub fn current(&self) -> Option<usize> {
+        let mut running = std::collections::BTreeSet::new();
+        for e in self.events() {
+            if e.started {
+                running.insert(e.replica);
+            } else {
+                running.remove(&e.replica);
+            }
+        }
+        running.into_iter().next()
+    }
+
+    /// Waits (up to `limit`) for a start event after the first `seen` events.
+    pub async fn next_start(&self, seen: usize, limit: Duration) -> Event {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(e) = self.events().into_iter().skip(seen).find(|e| e.started) {
+                return e;
+            }
+            assert!(Instant::now() < deadline, "no leader within {limit:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The last stop event of `replica`.
+    pub fn last_stop(&self, replica: usize) -> Option<Event> {
+        self.events()
+            .into_iter()
+            .rev()
+            .find(|e| e.replica == replica && !e.started)
+    }
+}
+
+/// A running manager replica.
+pub struct Replica {
+    pub idx: usize,
+    pub mgr: Manager,
+    pub ctx: CancellationToken,
+    pub handle: JoinHandle<Result<(), Error>>,
+}
+
+impl Replica {
+    /// Starts replica `idx` with `opts`, its leader-only runnable logging to `audit`.
+    pub fn start(env: &Environment, idx: usize, opts: Options, audit: &Audit) -> Replica {
+        let mgr = Manager::new(env.client(), opts).expect("manager");
+        mgr.add(audit.runnable(idx)).expect("add");
+        let ctx = CancellationToken::new();
+        let handle = {
+            let (mgr, ctx) = (mgr.clone(), ctx.clone());
+            tokio::spawn(async move { mgr.start(ctx).await })
+        };
+        Replica {
+            idx,
+            mgr,
+            ctx,
+            handle,
+        }
+    }
+
+    /// Stops it gracefully and returns what `start` returned.
+    pub async fn stop(self) -> Result<(), Error> {
+        self.ctx.cancel();
+        self.finished().await
+    }
+
+    /// Waits (up to 10 s) for `start` to return on its own.
+    pub async fn finished(self) -> Result<(), Error> {
+        tokio::time::timeout(Duration::from_secs(10), self.handle)
+            .await
+            .expect("manager stopped in time")
+            .expect("manager task")
+    }
+}
+
+/// Percentile `p` (0..=100) of sorted `v`.
+pub fn percentile(v: &[Duration], p: usize) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v[(v.len() - 1) * p / 100]
+}

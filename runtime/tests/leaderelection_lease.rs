@@ -1,0 +1,245 @@
+//! The Lease as another (say, client-go) holder sees it: a foreign holder that
+//! keeps renewing is respected whatever its renewTime says, a stale one is taken
+//! over after its lease duration, conflicts are retried, what ctrl writes has
+//! client-go's fields, a release clears the holder; plus the options' errors, the
+//! gating of runnables and caches, and the master-status gauge.
+
+mod leaderelection_common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ctrl_envtest::{Environment, FaultMatch, FaultStatus, Verb};
+use ctrl_runtime::leaderelection::{self, master_status};
+use ctrl_runtime::manager::{Error, Group, Manager, Options, RunnableFunc};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use leaderelection_common::{Audit, LEASE, Replica, env, le_options};
+use tokio::time::Instant;
+
+fn foreign(name: &str, duration: i32, renew: Timestamp) -> Lease {
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("go-operator_1234".into()),
+            lease_duration_seconds: Some(duration),
+            acquire_time: Some(MicroTime(renew)),
+            renew_time: Some(MicroTime(renew)),
+            lease_transitions: Some(4),
+            ..Default::default()
+        }),
+    }
+}
+
+fn leases(env: &Environment) -> Api<Lease> {
+    Api::namespaced(env.client(), "default")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewing_foreign_holder_is_respected_then_taken_over_after_its_lease_duration() {
+    let env = env().await;
+    let api = leases(&env);
+    let future = Timestamp::now() + SignedDuration::from_hours(1);
+    api.create(&PostParams::default(), &foreign("foreign", 2, future))
+        .await
+        .expect("create");
+    let audit = Audit::default();
+    let r = Replica::start(&env, 0, le_options("foreign", false), &audit);
+    // Act as the Go holder: renew every 300 ms for 3 s.
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut last_renew = Instant::now();
+    while Instant::now() < until {
+        let mut l = api.get("foreign").await.expect("get");
+        let spec = l.spec.get_or_insert_with(Default::default);
+        spec.renew_time = Some(MicroTime(Timestamp::now() + SignedDuration::from_hours(1)));
+        api.replace("foreign", &PostParams::default(), &l)
+            .await
+            .expect("renew");
+        last_renew = Instant::now();
+        assert_eq!(audit.current(), None, "took a lease its holder renews");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // Stop renewing: taken over, but not before its 2 s lease duration passed.
+    let started = audit.next_start(0, Duration::from_secs(10)).await;
+    assert!(started.at >= last_renew + Duration::from_secs(2));
+    let spec = api.get("foreign").await.expect("get").spec.expect("spec");
+    assert_eq!(
+        spec.holder_identity.as_deref(),
+        r.mgr.leader_election_identity()
+    );
+    assert_eq!(spec.lease_transitions, Some(5));
+    r.stop().await.expect("clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_foreign_lease_is_taken_over_and_written_as_client_go_does() {
+    let env = env().await;
+    let api = leases(&env);
+    let past = Timestamp::now() - SignedDuration::from_hours(1);
+    api.create(&PostParams::default(), &foreign("stale", 1, past))
+        .await
+        .expect("create");
+    let audit = Audit::default();
+    let opts = Options {
+        leader_election_labels: BTreeMap::from([("app".into(), "bucket".into())]),
+        ..le_options("stale", false)
+    };
+    let r = Replica::start(&env, 0, opts, &audit);
+    audit.next_start(0, Duration::from_secs(10)).await;
+    let lease = api.get("stale").await.expect("get");
+    let labels = lease.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("app").map(String::as_str), Some("bucket"));
+    let spec = lease.spec.expect("spec");
+    let id = r
+        .mgr
+        .leader_election_identity()
+        .expect("identity")
+        .to_string();
+    assert_eq!(spec.holder_identity.as_deref(), Some(id.as_str()));
+    assert!(id.contains('_'), "identity is hostname_uuid: {id}");
+    assert_eq!(spec.lease_duration_seconds, Some(1));
+    assert_eq!(spec.lease_transitions, Some(5));
+    let acquired = spec.acquire_time.expect("acquireTime").0;
+    assert!(acquired > past);
+    assert!(spec.renew_time.expect("renewTime").0 >= acquired);
+    r.stop().await.expect("clean stop");
+    // Without release on cancel the holder stays.
+    let spec = api.get("stale").await.expect("get").spec.expect("spec");
+    assert_eq!(spec.holder_identity.as_deref(), Some(id.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conflicts_are_retried_and_a_release_clears_the_holder() {
+    let env = env().await;
+    let api = leases(&env);
+    let past = Timestamp::now() - SignedDuration::from_hours(1);
+    api.create(&PostParams::default(), &foreign("conflict", 1, past))
+        .await
+        .expect("create");
+    let updates = FaultMatch::any().verb(Verb::Update).resource("leases");
+    env.faults()
+        .fail_next(3, updates.clone(), FaultStatus::conflict());
+    let audit = Audit::default();
+    let r = Replica::start(&env, 0, le_options("conflict", true), &audit);
+    audit.next_start(0, Duration::from_secs(10)).await;
+    // Conflicts while renewing are retried too; the manager keeps running.
+    env.faults()
+        .fail_next(2, updates.clone(), FaultStatus::conflict());
+    tokio::time::sleep(LEASE).await;
+    assert!(!r.handle.is_finished(), "a 409 stopped the leader");
+    assert_eq!(audit.current(), Some(0));
+    let injected = env
+        .faults()
+        .count_requests(|q| q.injected && q.resource.as_deref() == Some("leases"));
+    assert_eq!(injected, 5);
+    r.stop().await.expect("clean stop");
+    let spec = api.get("conflict").await.expect("get").spec.expect("spec");
+    assert_eq!(spec.holder_identity.as_deref(), Some(""));
+    assert_eq!(spec.lease_duration_seconds, Some(1));
+    assert_eq!(spec.lease_transitions, Some(5));
+}
+
+#[tokio::test]
+async fn options_are_checked_when_the_manager_is_built() {
+    let env = env().await;
+    let no_id = Options {
+        leader_election_id: String::new(),
+        ..le_options("x", false)
+    };
+    let err = Manager::new(env.client(), no_id).expect_err("id required");
+    assert!(err.to_string().contains("LeaderElectionID"), "{err}");
+    let no_ns = Options {
+        leader_election_namespace: None,
+        ..le_options("x", false)
+    };
+    if !std::path::Path::new(leaderelection::IN_CLUSTER_NAMESPACE_PATH).exists() {
+        let err = Manager::new(env.client(), no_ns).expect_err("namespace required");
+        assert!(
+            err.to_string().contains("leader_election_namespace"),
+            "{err}"
+        );
+    }
+    let bad = Options {
+        renew_deadline: LEASE,
+        ..le_options("x", false)
+    };
+    let err = Manager::new(env.client(), bad).expect_err("bad timings");
+    assert!(matches!(err, Error::LeaderElection(_)), "{err}");
+    let off = Manager::new(
+        env.client(),
+        Options {
+            metrics_bind_address: "0".into(),
+            ..Default::default()
+        },
+    )
+    .expect("leader election off needs nothing");
+    assert_eq!(off.leader_election_identity(), None);
+    assert_eq!(
+        leaderelection::call_timeout(Duration::from_secs(10)),
+        Duration::from_secs(5)
+    );
+    assert_eq!(
+        leaderelection::call_timeout(Duration::from_millis(600)),
+        Duration::from_secs(1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_and_other_runnables_run_everywhere_and_only_the_leader_is_elected() {
+    let env = env().await;
+    let audit = Audit::default();
+    let mut replicas = Vec::new();
+    let mut others = Vec::new();
+    for i in 0..2 {
+        let r = Replica::start(&env, i, le_options("gating", false), &audit);
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = ran.clone();
+        r.mgr
+            .add(
+                RunnableFunc::new(move |ctx| {
+                    let flag = flag.clone();
+                    async move {
+                        flag.store(true, Ordering::SeqCst);
+                        ctx.cancelled().await;
+                        Ok(())
+                    }
+                })
+                .with_leader_election(false),
+            )
+            .expect("add");
+        others.push(ran);
+        replicas.push(r);
+    }
+    audit.next_start(0, Duration::from_secs(10)).await;
+    let leader = audit.current().expect("leader");
+    let standby = 1 - leader;
+    tokio::time::timeout(Duration::from_secs(5), replicas[leader].mgr.elected())
+        .await
+        .expect("the leader is elected");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (i, r) in replicas.iter().enumerate() {
+        assert!(
+            others[i].load(Ordering::SeqCst),
+            "non-leader runnable ran on {i}"
+        );
+        assert!(r.mgr.group_started(Group::Caches));
+        assert!(r.mgr.get_cache().has_synced());
+    }
+    assert!(!replicas[standby].mgr.group_started(Group::LeaderElection));
+    let standby_elected =
+        tokio::time::timeout(Duration::from_millis(500), replicas[standby].mgr.elected()).await;
+    assert!(standby_elected.is_err(), "a standby's elected() resolved");
+    assert_eq!(master_status("gating"), 1);
+    for r in replicas {
+        r.stop().await.expect("clean stop");
+    }
+    assert_eq!(master_status("gating"), 0);
+}
