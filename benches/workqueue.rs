@@ -237,7 +237,7 @@ async fn s4<Q: BenchQueue>(q: Q, ks: Vec<String>, ds: Vec<Duration>) -> usize {
                 Some(k) => {
                     qc.done(&k);
                     c += 1;
-                    if debug && c % (n / 10).max(1) == 0 {
+                    if debug && c.is_multiple_of((n / 10).max(1)) {
                         eprintln!("  s4: {c} processed at {:?}", t0.elapsed());
                     }
                 }

@@ -151,3 +151,39 @@ fn provider_is_registered_once() {
     let b = prometheus_metrics_provider();
     assert!(std::sync::Arc::ptr_eq(&a, &b));
 }
+
+#[tokio::test]
+async fn text_exposition_has_controller_runtime_names_and_labels() {
+    let (q, name) = queue();
+    q.add("x".into());
+    let x = q.get().await.expect("x");
+    q.done(&x);
+    let text = prometheus::TextEncoder::new()
+        .encode_to_string(&ctrl_runtime::metrics::registry().gather())
+        .expect("encode");
+    let labels = format!("controller=\"{name}\",name=\"{name}\"");
+    for line in [
+        format!("workqueue_adds_total{{{labels}}} 1"),
+        format!("workqueue_work_duration_seconds_bucket{{{labels},le="),
+        format!("workqueue_work_duration_seconds_bucket{{{labels},le=\"+Inf\"}} 1"),
+        format!("workqueue_queue_duration_seconds_count{{{labels}}} 1"),
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&line)),
+            "missing {line} in:\n{text}"
+        );
+    }
+    assert!(text.contains("# TYPE workqueue_queue_duration_seconds histogram"));
+    let buckets = text
+        .lines()
+        .filter(|l| {
+            l.starts_with(&format!(
+                "workqueue_work_duration_seconds_bucket{{{labels},le="
+            ))
+        })
+        .count();
+    assert_eq!(buckets, 13, "12 buckets and +Inf");
+    assert!(text.lines().any(|l| l.starts_with("workqueue_depth{")
+        && l.contains(&format!("name=\"{name}\""))
+        && l.contains("priority=\"\"")));
+}

@@ -388,7 +388,7 @@ async fn fuzz_many_producers_and_consumers() {
                     x ^= x << 17;
                     let key = format!("k{}", x % 300);
                     let p = (x >> 20) as i32 % 5;
-                    let after = if x % 10 == 0 {
+                    let after = if x.is_multiple_of(10) {
                         Some(Duration::from_millis(x % 5))
                     } else {
                         None
@@ -401,7 +401,7 @@ async fn fuzz_many_producers_and_consumers() {
                         },
                         [key],
                     );
-                    if x % 50 == 0 {
+                    if x.is_multiple_of(50) {
                         tokio::task::yield_now().await;
                     }
                 }

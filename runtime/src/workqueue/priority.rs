@@ -483,7 +483,7 @@ impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
                 n += s.become_ready(idx);
             }
             handed += 1;
-            if handed % 64 == 0 {
+            if handed.is_multiple_of(64) {
                 // Long batches: let getters start and let blocked adders in.
                 self.wake_getters(std::mem::take(&mut n));
                 parking_lot::MutexGuard::bump(&mut s);
