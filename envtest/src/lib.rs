@@ -23,9 +23,12 @@
 //!
 //! # Behaviour worth knowing
 //!
-//! * **Like Go's envtest, no controllers run**: no garbage collector, no namespace
-//!   finalization (a deleted namespace stays `Terminating`), nothing fills status or creates
-//!   Pods. `propagationPolicy: Orphan|Foreground` add their finalizer, which then stays.
+//! * **Two controllers run by default**: the garbage collector (`gc`: ownerReferences,
+//!   Background / Foreground with `foregroundDeletion` and `blockOwnerDeletion` / Orphan) and
+//!   namespace finalization (`namespaces`: a deleted namespace is `Terminating`, its objects
+//!   are deleted honouring finalizers, then it goes). [`EnvironmentBuilder::controllers`]`(false)`
+//!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`.
+//!   Nothing fills status or creates Pods either way.
 //! * One global resourceVersion; every resource keeps a bounded history of change events
 //!   ([`EnvironmentBuilder::history_window`]) for watch resume and consistent paginated lists.
 //!   A watch from before that history gets HTTP 200 and one in-stream `ERROR` 410 — never an
@@ -58,8 +61,10 @@ mod env;
 #[allow(dead_code)] // helper module: not every item is wired yet
 mod faults;
 mod filter;
+mod gc;
 mod kinds;
 mod meta;
+mod namespaces;
 mod registry;
 mod router;
 #[allow(dead_code)] // helper module: not every item is wired yet

@@ -5,7 +5,7 @@ mod common;
 use common::{status_of, widget_ar, widget_crd};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
@@ -160,8 +160,6 @@ async fn request_errors_and_create() {
     );
     assert_eq!(st.code, 400, "{}", st.message);
     // force on a merge patch: 422.
-    let mut pp = PatchParams::default();
-    pp.force = true;
     let (code, st) = common::raw(
         &env,
         "PATCH",

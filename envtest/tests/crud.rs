@@ -205,7 +205,12 @@ async fn namespace_mismatch_and_defaulting() {
 
 #[tokio::test]
 async fn missing_and_terminating_namespaces() {
-    let env = common::env().await;
+    // Without namespace finalization (envtest parity) the deleted namespace stays Terminating.
+    let env = ctrl_envtest::Environment::builder()
+        .controllers(false)
+        .start()
+        .await
+        .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "nowhere");
     let st = status_of(
         api.create(&PostParams::default(), &cm("x", &[]))

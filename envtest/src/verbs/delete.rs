@@ -165,6 +165,7 @@ pub(crate) fn delete_object(
         if !removed {
             crd::after_delete_marked(state, rt, &obj);
         }
+        crate::gc::after_write(state, rt, &obj, removed);
     }
     Ok((obj, removed))
 }

@@ -261,6 +261,7 @@ pub(crate) fn update_object(
     };
     if !w.dry_run {
         crd::after_write(state, rt, &obj, removed);
+        crate::gc::after_write(state, rt, &obj, removed);
     }
     Ok((obj, removed))
 }
