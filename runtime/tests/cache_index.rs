@@ -200,3 +200,38 @@ async fn unknown_fields_fail_and_labels_limits_and_metadata_fields_work() {
     assert_eq!(got.metadata.namespace.as_deref(), Some("west"));
     ctx.cancel();
 }
+
+#[tokio::test]
+async fn cluster_scoped_objects_are_indexed_under_all_namespaces_only() {
+    let (_env, cache, ctx) = setup().await;
+    cache
+        .index_field::<Namespace>("metadata.name.first", |n: &Namespace| {
+            n.metadata
+                .name
+                .as_deref()
+                .and_then(|s| s.chars().next())
+                .map(|c| c.to_string())
+                .into_iter()
+                .collect()
+        })
+        .expect("index");
+    let hits = cache
+        .list::<Namespace>(&ListOptions::new().matching_field("metadata.name.first", "k"))
+        .await
+        .expect("list");
+    let mut names: Vec<String> = hits
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["kube-node-lease", "kube-public", "kube-system"]);
+    let inf = cache.get_informer::<Namespace>();
+    let raw = inf
+        .store()
+        .by_index("field:metadata.name.first", "__all_namespaces/e")
+        .expect("index");
+    assert_eq!(raw.len(), 1, "only `east` starts with e");
+    let ns: Arc<Namespace> = cache.get("", "west").await.expect("cluster-scoped get");
+    assert_eq!(ns.metadata.name.as_deref(), Some("west"));
+    ctx.cancel();
+}
