@@ -280,3 +280,107 @@ fn validate_path(p: &str) -> Result<(), WebhookError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn paths_are_kubebuilders() {
+        assert_eq!(
+            WebhookBuilder::<Deployment>::mutate_path(),
+            "/mutate-apps-v1-deployment"
+        );
+        assert_eq!(WebhookBuilder::<Pod>::validate_path(), "/validate--v1-pod");
+        assert_eq!(
+            WebhookBuilder::<k8s_openapi::api::networking::v1::Ingress>::mutate_path(),
+            "/mutate-networking-k8s-io-v1-ingress"
+        );
+    }
+
+    #[test]
+    fn custom_paths_are_validated() {
+        for ok in ["/custom", "/a/b-c", "/v1/mutate"] {
+            assert!(validate_path(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "custom", "/", "/a/../b", "//a", "/a?x=1", "/a#f", "/a b", "",
+        ] {
+            assert!(
+                matches!(validate_path(bad), Err(WebhookError::InvalidPath { .. })),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            resolve(Some("/x".into()), || String::new(), false, "defaulter"),
+            Err(WebhookError::PathWithoutWebhook("defaulter"))
+        ));
+        assert_eq!(
+            resolve(None, || "/d".into(), true, "validator").unwrap(),
+            Some("/d".into())
+        );
+    }
+}
+
+#[cfg(test)]
+mod manager_tests {
+    use super::*;
+    use ctrl_runtime::manager::Options;
+    use ctrl_runtime::webhook::admission::{CustomValidator, Request, ValidationError};
+    use k8s_openapi::api::core::v1::Pod;
+
+    struct V;
+
+    #[async_trait::async_trait]
+    impl CustomValidator<Pod> for V {}
+
+    struct D;
+
+    #[async_trait::async_trait]
+    impl CustomDefaulter<Pod> for D {
+        async fn default(&self, _: &Request, _: &mut Pod) -> Result<(), ValidationError> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn complete_registers_on_the_managers_server_once() {
+        let env = ctrl_envtest::Environment::builder().start().await.unwrap();
+        let mgr = Manager::new(
+            env.client(),
+            Options {
+                metrics_bind_address: "0".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        WebhookBuilder::new(&mgr)
+            .for_::<Pod>()
+            .with_defaulter(D)
+            .with_validator(V)
+            .with_validator_custom_path("/custom-validate")
+            .complete()
+            .unwrap();
+        let server = wh::manager_server(&mgr).unwrap();
+        assert_eq!(
+            server.paths(),
+            vec![
+                "/custom-validate".to_string(),
+                "/mutate--v1-pod".to_string()
+            ]
+        );
+        assert_eq!(server.options().port, 9443);
+        let again = WebhookBuilder::new(&mgr)
+            .for_::<Pod>()
+            .with_defaulter(D)
+            .complete();
+        assert!(matches!(
+            again,
+            Err(WebhookError::Server(wh::Error::DuplicatePath(_)))
+        ));
+        let nothing = WebhookBuilder::new(&mgr).for_::<Pod>().complete();
+        assert!(matches!(nothing, Err(WebhookError::NothingToRegister(_))));
+    }
+}
