@@ -96,16 +96,30 @@ async fn operator(
     tokio::spawn(async move { mgr.start(stop).await })
 }
 
-async fn events_for(client: &kube::Client, name: &str) -> Vec<(String, String)> {
-    Api::<Event>::namespaced(client.clone(), "default")
-        .list(&ListParams::default())
-        .await
-        .expect("list events")
-        .items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
-        .collect()
+/// Waits (up to [`WAIT`]) for an Event of `type_` and `reason` regarding bucket
+/// `name`: the recorder writes Events in the background, after the status patch.
+async fn wait_for_event(client: &kube::Client, name: &str, type_: &str, reason: &str) {
+    let api = Api::<Event>::namespaced(client.clone(), "default");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let seen: Vec<(String, String)> = api
+            .list(&ListParams::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
+            .collect();
+        if seen.iter().any(|(t, r)| t == type_ && r == reason) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name}: no {type_} {reason} Event within {WAIT:?}; seen: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,15 +170,8 @@ async fn buckets_become_available_flip_with_the_store_and_finalize_on_delete() {
         );
     }
     // ... and each change was recorded as an Event.
-    let events = events_for(&client, "photos").await;
-    assert!(
-        events.contains(&("Normal".into(), "Available".into())),
-        "{events:?}"
-    );
-    assert!(
-        events.contains(&("Warning".into(), "Unavailable".into())),
-        "{events:?}"
-    );
+    wait_for_event(&client, "photos", "Normal", "Available").await;
+    wait_for_event(&client, "photos", "Warning", "Unavailable").await;
 
     // It comes back.
     store.set_healthy(true);
@@ -178,11 +185,8 @@ async fn buckets_become_available_flip_with_the_store_and_finalize_on_delete() {
         .await
         .expect("delete");
     wait_until(&api, "photos", "deleted", |o| o.is_none()).await;
-    let events = events_for(&client, "photos").await;
-    assert!(
-        events.contains(&("Normal".into(), "Released".into())),
-        "the finalizer ran: {events:?}"
-    );
+    // The finalizer ran: it recorded the release.
+    wait_for_event(&client, "photos", "Normal", "Released").await;
     // The other bucket is untouched.
     assert_eq!(
         available(api.get_opt("backups").await.expect("get").as_ref()),

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ctrl::ControllerBuilder;
+use ctrl::controllerutil;
 use ctrl::event::GenericEvent;
 use ctrl::handler::EnqueueRequestsFromMapFunc;
 use ctrl::manager::{BoxError, Manager, Runnable};
@@ -142,8 +143,11 @@ impl ObjectReconciler<StorageBucket> for BucketReconciler {
         if bucket.meta().deletion_timestamp.is_some() {
             return self.finalize(&bucket, &key).await;
         }
-        if !bucket.finalizers().iter().any(|f| f == FINALIZER) {
-            self.set_finalizers(&bucket, true).await?;
+        // Go's AddFinalizer + Update: the update carries the resourceVersion, so a
+        // stale cached copy gets a conflict (and a retry), never a lost write.
+        let mut with_finalizer = StorageBucket::clone(&bucket);
+        if controllerutil::add_finalizer(&mut with_finalizer, FINALIZER) {
+            self.client.update(&with_finalizer).await?;
             tracing::info!(target: "storagebucket::finalizer", bucket = %key, "{key}: added finalizer {FINALIZER}");
         }
 
@@ -201,7 +205,7 @@ impl BucketReconciler {
         bucket: &StorageBucket,
         key: &str,
     ) -> Result<Action, reconcile::Error> {
-        if !bucket.finalizers().iter().any(|f| f == FINALIZER) {
+        if !controllerutil::contains_finalizer(bucket, FINALIZER) {
             return Ok(Action::done());
         }
         // A real operator would delete or detach the external bucket here.
@@ -212,38 +216,11 @@ impl BucketReconciler {
             "Finalize",
             format!("released bucket at {}", bucket.spec.endpoint),
         );
-        self.set_finalizers(bucket, false).await?;
+        let mut released = bucket.clone();
+        controllerutil::remove_finalizer(&mut released, FINALIZER);
+        self.client.update(&released).await?;
         tracing::info!(target: "storagebucket::finalizer", bucket = %key, "{key}: finalizer removed, the object goes away");
         Ok(Action::done())
-    }
-
-    /// Adds (`add`) or removes our finalizer with a merge patch guarded by the
-    /// object's resourceVersion, so a stale cached copy gets a conflict (and a retry)
-    /// instead of overwriting someone else's finalizers.
-    async fn set_finalizers(
-        &self,
-        bucket: &StorageBucket,
-        add: bool,
-    ) -> Result<(), reconcile::Error> {
-        let mut finalizers: Vec<String> = bucket
-            .finalizers()
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        if add {
-            finalizers.push(FINALIZER.to_string());
-        }
-        let patch = json!({
-            "metadata": {
-                "finalizers": finalizers,
-                "resourceVersion": bucket.resource_version(),
-            }
-        });
-        self.client
-            .patch(bucket, &Patch::Merge(patch), PatchParams::default())
-            .await?;
-        Ok(())
     }
 }
 
