@@ -169,7 +169,10 @@ async fn ctrl_cache(env: &Environment, strip: bool) -> (usize, Duration) {
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let n = if full { 100_000 } else { 200 };
+    let n = std::env::var("CACHE_BENCH_OBJECTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if full { 100_000 } else { 200 });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

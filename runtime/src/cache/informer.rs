@@ -254,8 +254,20 @@ fn key_of<K: kube::Resource>(obj: &K) -> Arc<str> {
 
 impl<K: CacheObject> Inner<K> {
     fn transform(&self, mut obj: K) -> K {
+        let meta = kube::Resource::meta_mut(&mut obj);
         if let Some(t) = &self.settings.meta_transform {
-            t(kube::Resource::meta_mut(&mut obj));
+            t(meta);
+        }
+        // serde grows sequences by doubling; trim the metadata lists every object
+        // carries so the stored copy holds no spare capacity (cheaper than a clone).
+        if let Some(v) = meta.managed_fields.as_mut() {
+            v.shrink_to_fit();
+        }
+        if let Some(v) = meta.owner_references.as_mut() {
+            v.shrink_to_fit();
+        }
+        if let Some(v) = meta.finalizers.as_mut() {
+            v.shrink_to_fit();
         }
         if let Some(t) = &self.settings.transform {
             t(&mut obj);
