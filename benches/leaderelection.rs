@@ -63,6 +63,10 @@ async fn failovers(release: bool, n: usize) -> (Vec<Duration>, usize) {
     (takeovers, audit.max_concurrent())
 }
 
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let n = if full { 50 } else { 3 };
@@ -91,10 +95,10 @@ fn main() {
         let pass = max <= bar && concurrent <= 1;
         ok &= pass;
         println!(
-            "{name:<28} {:>12.1?} {:>12.1?} {:>12.1?} {:>8} {:>6}",
-            percentile(&t, 50),
-            percentile(&t, 99),
-            max,
+            "{name:<28} {:>12} {:>12} {:>12} {:>8} {:>6}",
+            ms(percentile(&t, 50)),
+            ms(percentile(&t, 99)),
+            ms(max),
             if concurrent <= 1 { "none" } else { "YES" },
             if pass { "ok" } else { "MISSED" }
         );
