@@ -49,7 +49,8 @@
 //! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`), dryRun,
 //!   finalizers and delete preconditions follow upstream. events.k8s.io/v1 Events are a view
 //!   of the core/v1 Events (one storage, fields mapped), so kube's `Recorder` output shows up
-//!   where `kubectl describe` looks. Tables are not served (kubectl falls back to plain columns).
+//!   where `kubectl describe` looks. `as=Table` is served (`table`: Name, then CRD
+//!   `additionalPrinterColumns` or Age) for lists, gets and watches.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 
 mod admission;
@@ -75,6 +76,7 @@ mod server;
 mod status;
 mod store;
 mod strategic;
+mod table;
 #[allow(dead_code)] // helper module: not every item is wired yet
 mod validation;
 mod verbs;

@@ -30,6 +30,8 @@ struct Watch {
     rt: Arc<ResourceType>,
     filter: Filter,
     meta_only: bool,
+    /// `as=Table`: the columns, and whether the definitions went out (first event only).
+    table: Option<(crate::table::Columns, bool)>,
     bookmarks: bool,
     /// RV of the last event sent (or the start position).
     last_rv: u64,
@@ -88,7 +90,10 @@ pub(crate) fn serve(
         None
     };
     let (tx, rx) = mpsc::channel::<Bytes>(16);
-    let ct = if req.meta_only() {
+    let table = crate::table::wanted(req).then(|| (crate::table::columns(state, &rt), false));
+    let ct = if table.is_some() {
+        crate::table::MEDIA
+    } else if req.meta_only() {
         "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
     } else {
         "application/json"
@@ -110,6 +115,7 @@ pub(crate) fn serve(
         rt,
         filter,
         meta_only: req.meta_only(),
+        table,
         bookmarks,
         last_rv: from.unwrap_or(sub.rv),
         start_rv: from.unwrap_or(0),
@@ -226,7 +232,13 @@ async fn wait_for_rv(state: &State, rv: u64) -> bool {
 impl Watch {
     /// Appends the line of one serialized object as this watcher sees it.
     fn write(&mut self, ty: EventType, obj: &Bytes) {
-        if self.meta_only {
+        if let Some((cols, sent)) = &mut self.table {
+            let v = parse(obj);
+            let md = serde_json::json!({"resourceVersion": crate::meta::meta_str(&v, "resourceVersion")});
+            let line = encode_line(ty.as_str(), &cols.table(&[v], md, !*sent));
+            *sent = true;
+            self.buf.extend_from_slice(&line);
+        } else if self.meta_only {
             let line = encode_line(ty.as_str(), &partial_metadata(&parse(obj)));
             self.buf.extend_from_slice(&line);
         } else if self.rt.rewrites() {

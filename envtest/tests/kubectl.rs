@@ -402,7 +402,13 @@ async fn crd_session() {
         "gadget.example.com/g1 created",
     )
     .await;
-    s.ok(&["get", "gadgets"], "g1").await;
+    // Served as a Table: the CRD's additionalPrinterColumns become kubectl's columns.
+    let table = s.ok(&["get", "gadgets"], "g1").await;
+    assert!(
+        table.stdout.contains("SIZE") && table.stdout.contains('3'),
+        "{}",
+        table.stdout
+    );
     s.ok(&["get", "gd"], "g1").await;
     s.file("g.yaml", &GADGET.replace("size: 3", "size: 4"));
     s.ok(

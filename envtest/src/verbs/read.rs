@@ -27,6 +27,16 @@ pub(crate) fn get(
         &rt.store_key(),
         &super::okey(rt, r.namespace.as_deref(), name),
     ) {
+        Some(obj) if crate::table::wanted(req) => {
+            let v = parse(&obj);
+            let md = json!({"resourceVersion": crate::meta::meta_str(&v, "resourceVersion")});
+            let t = crate::table::columns(state, rt).table(&[v], md, true);
+            Ok(server::bytes(
+                200,
+                crate::table::MEDIA,
+                Bytes::from(t.to_string()),
+            ))
+        }
         Some(obj) => Ok(super::respond_bytes(200, &obj, rt, req)),
         None => Err(ApiError::not_found(&rt.group, &rt.plural, name)),
     }
@@ -162,6 +172,15 @@ pub(crate) fn list(
         if filter.no_selectors() {
             lm["remainingItemCount"] = json!(remaining);
         }
+    }
+    if crate::table::wanted(req) {
+        let objs: Vec<Value> = page.iter().map(|(_, o)| parse(o)).collect();
+        let t = crate::table::columns(state, rt).table(&objs, lm, true);
+        return Ok(server::bytes(
+            200,
+            crate::table::MEDIA,
+            Bytes::from(t.to_string()),
+        ));
     }
     let (kind, api_version) = if meta_only {
         (
