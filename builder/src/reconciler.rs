@@ -6,13 +6,17 @@
 //!
 //! [`IntoReconciler`] tells the two apart by a marker type ([`ByRequest`],
 //! [`ByObject`]) that the compiler infers, so both are passed the same way.
+//! [`object_func`] makes an object reconciler from a closure.
 
 use std::any::TypeId;
+use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use ctrl_runtime::cache::{Cache, CacheObject};
-use ctrl_runtime::reconcile::{ObjectReconciler, Reconciler, as_reconciler};
+use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Reconciler, as_reconciler};
+use tokio_util::sync::CancellationToken;
 
 /// Marker: the reconciler takes requests.
 pub struct ByRequest;
@@ -47,5 +51,55 @@ where
     }
     fn into_reconciler(self, cache: &Cache) -> Arc<dyn Reconciler> {
         Arc::new(as_reconciler::<K, _, _>(cache.clone(), self))
+    }
+}
+
+/// An [`ObjectReconciler`] made from a closure, returned by [`object_func`].
+pub struct ObjectFunc<K, F> {
+    f: F,
+    _k: PhantomData<fn(K)>,
+}
+
+/// Makes an object reconciler from an async closure over the cached `Arc<K>` (the
+/// object counterpart of `reconcile::func`):
+///
+/// ```no_run
+/// # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::Error> {
+/// use std::sync::Arc;
+/// use ctrl_builder::{ControllerBuilder, reconciler::object_func};
+/// use ctrl_runtime::reconcile::Action;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+///
+/// ControllerBuilder::new(&mgr)
+///     .for_::<ConfigMap>()
+///     .complete(object_func(|_ctx, cm: Arc<ConfigMap>| async move {
+///         tracing::info!(name = ?cm.metadata.name, "reconciling");
+///         Ok(Action::done())
+///     }))
+///     .await
+/// # }
+/// ```
+pub fn object_func<K, F, Fut>(f: F) -> ObjectFunc<K, F>
+where
+    K: Send + Sync + 'static,
+    F: Fn(CancellationToken, Arc<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, reconcile::Error>> + Send + 'static,
+{
+    ObjectFunc { f, _k: PhantomData }
+}
+
+#[async_trait]
+impl<K, F, Fut> ObjectReconciler<K> for ObjectFunc<K, F>
+where
+    K: Send + Sync + 'static,
+    F: Fn(CancellationToken, Arc<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, reconcile::Error>> + Send + 'static,
+{
+    async fn reconcile(
+        &self,
+        ctx: CancellationToken,
+        obj: Arc<K>,
+    ) -> Result<Action, reconcile::Error> {
+        (self.f)(ctx, obj).await
     }
 }

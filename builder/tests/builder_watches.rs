@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use common::{Widget, env, manager, next, reporter, start, until, widget};
+use ctrl_builder::reconciler::object_func;
 use ctrl_builder::{ControllerBuilder, ForOptions, OwnsOptions};
 use ctrl_runtime::event::GenericEvent;
 use ctrl_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
@@ -256,20 +257,6 @@ impl ObjectReconciler<Widget> for Objects {
     }
 }
 
-struct Metas(mpsc::UnboundedSender<String>);
-
-#[async_trait]
-impl ObjectReconciler<PartialObjectMeta<Widget>> for Metas {
-    async fn reconcile(
-        &self,
-        _ctx: CancellationToken,
-        obj: Arc<PartialObjectMeta<Widget>>,
-    ) -> Result<Action, reconcile::Error> {
-        let _ = self.0.send(obj.metadata.name.clone().unwrap_or_default());
-        Ok(Action::done())
-    }
-}
-
 #[tokio::test]
 async fn typed_and_metadata_only_reconcilers_get_cached_objects() {
     let env = env().await;
@@ -293,7 +280,15 @@ async fn typed_and_metadata_only_reconcilers_get_cached_objects() {
     ControllerBuilder::new(&mgr)
         .for_metadata::<Widget>()
         .named("widget-metadata")
-        .complete(Metas(mtx))
+        .complete(object_func(
+            move |_ctx, obj: Arc<PartialObjectMeta<Widget>>| {
+                let tx = mtx.clone();
+                async move {
+                    let _ = tx.send(obj.metadata.name.clone().unwrap_or_default());
+                    Ok(Action::done())
+                }
+            },
+        ))
         .await
         .expect("metadata");
     let running = start(&mgr);
