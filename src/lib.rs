@@ -3,6 +3,7 @@
 //! This facade re-exports the pieces operator authors use; see [`prelude`].
 
 pub use ctrl_runtime::workqueue;
+pub use ctrl_runtime::{cache, client};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, manager};
 
@@ -23,6 +24,8 @@ pub mod prelude {
     pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
+    pub use ctrl_runtime::cache::{Cache, ListOptions};
+    pub use ctrl_runtime::client::{Client, ignore_already_exists, ignore_not_found};
     pub use ctrl_runtime::healthz;
     pub use ctrl_runtime::manager::{Manager, Runnable, RunnableFunc, shutdown_signal};
 }
