@@ -314,7 +314,7 @@ mod tests {
             );
         }
         assert!(matches!(
-            resolve(Some("/x".into()), || String::new(), false, "defaulter"),
+            resolve(Some("/x".into()), String::new, false, "defaulter"),
             Err(WebhookError::PathWithoutWebhook("defaulter"))
         ));
         assert_eq!(

@@ -37,8 +37,11 @@ impl CustomDefaulter<ConfigMap> for Defaults {
     }
 }
 
+/// (operation, old v, new v, dry run) as the validator saw them.
+type Seen = (String, Option<String>, Option<String>, bool);
+
 #[derive(Clone, Default)]
-struct Checks(Arc<Mutex<Vec<(String, Option<String>, Option<String>, bool)>>>);
+struct Checks(Arc<Mutex<Vec<Seen>>>);
 
 fn v(cm: &ConfigMap) -> Option<String> {
     cm.data.as_ref().and_then(|d| d.get("v").cloned())

@@ -32,9 +32,12 @@ impl CustomDefaulter<ConfigMap> for Defaults {
     }
 }
 
+/// (operation, old v, new v) as the validator saw them.
+type Seen = (String, Option<String>, Option<String>);
+
 #[derive(Default)]
 struct Checks {
-    seen: Mutex<Vec<(String, Option<String>, Option<String>)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 fn value(cm: &ConfigMap, k: &str) -> Option<String> {

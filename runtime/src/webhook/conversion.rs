@@ -81,9 +81,9 @@ impl std::fmt::Debug for Webhook {
     }
 }
 
-fn typed<K: Serialize>(obj: &K) -> Result<Value, ConversionError>
+fn typed<K>(obj: &K) -> Result<Value, ConversionError>
 where
-    K: Resource<DynamicType = ()>,
+    K: Resource<DynamicType = ()> + Serialize,
 {
     let mut v = serde_json::to_value(obj).map_err(|e| ConversionError(e.to_string()))?;
     if let Some(m) = v.as_object_mut() {

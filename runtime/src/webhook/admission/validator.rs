@@ -124,15 +124,12 @@ where
     Webhook::new(ValidatorHandler::<K, V>::new(validator))
 }
 
-fn decode<K: DeserializeOwned>(v: &Option<Value>, which: &str) -> Result<K, Response> {
+/// Decodes `which` object, or the 400 message saying why it cannot be.
+fn decode<K: DeserializeOwned>(v: Option<&Value>, which: &str) -> Result<K, String> {
     let Some(v) = v else {
-        return Err(Response::errored(
-            400,
-            format!("there is no {which} to validate"),
-        ));
+        return Err(format!("there is no {which} to validate"));
     };
-    serde_json::from_value(v.clone())
-        .map_err(|e| Response::errored(400, format!("decoding the {which}: {e}")))
+    serde_json::from_value(v.clone()).map_err(|e| format!("decoding the {which}: {e}"))
 }
 
 #[async_trait]
@@ -143,24 +140,24 @@ where
 {
     async fn handle(&self, req: &Request) -> Response {
         let res = match req.operation {
-            Operation::Create => match decode::<K>(&req.object, "object") {
+            Operation::Create => match decode::<K>(req.object.as_ref(), "object") {
                 Ok(o) => self.validator.validate_create(req, &o).await,
-                Err(r) => return r,
+                Err(m) => return Response::errored(400, m),
             },
             Operation::Update => {
-                let new = match decode::<K>(&req.object, "object") {
+                let new = match decode::<K>(req.object.as_ref(), "object") {
                     Ok(o) => o,
-                    Err(r) => return r,
+                    Err(m) => return Response::errored(400, m),
                 };
-                let old = match decode::<K>(&req.old_object, "old object") {
+                let old = match decode::<K>(req.old_object.as_ref(), "old object") {
                     Ok(o) => o,
-                    Err(r) => return r,
+                    Err(m) => return Response::errored(400, m),
                 };
                 self.validator.validate_update(req, &old, &new).await
             }
-            Operation::Delete => match decode::<K>(&req.old_object, "old object") {
+            Operation::Delete => match decode::<K>(req.old_object.as_ref(), "old object") {
                 Ok(o) => self.validator.validate_delete(req, &o).await,
-                Err(r) => return r,
+                Err(m) => return Response::errored(400, m),
             },
             Operation::Connect => Ok(Vec::new()),
         };
