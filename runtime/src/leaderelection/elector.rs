@@ -284,33 +284,39 @@ impl LeaderElector {
         if !self.is_leader() {
             return true;
         }
-        let o = match self.lock.get().await {
-            Ok(Some(rec)) if rec.holder_identity == self.lock.identity() => rec,
-            Ok(_) => return true,
-            Err(error) => {
-                tracing::error!(lease = %self.lock.describe(), %error, "failed to release lock");
-                return false;
-            }
-        };
-        let now = Timestamp::now();
-        let rec = LeaderElectionRecord {
-            holder_identity: String::new(),
-            lease_duration_seconds: 1,
-            acquire_time: Some(now),
-            renew_time: Some(now),
-            leader_transitions: o.leader_transitions,
-        };
-        match self.lock.update(&rec).await {
-            Ok(stored) => {
-                self.observed.set(stored);
-                tracing::info!(lease = %self.lock.describe(), identity = %self.identity(), "released leader lease");
-                true
-            }
-            Err(error) => {
-                tracing::error!(lease = %self.lock.describe(), %error, "failed to release lock");
-                false
+        // A renewal dropped in flight can still land after our read: retry a conflict.
+        for _ in 0..3 {
+            let o = match self.lock.get().await {
+                Ok(Some(rec)) if rec.holder_identity == self.lock.identity() => rec,
+                Ok(_) => return true,
+                Err(error) => {
+                    tracing::error!(lease = %self.lock.describe(), %error, "failed to release lock");
+                    return false;
+                }
+            };
+            let now = Timestamp::now();
+            let rec = LeaderElectionRecord {
+                holder_identity: String::new(),
+                lease_duration_seconds: 1,
+                acquire_time: Some(now),
+                renew_time: Some(now),
+                leader_transitions: o.leader_transitions,
+            };
+            match self.lock.update(&rec).await {
+                Ok(stored) => {
+                    self.observed.set(stored);
+                    tracing::info!(lease = %self.lock.describe(), identity = %self.identity(), "released leader lease");
+                    return true;
+                }
+                Err(Error::Api(kube::Error::Api(s))) if s.is_conflict() => {}
+                Err(error) => {
+                    tracing::error!(lease = %self.lock.describe(), %error, "failed to release lock");
+                    return false;
+                }
             }
         }
+        tracing::error!(lease = %self.lock.describe(), "failed to release lock: conflicts");
+        false
     }
 
     fn maybe_report_transition(&mut self) {

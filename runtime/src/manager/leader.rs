@@ -11,6 +11,7 @@
 //! released — only once no leader-election runnable is running.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
@@ -27,6 +28,10 @@ pub(super) struct Leader {
     elector: Mutex<Option<LeaderElector>>,
     running: Mutex<Option<(CancellationToken, JoinHandle<()>)>>,
     errors: mpsc::UnboundedSender<Error>,
+    /// `leader_election_release_on_cancel`; the release is done here, not by the
+    /// elector, so it can be skipped when runnables outlived the grace period.
+    release_on_cancel: bool,
+    may_release: Arc<AtomicBool>,
 }
 
 impl Leader {
@@ -51,7 +56,7 @@ impl Leader {
                 lease_duration: opts.lease_duration,
                 renew_deadline: opts.renew_deadline,
                 retry_period: opts.retry_period,
-                release_on_cancel: opts.leader_election_release_on_cancel,
+                release_on_cancel: false,
                 name: opts.leader_election_id.clone(),
             };
             Some(LeaderElector::new(lock, cfg)?)
@@ -63,6 +68,8 @@ impl Leader {
             elector: Mutex::new(elector),
             running: Mutex::new(None),
             errors,
+            release_on_cancel: opts.leader_election_release_on_cancel,
+            may_release: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -71,10 +78,16 @@ impl Leader {
         self.identity.as_deref()
     }
 
-    /// Stops the elector (releasing the lease if so configured) and waits for it.
-    pub(super) async fn stop(&self) {
+    /// Stops the elector and waits for it. It releases the lease if so configured
+    /// and `runnables_stopped` (no leader-election runnable outlived the grace
+    /// period: releasing then could give two replicas running leader work).
+    pub(super) async fn stop(&self, runnables_stopped: bool) {
         let running = self.running.lock().take();
         if let Some((ctx, task)) = running {
+            self.may_release.store(
+                self.release_on_cancel && runnables_stopped,
+                Ordering::SeqCst,
+            );
             ctx.cancel();
             if let Err(error) = task.await {
                 tracing::error!(%error, "the leader elector task failed");
@@ -97,6 +110,7 @@ pub(super) async fn campaign(
     };
     let ctx = CancellationToken::new();
     let (group, elected, errors) = (group.clone(), elected.clone(), leader.errors.clone());
+    let may_release = leader.may_release.clone();
     let token = ctx.clone();
     let task = tokio::spawn(async move {
         if !elector.acquire(&token).await {
@@ -113,6 +127,8 @@ pub(super) async fn campaign(
         });
         if !elector.renew(&token).await {
             let _ = errors.send(Error::LeaderElectionLost);
+        } else if may_release.load(Ordering::SeqCst) {
+            elector.release().await;
         }
     });
     *leader.running.lock() = Some((ctx, task));

@@ -71,7 +71,7 @@ impl Manager {
         let stopped = inner.stop(grace).await;
         // Only now, with the leader-election runnables stopped, does the elector stop
         // renewing (and release the lease if so configured).
-        inner.leader.stop().await;
+        inner.leader.stop(stopped.is_ok()).await;
         // Events recorded during the stop are still written (Go stops the recorder
         // provider last, too).
         inner.recorder.stop(grace).await;
