@@ -131,7 +131,7 @@ async fn kube_reflector(env: &Environment) -> (usize, Duration) {
     reader.wait_until_ready().await.expect("reflector ready");
     let sync = t.elapsed();
     let bytes = allocated().await.saturating_sub(before);
-    assert!(reader.len() > 0);
+    assert!(!reader.is_empty());
     task.abort();
     let _ = task.await;
     drop(reader);

@@ -4,6 +4,7 @@
 
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client};
+pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, manager};
 
@@ -12,13 +13,14 @@ pub use ctrl_runtime::{healthz, manager};
 pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
 /// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`) and its options.
+pub use ctrl_builder::webhook::WebhookBuilder;
 pub use ctrl_builder::{self as builder, ControllerBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;`.
 pub mod prelude {
     pub use ctrl_runtime::workqueue;
 
-    pub use ctrl_builder::ControllerBuilder;
+    pub use ctrl_builder::{ControllerBuilder, webhook::WebhookBuilder};
 
     pub use ctrl_runtime::controller::Controller;
     pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
@@ -28,4 +30,5 @@ pub mod prelude {
     pub use ctrl_runtime::client::{Client, ignore_already_exists, ignore_not_found};
     pub use ctrl_runtime::healthz;
     pub use ctrl_runtime::manager::{Manager, Runnable, RunnableFunc, shutdown_signal};
+    pub use ctrl_runtime::recorder;
 }

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
 
 /// What a scenario needs from a queue.
+#[allow(clippy::ptr_arg)] // keys are owned Strings in every implementation
 pub trait BenchQueue: Clone + Send + Sync + 'static {
     fn add(&self, k: String);
     fn add_after(&self, k: String, d: Duration);

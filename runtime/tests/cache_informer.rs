@@ -394,10 +394,10 @@ async fn resync_replays_every_object_as_an_update_with_old_equal_new() {
         cache
             .get_informer::<ConfigMap>()
             .add_event_handler(move |n: Notification<ConfigMap>| {
-                if let Notification::Update(e) = n {
-                    if Arc::ptr_eq(&e.object_old, &e.object_new) {
-                        same.fetch_add(1, Ordering::SeqCst);
-                    }
+                if let Notification::Update(e) = n
+                    && Arc::ptr_eq(&e.object_old, &e.object_new)
+                {
+                    same.fetch_add(1, Ordering::SeqCst);
                 }
             });
     }

@@ -49,10 +49,12 @@ async fn eventually(what: &str, secs: u64, f: impl Fn() -> bool) {
 
 async fn create_cm(env: &Environment, name: &str) {
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    let mut cm = ConfigMap::default();
-    cm.metadata = ObjectMeta {
-        name: Some(name.into()),
-        namespace: Some("default".into()),
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     api.create(&PostParams::default(), &cm)

@@ -313,12 +313,12 @@ async fn status_writes_go_to_the_subresource() {
     let lb = serde_json::json!({"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}});
     with_status.status = Some(serde_json::from_value(lb.clone()).expect("status"));
     // The status write ignores spec changes.
-    with_status.spec.as_mut().map(|s| {
+    if let Some(s) = with_status.spec.as_mut() {
         s.ports = Some(vec![ServicePort {
             port: 81,
             ..Default::default()
-        }])
-    });
+        }]);
+    }
     let updated = client
         .status()
         .update(&with_status)
