@@ -56,6 +56,7 @@
 mod admission;
 mod apply;
 mod builtins;
+mod conversion;
 mod crd;
 mod discovery;
 mod env;
@@ -66,6 +67,8 @@ mod gc;
 mod kinds;
 mod meta;
 mod namespaces;
+mod openapi;
+mod protobuf;
 mod registry;
 mod router;
 #[allow(dead_code)] // helper module: not every item is wired yet

@@ -115,11 +115,7 @@ pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?
         }
-        "application/vnd.kubernetes.protobuf" => {
-            return Err(ApiError::unsupported_media(
-                "application/json, application/yaml (protobuf bodies, which kubectl's `create namespace|configmap|secret` generators send, are not supported: use `kubectl create -f` or `kubectl apply -f`)",
-            ));
-        }
+        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(&req.body)?,
         _ => {
             return Err(ApiError::unsupported_media(
                 "application/json, application/yaml",
