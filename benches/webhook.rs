@@ -77,14 +77,6 @@ async fn run(n: usize) {
     let ca = certs::generate_self_signed(&dir, &[])
         .expect("certs")
         .ca_pem;
-    let mgr = Manager::new(
-        env.client(),
-        Options {
-            metrics_bind_address: "0".into(),
-            ..Default::default()
-        },
-    )
-    .expect("manager");
     let server = Server::new(webhook::Options {
         host: "127.0.0.1".into(),
         port: 0,
@@ -92,7 +84,15 @@ async fn run(n: usize) {
         ..Default::default()
     });
     let addr = server.bind().expect("bind");
-    webhook::set_manager_server(&mgr, server.clone()).expect("server");
+    let mgr = Manager::new(
+        env.client(),
+        Options {
+            metrics_bind_address: "0".into(),
+            webhook_server: Some(server.clone()),
+            ..Default::default()
+        },
+    )
+    .expect("manager");
     WebhookBuilder::new(&mgr)
         .for_::<ConfigMap>()
         .with_defaulter(Defaults)

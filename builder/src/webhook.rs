@@ -5,7 +5,7 @@
 //! Paths are kubebuilder's: `/mutate-<group with dots as dashes>-<version>-<lowercase
 //! kind>` and `/validate-...` (so `apps/v1 Deployment` is `/mutate-apps-v1-deployment`,
 //! core `v1 Pod` is `/mutate--v1-pod`), unless a custom path is given; conversion is
-//! served at `/convert`. The server is `ctrl_runtime::webhook::manager_server(&mgr)`
+//! served at `/convert`. The server is `mgr.get_webhook_server()` (Go's `GetWebhookServer`)
 //! unless [`WebhookBuilder::with_server`] names another.
 //!
 //! ```no_run
@@ -197,7 +197,7 @@ where
         }
         let server = match self.server {
             Some(s) => s,
-            None => wh::manager_server(&self.mgr)?,
+            None => self.mgr.get_webhook_server(),
         };
         if let (Some(w), Some(p)) = (self.defaulter, dpath) {
             server.register(&p, w.recover_panic(self.recover_panic))?;
@@ -363,7 +363,7 @@ mod manager_tests {
             .with_validator_custom_path("/custom-validate")
             .complete()
             .unwrap();
-        let server = wh::manager_server(&mgr).unwrap();
+        let server = mgr.get_webhook_server();
         assert_eq!(
             server.paths(),
             vec![

@@ -116,14 +116,6 @@ async fn setup() -> Setup {
     let env = Environment::builder().start().await.expect("envtest");
     let dir = certs::temp_cert_dir().unwrap();
     let generated = certs::generate_self_signed(&dir, &[]).unwrap();
-    let mgr = Manager::new(
-        env.client(),
-        MgrOptions {
-            metrics_bind_address: "0".into(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
     let server = Server::new(webhook::Options {
         host: "127.0.0.1".into(),
         port: 0,
@@ -131,7 +123,15 @@ async fn setup() -> Setup {
         ..Default::default()
     });
     let addr = server.bind().unwrap();
-    webhook::set_manager_server(&mgr, server.clone()).unwrap();
+    let mgr = Manager::new(
+        env.client(),
+        MgrOptions {
+            metrics_bind_address: "0".into(),
+            webhook_server: Some(server.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let checks = Checks::default();
     WebhookBuilder::new(&mgr)
         .for_::<ConfigMap>()

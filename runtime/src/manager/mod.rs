@@ -54,6 +54,7 @@ use crate::healthz::{self, Checker};
 use crate::http::{self, Handler};
 use crate::metrics::server::ExtraHandlers;
 use crate::recorder;
+use crate::webhook;
 
 pub use error::Error;
 pub use flags::{Args, ConfigError, load_config};
@@ -85,6 +86,8 @@ struct Inner {
     metrics_addr: Option<SocketAddr>,
     probe_addr: Option<SocketAddr>,
     recorder: recorder::Provider,
+    webhook_server: webhook::Server,
+    webhook_added: std::sync::Once,
     state: Mutex<State>,
 }
 
@@ -143,6 +146,10 @@ impl Manager {
         let groups = Group::START_ORDER.map(|g| RunnableGroup::new(g, tx.clone()));
         let leader = leader::Leader::new(&client, &opts, tx.clone())?;
         let recorder = recorder::Provider::new(client.clone());
+        let webhook_server = opts
+            .webhook_server
+            .clone()
+            .unwrap_or_else(|| webhook::Server::new(webhook::Options::default()));
         Ok(Self {
             inner: Arc::new(Inner {
                 kube: client,
@@ -156,6 +163,8 @@ impl Manager {
                 metrics_addr,
                 probe_addr,
                 recorder,
+                webhook_server,
+                webhook_added: std::sync::Once::new(),
                 state: Mutex::new(State {
                     started: false,
                     healthz: healthz::Handler::new(),
@@ -259,6 +268,21 @@ impl Manager {
     /// [`crate::recorder`].
     pub fn get_event_recorder(&self, name: impl Into<String>) -> recorder::Recorder {
         self.inner.recorder.get_event_recorder(name)
+    }
+
+    /// The webhook server this manager runs (Go's `mgr.GetWebhookServer()`):
+    /// [`Options::webhook_server`], or one with default `webhook::Options`. The
+    /// first call adds it to the manager (Webhooks group, started after the HTTP
+    /// servers and before the caches); it serves only once a handler is registered,
+    /// so asking for it costs nothing when no webhook is set up.
+    pub fn get_webhook_server(&self) -> webhook::Server {
+        let server = self.inner.webhook_server.clone();
+        self.inner.webhook_added.call_once(|| {
+            if let Err(error) = self.add(server.clone()) {
+                tracing::error!(%error, "unable to add the webhook server to the manager");
+            }
+        });
+        server
     }
 
     /// The options the manager was built with.

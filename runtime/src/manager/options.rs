@@ -7,6 +7,7 @@ use crate::cache;
 use crate::http::ServerOptions;
 use crate::leaderelection::{DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD};
 use crate::metrics::server::DEFAULT_BIND_ADDRESS;
+use crate::webhook;
 
 /// controller-runtime's default graceful shutdown period.
 pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -68,6 +69,11 @@ pub struct Options {
     pub renew_deadline: Duration,
     /// How long leader election waits between attempts. Default 2 s.
     pub retry_period: Duration,
+    /// The webhook server the manager runs (Go's `Options.WebhookServer`); `None`
+    /// makes one with default `webhook::Options` (port 9443, cert dir
+    /// `<tmp>/k8s-webhook-server/serving-certs`). See
+    /// [`Manager::get_webhook_server`](super::Manager::get_webhook_server).
+    pub webhook_server: Option<webhook::Server>,
 }
 
 impl Default for Options {
@@ -88,6 +94,7 @@ impl Default for Options {
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
+            webhook_server: None,
         }
     }
 }

@@ -9,20 +9,20 @@
 //!   recovery.
 //! - [`conversion`]: `/convert`, hub-and-spoke CRD version conversion.
 //! - [`certs`]: a self-signed CA + serving certificate for tests and local runs.
-//! - [`manager_server`] / [`set_manager_server`] (`per_manager`): the one server a
-//!   manager runs (Go's `mgr.GetWebhookServer()`).
+//!
+//! A manager runs one server: `Manager::get_webhook_server()` (Go's
+//! `mgr.GetWebhookServer()`), chosen up front with `manager::Options::webhook_server`.
 //!
 //! `ctrl-builder`'s `WebhookBuilder` registers typed webhooks under kubebuilder's
 //! paths; `ctrl-envtest` calls them as a real API server does.
 //!
 //! ```no_run
 //! # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), Box<dyn std::error::Error>> {
-//! use ctrl_runtime::webhook::{Options, Server, admission};
-//! let server = Server::new(Options::default());
+//! use ctrl_runtime::webhook::admission;
+//! let server = mgr.get_webhook_server();
 //! server.register("/validate-anything", admission::Webhook::new(admission::handler_fn(|_req| {
 //!     admission::Response::allowed("")
 //! })))?;
-//! mgr.add(server.clone())?;
 //! mgr.add_readyz_check("webhook", server.started_checker())?;
 //! # Ok(()) }
 //! ```
@@ -31,11 +31,9 @@ pub mod admission;
 pub mod certs;
 pub mod conversion;
 mod metrics;
-mod per_manager;
 mod server;
 mod tls;
 
-pub use per_manager::{SetError, manager_server, set_manager_server};
 pub use server::{
     CONVERT_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_PORT, Error, Options, Server,
     StartedChecker, default_cert_dir,
