@@ -5,7 +5,9 @@
 //! `customresourcecleanup.apiextensions.k8s.io` finalizer) deletes its custom resources, and when
 //! the last is gone the finalizer is dropped, the CRD disappears, its watches end and its routes
 //! go away. Custom objects are validated against the version's `openAPIV3Schema` (`schema`).
-//! Webhook conversion is not supported: such CRDs are rejected with 422.
+//! `spec.conversion` is validated as upstream does (`conversion::validate`); a CRD with
+//! `strategy: Webhook` registers its `conversion::Conversion` with its types, and requests at
+//! a version other than the storage version then convert through the webhook.
 
 use std::sync::Arc;
 
@@ -104,14 +106,7 @@ pub(crate) fn on_write(
             ));
         }
     }
-    let strategy = s(obj, "/spec/conversion/strategy");
-    if !strategy.is_empty() && strategy != "None" {
-        causes.push(FieldCause::not_supported(
-            "spec.conversion.strategy",
-            &json!(strategy),
-            &[json!("None")],
-        ));
-    }
+    causes.extend(crate::conversion::validate(obj));
     if !causes.is_empty() {
         return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
     }
@@ -185,7 +180,31 @@ fn store_key_of(crd: &Value) -> crate::registry::StoreKey {
 
 /// The resource types a CRD serves.
 pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
-    let name = meta::name(crd).to_string();
+    versions_of(crd)
+        .iter()
+        .filter(|v| v.get("served") != Some(&json!(false)))
+        .map(|v| type_of(crd, v))
+        .collect()
+}
+
+/// The webhook conversion of a CRD with `conversion.strategy: Webhook`.
+pub(crate) fn conversion_of(crd: &Value) -> Option<crate::conversion::Conversion> {
+    let versions = versions_of(crd);
+    let storage = versions
+        .iter()
+        .find(|v| v.get("storage") == Some(&json!(true)))?;
+    crate::conversion::Conversion::of_crd(crd, Arc::new(type_of(crd, storage)))
+}
+
+fn versions_of(crd: &Value) -> Vec<Value> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The resource type of one version `v` of a CRD.
+fn type_of(crd: &Value, v: &Value) -> ResourceType {
     let group = s(crd, "/spec/group").to_string();
     let names = crd.pointer("/spec/names").cloned().unwrap_or_default();
     let strs = |k: &str| -> Vec<String> {
@@ -199,60 +218,48 @@ pub(crate) fn types_of(crd: &Value) -> Vec<ResourceType> {
             })
             .unwrap_or_default()
     };
-    let kind = s(&names, "/kind").to_string();
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let storage = versions
+    let storage = versions_of(crd)
         .iter()
         .find(|v| v.get("storage") == Some(&json!(true)))
         .map(|v| s(v, "/name").to_string())
         .unwrap_or_default();
-    versions
-        .iter()
-        .filter(|v| v.get("served") != Some(&json!(false)))
-        .map(|v| {
-            let subs = v.get("subresources");
-            ResourceType {
-                group: group.clone(),
-                version: s(v, "/name").to_string(),
-                kind: kind.clone(),
-                list_kind: s(&names, "/listKind").to_string(),
-                plural: s(&names, "/plural").to_string(),
-                singular: s(&names, "/singular").to_string(),
-                namespaced: s(crd, "/spec/scope") == "Namespaced",
-                short_names: strs("shortNames"),
-                categories: strs("categories"),
-                status: subs.and_then(|x| x.get("status")).is_some(),
-                scale: subs.and_then(|x| x.get("scale")).map(|sc| ScaleSpec {
-                    spec_replicas: s(sc, "/specReplicasPath").to_string(),
-                    status_replicas: s(sc, "/statusReplicasPath").to_string(),
-                    label_selector: sc
-                        .get("labelSelectorPath")
-                        .and_then(Value::as_str)
-                        .map(String::from),
-                }),
-                generation: true,
-                crd: Some(name.clone()),
-                schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
-                storage_version: format!("{group}/{storage}"),
-                virtual_create: false,
-                decode: None,
-                view: None,
-                fields: v
-                    .get("selectableFields")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            }
-        })
-        .collect()
+    let subs = v.get("subresources");
+    ResourceType {
+        group: group.clone(),
+        version: s(v, "/name").to_string(),
+        kind: s(&names, "/kind").to_string(),
+        list_kind: s(&names, "/listKind").to_string(),
+        plural: s(&names, "/plural").to_string(),
+        singular: s(&names, "/singular").to_string(),
+        namespaced: s(crd, "/spec/scope") == "Namespaced",
+        short_names: strs("shortNames"),
+        categories: strs("categories"),
+        status: subs.and_then(|x| x.get("status")).is_some(),
+        scale: subs.and_then(|x| x.get("scale")).map(|sc| ScaleSpec {
+            spec_replicas: s(sc, "/specReplicasPath").to_string(),
+            status_replicas: s(sc, "/statusReplicasPath").to_string(),
+            label_selector: sc
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(String::from),
+        }),
+        generation: true,
+        crd: Some(meta::name(crd).to_string()),
+        schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
+        storage_version: format!("{group}/{storage}"),
+        virtual_create: false,
+        decode: None,
+        view: None,
+        fields: v
+            .get("selectableFields")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_string())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
 }
 
 /// Validates a custom object against its version's schema (prunes unknown fields, defaults).
@@ -293,12 +300,14 @@ pub(crate) fn after_write(state: &Arc<State>, rt: &ResourceType, obj: &Arc<Value
     if is_crd_type(rt) {
         let name = meta::name(obj);
         if removed {
-            state.registry.set_crd(name, Vec::new());
+            state.registry.set_crd(name, Vec::new(), None);
             let key = store_key_of(obj);
             state.store.close_watches(&key);
             state.store.drop_collection(&key);
         } else {
-            state.registry.set_crd(name, types_of(obj));
+            state
+                .registry
+                .set_crd(name, types_of(obj), conversion_of(obj));
         }
     } else if let Some(crd) = &rt.crd {
         if removed {

@@ -1,13 +1,16 @@
 //! The registry of served resource types. Built-ins (see `builtins`) are registered at start,
 //! CRDs (see `crd`) add and remove theirs at run time. The registry is one immutable snapshot
 //! behind a lock that is swapped whole on every change, so routing, discovery, OpenAPI and the
-//! store always read one consistent table.
+//! store always read one consistent table — including the webhook conversions of CRDs
+//! (`conversion`), which are swapped together with the CRD's types.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde_json::Value;
+
+use crate::conversion::Conversion;
 
 /// Where the objects of a resource live: one collection per (group, plural), shared by every
 /// served version of a custom resource.
@@ -118,10 +121,16 @@ pub(crate) struct Snapshot {
     by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
     /// Bumped on every change (part of the OpenAPI hashes).
     pub revision: u64,
+    /// Webhook conversions of CRDs with `conversion.strategy: Webhook`, by CRD name.
+    pub conversions: HashMap<String, Arc<Conversion>>,
 }
 
 impl Snapshot {
-    fn build(types: Vec<Arc<ResourceType>>, revision: u64) -> Self {
+    fn build(
+        types: Vec<Arc<ResourceType>>,
+        revision: u64,
+        conversions: HashMap<String, Arc<Conversion>>,
+    ) -> Self {
         let by_gvr = types
             .iter()
             .map(|t| {
@@ -135,12 +144,18 @@ impl Snapshot {
             types,
             by_gvr,
             revision,
+            conversions,
         }
     }
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
         self.by_gvr
             .get(&(group.to_string(), version.to_string(), plural.to_string()))
+    }
+
+    /// The webhook conversion of a custom resource type, if its CRD has one.
+    pub fn conversion(&self, rt: &ResourceType) -> Option<&Arc<Conversion>> {
+        rt.crd.as_ref().and_then(|c| self.conversions.get(c))
     }
 
     pub fn has_group_version(&self, group: &str, version: &str) -> bool {
@@ -186,7 +201,7 @@ impl Registry {
     pub fn new(types: Vec<ResourceType>) -> Self {
         let types = types.into_iter().map(Arc::new).collect();
         Registry {
-            current: RwLock::new(Arc::new(Snapshot::build(types, 1))),
+            current: RwLock::new(Arc::new(Snapshot::build(types, 1, HashMap::new()))),
         }
     }
 
@@ -194,8 +209,9 @@ impl Registry {
         self.current.read().clone()
     }
 
-    /// Replace every type served for CRD `crd` by `types` (empty = remove it).
-    pub fn set_crd(&self, crd: &str, types: Vec<ResourceType>) {
+    /// Replace every type served for CRD `crd` by `types` (empty = remove it), and its
+    /// webhook conversion by `conversion`.
+    pub fn set_crd(&self, crd: &str, types: Vec<ResourceType>, conversion: Option<Conversion>) {
         let mut cur = self.current.write();
         let mut all: Vec<Arc<ResourceType>> = cur
             .types
@@ -205,6 +221,11 @@ impl Registry {
             .collect();
         all.extend(types.into_iter().map(Arc::new));
         let rev = cur.revision + 1;
-        *cur = Arc::new(Snapshot::build(all, rev));
+        let mut conversions = cur.conversions.clone();
+        match conversion {
+            Some(c) => conversions.insert(crd.to_string(), Arc::new(c)),
+            None => conversions.remove(crd),
+        };
+        *cur = Arc::new(Snapshot::build(all, rev, conversions));
     }
 }

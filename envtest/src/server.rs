@@ -1,7 +1,9 @@
 //! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection. Each request
 //! is authenticated (optional bearer token), its body read with the 3 MiB limit (413 without
-//! buffering more), routed (`router`) and handed to discovery or the verbs. Every failure is
-//! answered with a `Status` body (`status`).
+//! buffering more), routed (`router`) and handed to discovery or the verbs (through
+//! `conversion`, which converts custom resources served at a non-storage version through
+//! their CRD's conversion webhook). Every failure is answered with a `Status` body
+//! (`status`); warnings raised while serving (admission webhooks) become `Warning` headers.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -24,7 +26,7 @@ use crate::registry::{Registry, Snapshot};
 use crate::router::{self, Query, Route};
 use crate::status::ApiError;
 use crate::store::Store;
-use crate::{discovery, verbs};
+use crate::{conversion, discovery};
 
 /// The request body limit (upstream's 3 MiB).
 pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
@@ -58,6 +60,55 @@ pub(crate) struct Req {
     pub query: Query,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// Warnings for the client, written as `Warning` headers on the response.
+    pub warnings: Warnings,
+}
+
+/// The warnings of one request (admission webhooks' `warnings`), shared by the request and
+/// the server, which writes each as a `Warning: 299 - "<text>"` response header, as the API
+/// server's warning recorder does (empty ones dropped, duplicates once).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Warnings(Arc<parking_lot::Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Records one warning.
+    pub fn add(&self, text: &str) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        let mut all = self.0.lock();
+        if !all.iter().any(|w| w == text) {
+            all.push(text.to_string());
+        }
+    }
+
+    /// Records every string of a JSON array (a webhook response's `warnings`).
+    pub fn add_all(&self, list: Option<&Value>) {
+        for w in list.and_then(Value::as_array).into_iter().flatten() {
+            if let Some(w) = w.as_str() {
+                self.add(w);
+            }
+        }
+    }
+
+    /// Appends the `Warning` headers to a response.
+    fn write(&self, headers: &mut HeaderMap) {
+        for text in self.0.lock().iter() {
+            let quoted: String = text
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect::<String>()
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            match HeaderValue::from_bytes(format!("299 - \"{quoted}\"").as_bytes()) {
+                Ok(v) => {
+                    headers.append(header::WARNING, v);
+                }
+                Err(e) => tracing::debug!(warning = %text, error = %e, "warning not sent"),
+            }
+        }
+    }
 }
 
 impl Req {
@@ -66,6 +117,15 @@ impl Req {
             .get(name)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
+    }
+
+    /// The media type of the body: the Content-Type without parameters.
+    pub fn media_type(&self) -> &str {
+        self.header("content-type")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
     }
 
     /// The Accept header asks for PartialObjectMetadata(List).
@@ -175,16 +235,20 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         } else {
             Bytes::new()
         };
+        let warnings = Warnings::default();
         let req = Req {
             method: parts.method.clone(),
             query,
             headers: parts.headers,
             body,
+            warnings: warnings.clone(),
         };
-        match dispatch(&state, route, &snap, req).await {
+        let mut resp = match dispatch(&state, route, &snap, req).await {
             Ok(r) => r,
             Err(e) => error(&e),
-        }
+        };
+        warnings.write(resp.headers_mut());
+        resp
     };
     record(
         &state,
@@ -279,7 +343,8 @@ async fn dispatch(
     }
     let is_get = req.method == Method::GET;
     match route {
-        Route::Resource(r) => verbs::dispatch(state, r, req).await,
+        // Webhook conversion (`conversion`) wraps the verbs for non-storage versions.
+        Route::Resource(r) => conversion::dispatch(state, r, req).await,
         _ if !is_get => Err(ApiError::method_not_allowed()),
         Route::Health => Ok(bytes(
             200,

@@ -1,7 +1,8 @@
 //! Calls one webhook over HTTPS as the API server does: POST of a review to
 //! `clientConfig.url`, the server verified against `clientConfig.caBundle`, within
 //! the webhook's timeout. HTTP/1.1 connections are kept per (URL authority, CA) and
-//! reused, so a steady stream of writes pays the TLS handshake once.
+//! reused, so a steady stream of writes pays the TLS handshake once. CRD conversion
+//! webhooks (`crate::conversion`) are called through the same client.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -24,8 +25,8 @@ fn pool() -> &'static Mutex<HashMap<String, Vec<Sender>>> {
     P.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+/// The root certificates of a `caBundle` (base64 of PEM), or why it holds none.
+pub(crate) fn roots(ca_bundle: &str) -> Result<rustls::RootCertStore, String> {
     let pem = base64::engine::general_purpose::STANDARD
         .decode(ca_bundle.trim())
         .map_err(|e| format!("caBundle is not base64: {e}"))?;
@@ -37,6 +38,12 @@ fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
     if roots.is_empty() {
         return Err("caBundle holds no certificate".into());
     }
+    Ok(roots)
+}
+
+fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let roots = roots(ca_bundle)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -9,6 +9,8 @@
 //! code); a webhook that cannot be reached fails the write (`failurePolicy: Fail`, a
 //! 500) or is skipped (`Ignore`); `timeoutSeconds` bounds each call; on a dry run
 //! only webhooks with `sideEffects: None` / `NoneOnDryRun` are called (else 400).
+//! A response's `warnings` go to the request's [`Warnings`](crate::server::Warnings), which
+//! the server writes as `Warning: 299 - "<text>"` headers, allowed or denied.
 //!
 //! Configurations are ordinary objects: create them through the API, or give them
 //! to [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
@@ -16,7 +18,7 @@
 //! resourceVersion on a create; server-side apply (`application/apply-patch+yaml`)
 //! bypasses webhooks; only `clientConfig.url` is supported (not `service`).
 
-mod client;
+pub(crate) mod client;
 mod rules;
 
 use std::sync::Arc;
@@ -125,13 +127,7 @@ pub(crate) async fn admit(
     if rt.virtual_create || rt.group == GROUP {
         return Ok(req);
     }
-    let ct = req
-        .header("content-type")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let ct = req.media_type().to_string();
     let op = match (&req.method, r.name.as_deref()) {
         (&Method::POST, None) if r.sub.is_none() => Op::Create,
         (&Method::PUT, Some(_)) => Op::Update,
@@ -215,6 +211,8 @@ pub(crate) async fn admit(
                 }
             };
             let resp = answer.get("response").cloned().unwrap_or(Value::Null);
+            // Upstream records warnings before looking at `allowed`: a denial carries them too.
+            req.warnings.add_all(resp.get("warnings"));
             if resp.get("allowed").and_then(Value::as_bool) != Some(true) {
                 return Err(denied(&h.name, &resp));
             }
@@ -253,7 +251,8 @@ pub(crate) async fn admit(
     Ok(req)
 }
 
-fn apply_patch(old: Option<&Value>, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
+/// A JSON, merge or strategic merge patch applied to `old` (the object as served).
+pub(crate) fn apply_patch(old: Option<&Value>, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
     let Some(old) = old else {
         return Err(ApiError::internal("no object to patch"));
     };

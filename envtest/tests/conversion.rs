@@ -1,0 +1,480 @@
+//! CRD conversion through a conversion webhook: ctrl-envtest calls a real ctrl-runtime
+//! `/convert` handler (hub-and-spoke, over TLS) wherever a real API server converts —
+//! request bodies at a non-storage version on the way in, objects, lists (one review) and
+//! watch events on the way out — and fails like it (500, nothing stored) when the webhook
+//! refuses or cannot be reached. CRDs whose `spec.conversion` is invalid are a 422.
+
+mod common;
+#[path = "common/webhook_server.rs"]
+mod webhook_server;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ctrl_envtest::Environment;
+use ctrl_runtime::http::{Handler, Request, Response};
+use ctrl_runtime::webhook::conversion::{self, ConversionError, Convertible, Hub};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::{CustomResource, ResourceExt};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+mod v1 {
+    use super::*;
+    /// v1 (storage, hub): the size as text, `"10Gi"`.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq)]
+    #[kube(
+        group = "conv.ctrl.dev",
+        version = "v1",
+        kind = "Volume",
+        namespaced,
+        schema = "disabled"
+    )]
+    pub struct VolumeSpec {
+        pub size: String,
+    }
+}
+
+mod v2 {
+    use super::*;
+    /// v2: the size as a number and a unit.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq)]
+    #[kube(
+        group = "conv.ctrl.dev",
+        version = "v2",
+        kind = "Volume",
+        namespaced,
+        schema = "disabled"
+    )]
+    pub struct VolumeSpec {
+        pub size: Size,
+    }
+
+    #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+    pub struct Size {
+        pub value: u64,
+        pub unit: String,
+    }
+}
+
+impl Hub for v1::Volume {}
+
+impl Convertible<v1::Volume> for v2::Volume {
+    fn convert_to(&self) -> Result<v1::Volume, ConversionError> {
+        let unit = &self.spec.size.unit;
+        if unit != "Mi" && unit != "Gi" {
+            return Err(format!("unit {unit:?} is not supported").into());
+        }
+        let mut out = v1::Volume::new(
+            "",
+            v1::VolumeSpec {
+                size: format!("{}{unit}", self.spec.size.value),
+            },
+        );
+        out.metadata = self.metadata.clone();
+        Ok(out)
+    }
+
+    fn convert_from(hub: &v1::Volume) -> Result<Self, ConversionError> {
+        let size = &hub.spec.size;
+        let split = size.len().saturating_sub(2);
+        let value = size[..split]
+            .parse()
+            .map_err(|e| ConversionError(format!("size {size:?}: {e}")))?;
+        let mut out = v2::Volume::new(
+            "",
+            v2::VolumeSpec {
+                size: v2::Size {
+                    value,
+                    unit: size[split..].to_string(),
+                },
+            },
+        );
+        out.metadata = hub.metadata.clone();
+        Ok(out)
+    }
+}
+
+/// (desiredAPIVersion, number of objects) of every review the webhook received.
+type Seen = Arc<Mutex<Vec<(String, usize)>>>;
+
+/// The conversion handler, recording what it is asked.
+struct Counted {
+    inner: conversion::Webhook,
+    seen: Seen,
+}
+
+#[async_trait]
+impl Handler for Counted {
+    async fn call(&self, req: Request) -> Response {
+        if let Ok(v) = serde_json::from_slice::<Value>(req.body()) {
+            let r = &v["request"];
+            self.seen.lock().push((
+                r["desiredAPIVersion"].as_str().unwrap_or("").to_string(),
+                r["objects"].as_array().map_or(0, Vec::len),
+            ));
+        }
+        self.inner.call(req).await
+    }
+}
+
+fn crd(conversion: Value) -> CustomResourceDefinition {
+    let schema = |size: Value| {
+        json!({"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"size": size}}}}})
+    };
+    serde_json::from_value(json!({
+        "metadata": {"name": "volumes.conv.ctrl.dev"},
+        "spec": {
+            "group": "conv.ctrl.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "volumes", "singular": "volume", "kind": "Volume", "listKind": "VolumeList"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema(json!({"type": "string"}))},
+                {"name": "v2", "served": true, "storage": false, "schema": schema(json!({
+                    "type": "object",
+                    "properties": {"value": {"type": "integer"}, "unit": {"type": "string"}}}))},
+            ],
+            "conversion": conversion,
+        }
+    }))
+    .unwrap()
+}
+
+fn webhook_conversion(url: &str, ca_bundle: &str) -> Value {
+    json!({"strategy": "Webhook", "webhook": {
+        "clientConfig": {"url": url, "caBundle": ca_bundle},
+        "conversionReviewVersions": ["v1"]}})
+}
+
+struct Setup {
+    env: Environment,
+    seen: Seen,
+    _hook: webhook_server::Running,
+}
+
+impl Setup {
+    fn v1(&self) -> Api<v1::Volume> {
+        Api::namespaced(self.env.client(), "default")
+    }
+    fn v2(&self) -> Api<v2::Volume> {
+        Api::namespaced(self.env.client(), "default")
+    }
+}
+
+async fn setup() -> Setup {
+    let seen = Seen::default();
+    let s = seen.clone();
+    let hook = webhook_server::start(move |server| {
+        let inner = conversion::Webhook::new();
+        inner.hub::<v1::Volume>().spoke::<v1::Volume, v2::Volume>();
+        server
+            .register("/convert", Counted { inner, seen: s })
+            .unwrap();
+    })
+    .await;
+    let env = common::env().await;
+    let url = format!("{}/convert", hook.url);
+    Api::<CustomResourceDefinition>::all(env.client())
+        .create(
+            &PostParams::default(),
+            &crd(webhook_conversion(&url, &hook.ca_bundle)),
+        )
+        .await
+        .unwrap();
+    Setup {
+        env,
+        seen,
+        _hook: hook,
+    }
+}
+
+fn at_v1(name: &str, size: &str) -> v1::Volume {
+    v1::Volume::new(name, v1::VolumeSpec { size: size.into() })
+}
+
+fn at_v2(name: &str, value: u64, unit: &str) -> v2::Volume {
+    v2::Volume::new(
+        name,
+        v2::VolumeSpec {
+            size: v2::Size {
+                value,
+                unit: unit.into(),
+            },
+        },
+    )
+}
+
+fn size2(v: &v2::Volume) -> (u64, &str) {
+    (v.spec.size.value, v.spec.size.unit.as_str())
+}
+
+#[tokio::test]
+async fn objects_convert_between_versions_on_every_read_and_write() {
+    let s = setup().await;
+    let pp = PostParams::default();
+    // Created at v1 (storage: no conversion on the way in), read at v2.
+    s.v1().create(&pp, &at_v1("a", "10Gi")).await.unwrap();
+    let a = s.v2().get("a").await.unwrap();
+    assert_eq!(size2(&a), (10, "Gi"));
+    assert_eq!(a.uid(), s.v1().get("a").await.unwrap().uid());
+
+    // Created at v2: stored at v1, the response is at v2.
+    let b = s.v2().create(&pp, &at_v2("b", 5, "Mi")).await.unwrap();
+    assert_eq!(size2(&b), (5, "Mi"));
+    assert_eq!(s.v1().get("b").await.unwrap().spec.size, "5Mi");
+
+    // A list at v2 converts its items in ONE review; at v1 nothing is converted.
+    s.seen.lock().clear();
+    let list = s.v2().list(&ListParams::default()).await.unwrap();
+    let sizes: Vec<(u64, &str)> = list.items.iter().map(size2).collect();
+    assert_eq!(sizes, vec![(10, "Gi"), (5, "Mi")]);
+    assert_eq!(*s.seen.lock(), vec![("conv.ctrl.dev/v2".to_string(), 2)]);
+    s.seen.lock().clear();
+    let list = s.v1().list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 2);
+    assert!(s.seen.lock().is_empty(), "{:?}", s.seen.lock());
+
+    // An update at v2 stores the converted object.
+    let mut b = s.v2().get("b").await.unwrap();
+    b.spec.size.value = 7;
+    let b = s.v2().replace("b", &pp, &b).await.unwrap();
+    assert_eq!(size2(&b), (7, "Mi"));
+    assert_eq!(s.v1().get("b").await.unwrap().spec.size, "7Mi");
+
+    // Merge and JSON patches at v2 apply to the v2 form.
+    let merged = s
+        .v2()
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"size": {"value": 20}}, "metadata": {"labels": {"x": "y"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(size2(&merged), (20, "Gi"));
+    let stored = s.v1().get("a").await.unwrap();
+    assert_eq!(stored.spec.size, "20Gi");
+    assert_eq!(stored.labels().get("x").map(String::as_str), Some("y"));
+    let p: json_patch::Patch = serde_json::from_value(
+        json!([{"op": "replace", "path": "/spec/size/unit", "value": "Mi"}]),
+    )
+    .unwrap();
+    s.v2()
+        .patch("a", &PatchParams::default(), &Patch::<()>::Json(p))
+        .await
+        .unwrap();
+    assert_eq!(s.v1().get("a").await.unwrap().spec.size, "20Mi");
+
+    // Deleting at v2 answers with the object (held by a finalizer) at v2; a patch at v2
+    // dropping the finalizer then lets it go.
+    let mut held = at_v2("held", 3, "Gi");
+    held.metadata.finalizers = Some(vec!["conv.ctrl.dev/hold".into()]);
+    s.v2().create(&pp, &held).await.unwrap();
+    let gone = s.v2().delete("held", &Default::default()).await.unwrap();
+    let obj = gone
+        .left()
+        .expect("the object, still held by its finalizer");
+    assert_eq!(size2(&obj), (3, "Gi"));
+    assert!(obj.metadata.deletion_timestamp.is_some());
+    s.v2()
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    assert!(s.v1().get_opt("held").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn watch_events_at_v2_carry_converted_objects() {
+    let s = setup().await;
+    let pp = PostParams::default();
+    s.v1().create(&pp, &at_v1("before", "1Gi")).await.unwrap();
+    let mut events = s
+        .v2()
+        .watch(&WatchParams::default().timeout(20), "0")
+        .await
+        .unwrap()
+        .boxed();
+    s.v1().create(&pp, &at_v1("after", "2Mi")).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match events
+            .try_next()
+            .await
+            .unwrap()
+            .expect("the watch ended early")
+        {
+            WatchEvent::Added(v) => seen.push((v.name_any(), size2(&v).0, v.spec.size.unit)),
+            WatchEvent::Error(e) => panic!("watch error: {e:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![
+            ("before".into(), 1, "Gi".into()),
+            ("after".into(), 2, "Mi".into())
+        ]
+    );
+}
+
+fn api_error(e: kube::Error) -> kube::core::Status {
+    common::status_of(e)
+}
+
+#[tokio::test]
+async fn a_refused_conversion_is_a_500_with_the_webhook_message_and_stores_nothing() {
+    let s = setup().await;
+    let err = s
+        .v2()
+        .create(&PostParams::default(), &at_v2("bad", 1, "Xi"))
+        .await
+        .unwrap_err();
+    let st = api_error(err);
+    assert_eq!(st.code, 500, "{st:?}");
+    assert!(
+        st.message.contains(
+            "conversion webhook for conv.ctrl.dev/v2, Kind=Volume failed: unit \"Xi\" is not supported"
+        ),
+        "{}",
+        st.message
+    );
+    assert!(
+        s.v1()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // A stored object the webhook cannot convert fails reads at v2 (get and list alike).
+    s.v1()
+        .create(&PostParams::default(), &at_v1("odd", "lotsGi"))
+        .await
+        .unwrap();
+    let st = api_error(s.v2().get("odd").await.unwrap_err());
+    assert_eq!(st.code, 500);
+    assert!(
+        st.message.contains(
+            "conversion webhook for conv.ctrl.dev/v1, Kind=Volume failed: size \"lotsGi\""
+        ),
+        "{}",
+        st.message
+    );
+    let st = api_error(s.v2().list(&ListParams::default()).await.unwrap_err());
+    assert_eq!(st.code, 500);
+    assert!(
+        st.message
+            .contains("conversion webhook for conv.ctrl.dev/v1, Kind=VolumeList failed"),
+        "{}",
+        st.message
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_webhook_is_a_500_and_stores_nothing() {
+    let env = common::env().await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let certs_dir = ctrl_runtime::webhook::certs::temp_cert_dir().unwrap();
+    let generated = ctrl_runtime::webhook::certs::generate_self_signed(&certs_dir, &[]).unwrap();
+    let ca = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        &generated.ca_pem,
+    );
+    let url = format!("https://127.0.0.1:{port}/convert");
+    Api::<CustomResourceDefinition>::all(env.client())
+        .create(&PostParams::default(), &crd(webhook_conversion(&url, &ca)))
+        .await
+        .unwrap();
+    let v1: Api<v1::Volume> = Api::namespaced(env.client(), "default");
+    let v2: Api<v2::Volume> = Api::namespaced(env.client(), "default");
+    let st = api_error(
+        v2.create(&PostParams::default(), &at_v2("x", 1, "Gi"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(st.code, 500, "{st:?}");
+    assert!(
+        st.message
+            .contains("conversion webhook for conv.ctrl.dev/v2, Kind=Volume failed: Post"),
+        "{}",
+        st.message
+    );
+    assert!(
+        v1.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    // The storage version needs no webhook.
+    v1.create(&PostParams::default(), &at_v1("y", "1Gi"))
+        .await
+        .unwrap();
+    assert_eq!(v1.get("y").await.unwrap().spec.size, "1Gi");
+}
+
+#[tokio::test]
+async fn invalid_conversion_settings_are_a_422() {
+    let env = common::env().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let ca = "bm90IGEgY2VydA=="; // base64 of "not a cert"
+    let cases = [
+        (
+            json!({"strategy": "Webhook"}),
+            "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+        ),
+        (
+            json!({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "http://127.0.0.1:1/convert"}, "conversionReviewVersions": ["v1"]}}),
+            "'https' is the only allowed URL scheme",
+        ),
+        (
+            json!({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "https://127.0.0.1:1/convert", "service": {"name": "s", "namespace": "n"}}, "conversionReviewVersions": ["v1"]}}),
+            "exactly one of url or service is required",
+        ),
+        (
+            json!({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "https://127.0.0.1:1/convert"}, "conversionReviewVersions": ["v9"]}}),
+            "must include at least one of v1, v1beta1",
+        ),
+        (
+            json!({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "https://127.0.0.1:1/convert", "caBundle": ca}, "conversionReviewVersions": ["v1"]}}),
+            "spec.conversion.webhookClientConfig.caBundle",
+        ),
+        (
+            json!({"strategy": "None", "webhook": {"clientConfig": {"url": "https://127.0.0.1:1/convert"}, "conversionReviewVersions": ["v1"]}}),
+            "should not be set when strategy is not set to Webhook",
+        ),
+        (json!({"strategy": "Magic"}), "Unsupported value: \"Magic\""),
+    ];
+    for (conversion, want) in cases {
+        let st = api_error(
+            crds.create(&PostParams::default(), &crd(conversion.clone()))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(st.code, 422, "{conversion}: {st:?}");
+        assert!(st.message.contains(want), "{conversion}: {}", st.message);
+    }
+    assert!(
+        crds.get_opt("volumes.conv.ctrl.dev")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
