@@ -8,12 +8,17 @@
 //! cargo run --example storagebucket -- --run-for 10s      # ... that exits 0 after 10 s
 //! cargo run --example storagebucket -- --print-crd        # the CRD, for kubectl apply -f -
 //! cargo run --example storagebucket -- --kubeconfig ~/.kube/config   # a real cluster
+//! cargo run --example storagebucket -- --kubeconfig KC --leader-elect   # one of N replicas
 //! ```
 //!
 //! With no cluster configured (no `--kubeconfig`, no `KUBECONFIG`, not in a pod) it
-//! starts ctrl-envtest in process, installs the CRD, starts a local object store
-//! whose health flips, creates two buckets, and prints what happens. The modules
-//! are in `examples/storagebucket/`.
+//! starts ctrl-envtest in process, installs the CRD, serves the defaulting and
+//! validating webhooks (self-signed certificate) and registers them, starts a local
+//! object store whose health flips, creates two buckets (defaulted by the webhook)
+//! and a third that the validating webhook rejects, and prints what happens. With
+//! `--leader-elect`, replicas share the Lease `storagebucket.storage.example.com`;
+//! a replica that loses it exits non-zero. The modules are in
+//! `examples/storagebucket/`.
 
 #[path = "storagebucket/mod.rs"]
 mod operator;
@@ -22,8 +27,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use ctrl::manager::{Args, Manager, Options, load_config, shutdown_signal};
-use operator::{controller, crd, demo, logging};
+use ctrl::manager::{Args, Options, load_config, shutdown_signal};
+use ctrl::webhook;
+use operator::leader::LeaderElectionFlags;
+use operator::{controller, crd, demo, logging, setup};
 use tokio_util::sync::CancellationToken;
 
 /// The operator's command line: kubebuilder's manager flags plus its own.
@@ -35,6 +42,15 @@ use tokio_util::sync::CancellationToken;
 struct Cli {
     #[command(flatten)]
     manager: Args,
+    #[command(flatten)]
+    leader: LeaderElectionFlags,
+    /// In a cluster: serve the admission webhooks on :9443 (certificates in
+    /// `--webhook-cert-path`). The demo always serves them.
+    #[arg(long)]
+    enable_webhooks: bool,
+    /// The directory with the webhook server's `tls.crt` and `tls.key`.
+    #[arg(long, value_name = "DIR")]
+    webhook_cert_path: Option<PathBuf>,
     /// How often every bucket is probed.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     probe_interval: Duration,
@@ -79,6 +95,17 @@ fn cluster_configured(cli: &Cli) -> bool {
     cli.manager.kubeconfig.is_some()
         || std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty())
         || kube::Config::incluster().is_ok()
+}
+
+/// Says which Lease this replica competes for, when leader election is on.
+fn log_leader_election(opts: &Options) {
+    if opts.leader_election {
+        let ns = opts
+            .leader_election_namespace
+            .as_deref()
+            .unwrap_or("default");
+        tracing::info!(target: "storagebucket::leader", "leader election on: Lease {ns}/{}", opts.leader_election_id);
+    }
 }
 
 /// A local default like `:8080` would collide between demo runs: use a free port.
@@ -141,10 +168,21 @@ async fn run(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Sen
         probe_interval: cli.probe_interval,
         ..Default::default()
     };
+    let base = cli.leader.apply(cli.manager.options());
     if !demo {
         let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
-        let mgr = Manager::new(client, cli.manager.options())?;
-        controller::setup(&mgr, &cfg).await?;
+        let server = cli.webhook_cert_path.clone().map(|cert_dir| {
+            webhook::Server::new(webhook::Options {
+                cert_dir,
+                ..Default::default()
+            })
+        });
+        let opts = Options {
+            webhook_server: server,
+            ..base
+        };
+        log_leader_election(&opts);
+        let mgr = setup::manager(client, opts, &cfg, cli.enable_webhooks).await?;
         return Ok(mgr.start(stop).await?);
     }
 
@@ -153,16 +191,19 @@ async fn run(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Sen
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("storagebucket.kubeconfig"));
     let world = demo::start(&kubeconfig, cli.flip_every, stop.clone()).await?;
+    let (server, ca_pem) = demo::webhook_server()?;
+    demo::install_webhooks(world.env.client(), &server, &ca_pem).await?;
     let opts = Options {
         metrics_bind_address: local(&cli.manager.metrics_bind_address, ":8080"),
         health_probe_bind_address: local(&cli.manager.health_probe_bind_address, ":8081"),
-        ..cli.manager.options()
+        webhook_server: Some(server),
+        ..base
     };
-    let mgr = Manager::new(world.env.client(), opts)?;
+    log_leader_election(&opts);
+    let mgr = setup::manager(world.env.client(), opts, &cfg, true).await?;
     if let Some(addr) = mgr.metrics_addr() {
         tracing::info!(target: "storagebucket::manager", "metrics at http://{addr}/metrics");
     }
-    controller::setup(&mgr, &cfg).await?;
     let running = {
         let (mgr, stop) = (mgr.clone(), stop.clone());
         tokio::spawn(async move { mgr.start(stop).await })

@@ -4,94 +4,48 @@
 //! format (`status.available`, `status.lastProbeTime`, `status.conditions`), not
 //! at the example's types or internals.
 
+mod common;
 #[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
 
 use std::time::Duration;
 
-use ctrl::manager::{Error as ManagerError, Manager, Options};
+use common::{WAIT, available, buckets_api, create_bucket, status, wait_until};
+use ctrl::manager::{Error as ManagerError, Options};
+use ctrl::webhook::Server;
 use ctrl_envtest::Environment;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
-};
-use operator::controller::{self, Config};
+use kube::api::{Api, DeleteParams, ListParams};
+use operator::controller::Config;
 use operator::crd;
 use operator::store::ObjectStore;
-use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-const WAIT: Duration = Duration::from_secs(15);
-
-fn buckets_api(client: kube::Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("storage.example.com", "v1", "StorageBucket");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "storagebuckets");
-    Api::namespaced_with(client, "default", &ar)
-}
-
-async fn create_bucket(api: &Api<DynamicObject>, name: &str, endpoint: &str) {
-    let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "storage.example.com/v1",
-        "kind": "StorageBucket",
-        "metadata": { "name": name },
-        "spec": { "endpoint": endpoint },
-    }))
-    .expect("bucket json");
-    api.create(&PostParams::default(), &obj)
-        .await
-        .expect("create bucket");
-}
-
-/// Polls `name` until `ok` holds for it (`None`: it is gone), or panics after [`WAIT`].
-async fn wait_until(
-    api: &Api<DynamicObject>,
-    name: &str,
-    what: &str,
-    ok: impl Fn(Option<&DynamicObject>) -> bool,
-) -> Option<DynamicObject> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let got = api.get_opt(name).await.expect("get bucket");
-        if ok(got.as_ref()) {
-            return got;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name}: {what} did not happen within {WAIT:?}; last seen: {got:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn status(obj: Option<&DynamicObject>) -> &Value {
-    obj.and_then(|o| o.data.get("status"))
-        .unwrap_or(&Value::Null)
-}
-
-fn available(obj: Option<&DynamicObject>) -> Option<bool> {
-    status(obj)["available"].as_bool()
-}
-
-/// The operator's manager on `env`, running until `stop`.
+/// The operator's manager on `env`, running until `stop`; with the admission
+/// webhooks on `webhooks` if given.
 async fn operator(
     env: &Environment,
     name: &str,
     stop: &CancellationToken,
+    webhooks: Option<Server>,
 ) -> JoinHandle<Result<(), ManagerError>> {
+    let with_webhooks = webhooks.is_some();
     let opts = Options {
         metrics_bind_address: "0".into(),
         health_probe_bind_address: "0".into(),
+        webhook_server: webhooks,
         ..Default::default()
     };
-    let mgr = Manager::new(env.client(), opts).expect("manager");
     let cfg = Config {
         name: name.into(),
         probe_interval: Duration::from_millis(200),
     };
-    controller::setup(&mgr, &cfg).await.expect("setup");
+    let mgr = operator::setup::manager(env.client(), opts, &cfg, with_webhooks)
+        .await
+        .expect("manager");
     let stop = stop.clone();
     tokio::spawn(async move { mgr.start(stop).await })
 }
@@ -131,7 +85,7 @@ async fn buckets_become_available_flip_with_the_store_and_finalize_on_delete() {
         .await
         .expect("envtest");
     let store = ObjectStore::start(stop.clone()).await.expect("store");
-    let running = operator(&env, "storagebucket-flip", &stop).await;
+    let running = operator(&env, "storagebucket-flip", &stop, None).await;
 
     let client = env.client();
     let api = buckets_api(client.clone());
@@ -208,7 +162,7 @@ async fn a_bad_endpoint_is_reported_not_retried_into_a_crash() {
         .start()
         .await
         .expect("envtest");
-    let running = operator(&env, "storagebucket-bad", &stop).await;
+    let running = operator(&env, "storagebucket-bad", &stop, None).await;
     let api = buckets_api(env.client());
     create_bucket(&api, "not-a-url", "::nonsense::").await;
     create_bucket(&api, "tls", "https://127.0.0.1:1/b").await;
@@ -250,7 +204,12 @@ async fn the_demo_world_and_the_printed_crd() {
     let world = operator::demo::start(&kubeconfig, Duration::ZERO, stop.clone())
         .await
         .expect("demo world");
-    let running = operator(&world.env, "storagebucket-demo", &stop).await;
+    // ... with the webhooks served and registered, as the demo does.
+    let (server, ca_pem) = operator::demo::webhook_server().expect("webhook server");
+    operator::demo::install_webhooks(world.env.client(), &server, &ca_pem)
+        .await
+        .expect("install webhooks");
+    let running = operator(&world.env, "storagebucket-demo", &stop, Some(server)).await;
     world.create_samples().await.expect("samples");
 
     let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("read kubeconfig");
@@ -259,8 +218,17 @@ async fn the_demo_world_and_the_printed_crd() {
         .expect("config from kubeconfig");
     let api = buckets_api(kube::Client::try_from(cfg).expect("client"));
     for name in operator::demo::SAMPLE_BUCKETS {
-        wait_until(&api, name, "available", |o| available(o) == Some(true)).await;
+        let got = wait_until(&api, name, "available", |o| available(o) == Some(true)).await;
+        // Created without a probe path: the defaulting webhook filled it in.
+        let spec = got.map(|o| o.data["spec"].clone()).unwrap_or_default();
+        assert_eq!(spec["probePath"], "/healthz", "{spec}");
     }
+    // The ftp:// sample was rejected by the validating webhook: it does not exist.
+    let rejected = api
+        .get_opt(operator::demo::REJECTED_BUCKET)
+        .await
+        .expect("get");
+    assert!(rejected.is_none(), "{rejected:?}");
     stop.cancel();
     running
         .await

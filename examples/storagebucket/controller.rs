@@ -94,12 +94,7 @@ pub struct ProbeTicker {
 impl Runnable for ProbeTicker {
     async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
         // The object only carries the tick; the map function ignores it.
-        let tick = Arc::new(StorageBucket::new(
-            "probe-tick",
-            StorageBucketSpec {
-                endpoint: String::new(),
-            },
-        ));
+        let tick = Arc::new(StorageBucket::new("probe-tick", StorageBucketSpec::new("")));
         let mut ticks = tokio::time::interval(self.interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticks.tick().await; // the first tick is immediate; creates already reconcile
@@ -151,7 +146,7 @@ impl ObjectReconciler<StorageBucket> for BucketReconciler {
             tracing::info!(target: "storagebucket::finalizer", bucket = %key, "{key}: added finalizer {FINALIZER}");
         }
 
-        let outcome = probe(&bucket.spec.endpoint).await;
+        let outcome = probe(&bucket.spec.probe_url()).await;
         let before = bucket.status.as_ref().and_then(|s| s.available);
         let status = next_status(&bucket, &outcome);
         self.client

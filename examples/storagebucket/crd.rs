@@ -15,6 +15,9 @@ pub const FINALIZER: &str = "storage.example.com/finalizer";
 /// The condition type kept in `status.conditions`.
 pub const CONDITION_AVAILABLE: &str = "Available";
 
+/// The probe path the defaulting webhook fills in when a bucket leaves it empty.
+pub const DEFAULT_PROBE_PATH: &str = "/healthz";
+
 /// What a `StorageBucket` asks for: a bucket reachable over HTTP at `endpoint`.
 // Two printer columns share `type_ = "date"`, which clippy takes for a repeated attribute.
 #[allow(clippy::duplicated_attributes)]
@@ -42,9 +45,36 @@ pub const CONDITION_AVAILABLE: &str = "Available";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct StorageBucketSpec {
-    /// The bucket's HTTP endpoint (`http://host:port/path`); a 2xx answer to a GET
-    /// means the bucket is available.
+    /// The bucket's HTTP(S) endpoint (`http://host:port/path`); the validating
+    /// webhook rejects any other scheme.
     pub endpoint: String,
+    /// The path under `endpoint` that is probed; a 2xx answer to a GET means the
+    /// bucket is available. The defaulting webhook sets `/healthz` when it is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_path: Option<String>,
+}
+
+impl StorageBucketSpec {
+    /// A spec for `endpoint` with no probe path (the webhook defaults it).
+    pub fn new(endpoint: impl Into<String>) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            probe_path: None,
+        }
+    }
+
+    /// The URL a probe GETs: `endpoint` joined with the probe path (the endpoint
+    /// itself while no probe path is set).
+    pub fn probe_url(&self) -> String {
+        match self.probe_path.as_deref().filter(|p| !p.is_empty()) {
+            Some(path) => format!(
+                "{}/{}",
+                self.endpoint.trim_end_matches('/'),
+                path.trim_start_matches('/')
+            ),
+            None => self.endpoint.clone(),
+        }
+    }
 }
 
 /// What the operator observed.

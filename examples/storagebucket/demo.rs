@@ -1,17 +1,67 @@
 //! The local demo: with no cluster configured, the operator brings its own world —
 //! ctrl-envtest (an in-process API server) with the CRD installed, a local object
-//! store whose health flips, and two sample buckets — and tells you how to watch it
+//! store whose health flips, the admission webhooks ([`super::webhooks`]) served with
+//! a self-signed certificate and registered with the API server, and sample buckets
+//! (one of them rejected by the validating webhook) — and tells you how to watch it
 //! with kubectl.
 
 use std::path::Path;
 use std::time::Duration;
 
+use ctrl::webhook::{self, Server, certs};
 use ctrl_envtest::Environment;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use kube::api::{Api, PostParams};
 use tokio_util::sync::CancellationToken;
 
 use super::crd::{self, StorageBucket, StorageBucketSpec};
 use super::store::ObjectStore;
+use super::webhooks;
+
+/// A bucket the demo tries to create with an `ftp://` endpoint: the validating
+/// webhook rejects it.
+pub const REJECTED_BUCKET: &str = "archive";
+
+/// The webhook server the demo runs: `127.0.0.1`, a free port (bound now), and a
+/// fresh self-signed certificate in a temp dir. Also returns the CA's PEM, for the
+/// webhook configurations' `caBundle`.
+pub fn webhook_server() -> Result<(Server, String), Box<dyn std::error::Error + Send + Sync>> {
+    let dir = certs::temp_cert_dir()?;
+    let generated = certs::generate_self_signed(&dir, &[])?;
+    let server = Server::new(webhook::Options {
+        host: "127.0.0.1".into(),
+        port: 0,
+        cert_dir: dir,
+        ..Default::default()
+    });
+    server.bind()?;
+    Ok((server, generated.ca_pem))
+}
+
+/// Registers `server`'s webhooks with the API server behind `client`: creates the
+/// mutating and validating configurations pointing at it.
+pub async fn install_webhooks(
+    client: kube::Client,
+    server: &Server,
+    ca_pem: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let addr = server
+        .local_addr()
+        .ok_or("the webhook server is not bound")?;
+    let (mutating, validating) = webhooks::configurations(&format!("https://{addr}"), ca_pem);
+    let pp = PostParams::default();
+    Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .create(&pp, &mutating)
+        .await?;
+    Api::<ValidatingWebhookConfiguration>::all(client)
+        .create(&pp, &validating)
+        .await?;
+    let (mutate, validate) = webhooks::paths();
+    tracing::info!(target: "storagebucket::webhook", "webhooks at https://{addr} ({mutate}, {validate}), registered with the API server");
+    Ok(())
+}
 
 /// The columns the printed `kubectl get -w` shows (ctrl-envtest serves no server-side
 /// tables, so the CRD's printer columns would not show).
@@ -61,19 +111,35 @@ pub async fn start(
 }
 
 impl World {
-    /// Creates the sample buckets in namespace `default`, as `kubectl apply` would.
+    /// Creates the sample buckets in namespace `default`, as `kubectl apply` would,
+    /// without a probe path (the defaulting webhook fills it in), then one with an
+    /// `ftp://` endpoint, which the validating webhook rejects.
     pub async fn create_samples(&self) -> Result<(), kube::Error> {
         let api: Api<StorageBucket> = Api::namespaced(self.env.client(), "default");
         for name in SAMPLE_BUCKETS {
-            let bucket = StorageBucket::new(
-                name,
-                StorageBucketSpec {
-                    endpoint: self.store.bucket_url(name),
-                },
-            );
-            tracing::info!(target: "storagebucket::demo", "creating StorageBucket default/{name} (endpoint {})", bucket.spec.endpoint);
-            api.create(&PostParams::default(), &bucket).await?;
+            let bucket =
+                StorageBucket::new(name, StorageBucketSpec::new(self.store.bucket_url(name)));
+            tracing::info!(target: "storagebucket::demo", "creating StorageBucket default/{name} (endpoint {}, no probePath)", bucket.spec.endpoint);
+            let created = api.create(&PostParams::default(), &bucket).await?;
+            let path = created.spec.probe_path.as_deref().unwrap_or("<none>");
+            tracing::info!(target: "storagebucket::demo", "created default/{name}: the defaulting webhook set probePath {path}");
         }
-        Ok(())
+        let name = REJECTED_BUCKET;
+        let bucket = StorageBucket::new(
+            name,
+            StorageBucketSpec::new(format!("ftp://{}/buckets/{name}", self.store.addr())),
+        );
+        tracing::info!(target: "storagebucket::demo", "creating StorageBucket default/{name} (endpoint {})", bucket.spec.endpoint);
+        match api.create(&PostParams::default(), &bucket).await {
+            Err(kube::Error::Api(status)) => {
+                tracing::info!(target: "storagebucket::demo", "rejected ({} {}): {}", status.code, status.reason, status.message);
+                Ok(())
+            }
+            Err(e) => Err(e),
+            Ok(_) => {
+                tracing::warn!(target: "storagebucket::demo", "default/{name} was admitted: is the validating webhook registered?");
+                Ok(())
+            }
+        }
     }
 }

@@ -1,12 +1,16 @@
 //! The StorageBucket operator, as modules the example's `main` and the integration
 //! test (`tests/storagebucket.rs`) both use: the custom resource ([`crd`]), the
-//! HTTP probe ([`probe`]), the controller and its ticker ([`controller`]), a local
-//! object store ([`store`]), the no-cluster demo ([`demo`]) and log output
-//! ([`logging`]).
+//! HTTP probe ([`probe`]), the controller and its ticker ([`controller`]), the
+//! admission webhooks ([`webhooks`]), leader-election flags ([`leader`]), the
+//! manager wiring ([`setup`]), a local object store ([`store`]), the no-cluster
+//! demo ([`demo`]) and log output ([`logging`]).
 
 pub mod controller;
 pub mod crd;
 pub mod demo;
+pub mod leader;
 pub mod logging;
 pub mod probe;
+pub mod setup;
 pub mod store;
+pub mod webhooks;

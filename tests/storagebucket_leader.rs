@@ -1,0 +1,164 @@
+//! Issue 8 in the StorageBucket example: two replicas of the operator, wired as
+//! `main` wires them with `--leader-elect` (the example's `LeaderElectionFlags` and
+//! `setup::manager`), run in process against one ctrl-envtest with short lease
+//! settings. Exactly one leads — it holds the Lease and its controller probes the
+//! buckets — and when it stops, the other takes over and carries on.
+
+mod common;
+#[allow(dead_code)]
+#[path = "../examples/storagebucket/mod.rs"]
+mod operator;
+
+use std::time::Duration;
+
+use common::{WAIT, available, buckets_api, create_bucket, wait_until};
+use ctrl::manager::{Error as ManagerError, Manager, Options};
+use ctrl_envtest::Environment;
+use futures::FutureExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use operator::controller::Config;
+use operator::crd;
+use operator::leader::{DEFAULT_LEASE_NAME, LeaderElectionFlags};
+use operator::store::ObjectStore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const RETRY: Duration = Duration::from_millis(200);
+
+struct Replica {
+    mgr: Manager,
+    stop: CancellationToken,
+    running: JoinHandle<Result<(), ManagerError>>,
+}
+
+impl Replica {
+    fn identity(&self) -> String {
+        self.mgr
+            .leader_election_identity()
+            .expect("leader election is on")
+            .to_string()
+    }
+}
+
+/// One replica as `storagebucket --leader-elect` builds it, with short durations.
+async fn replica(env: &Environment, name: &str) -> Replica {
+    let flags = LeaderElectionFlags::default();
+    let opts = flags.apply(Options {
+        metrics_bind_address: "0".into(),
+        leader_election: true,
+        lease_duration: Duration::from_secs(1),
+        renew_deadline: Duration::from_millis(600),
+        retry_period: RETRY,
+        ..Default::default()
+    });
+    assert_eq!(opts.leader_election_namespace.as_deref(), Some("default"));
+    assert!(opts.leader_election_release_on_cancel);
+    let cfg = Config {
+        name: name.into(),
+        probe_interval: Duration::from_millis(200),
+    };
+    let mgr = operator::setup::manager(env.client(), opts, &cfg, false)
+        .await
+        .expect("manager");
+    let stop = CancellationToken::new();
+    let running = {
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        tokio::spawn(async move { mgr.start(stop).await })
+    };
+    Replica { mgr, stop, running }
+}
+
+/// The Lease's holder and transitions, once it has a holder.
+async fn holder(leases: &Api<Lease>, not: Option<&str>) -> (String, i32) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let spec = leases
+            .get_opt(DEFAULT_LEASE_NAME)
+            .await
+            .expect("get lease")
+            .and_then(|l| l.spec);
+        let who = spec.as_ref().and_then(|s| s.holder_identity.clone());
+        if let Some(who) = who.filter(|w| !w.is_empty() && Some(w.as_str()) != not) {
+            let transitions = spec.and_then(|s| s.lease_transitions).unwrap_or(0);
+            return (who, transitions);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no new Lease holder within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn elected(r: &Replica) {
+    tokio::time::timeout(WAIT, r.mgr.elected())
+        .await
+        .expect("elected in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_leads_and_the_other_takes_over_when_it_stops() {
+    let env = Environment::builder()
+        .crd(crd::crd())
+        .start()
+        .await
+        .expect("envtest");
+    let store_stop = CancellationToken::new();
+    let store = ObjectStore::start(store_stop.clone()).await.expect("store");
+    let replicas = [
+        replica(&env, "replica-a").await,
+        replica(&env, "replica-b").await,
+    ];
+    let leases: Api<Lease> = Api::namespaced(env.client(), "default");
+
+    // Exactly one leads: the Lease names it, it is elected, the other is not.
+    let (first, transitions) = holder(&leases, None).await;
+    let (leader, standby) = match replicas.iter().position(|r| r.identity() == first) {
+        Some(0) => (&replicas[0], &replicas[1]),
+        Some(_) => (&replicas[1], &replicas[0]),
+        None => panic!("the Lease holder {first} is neither replica"),
+    };
+    elected(leader).await;
+    // Several retry periods later the standby still waits.
+    tokio::time::sleep(RETRY * 5).await;
+    assert!(
+        standby.mgr.elected().now_or_never().is_none(),
+        "both replicas lead"
+    );
+    assert_eq!(holder(&leases, None).await.0, first);
+
+    // The leader's controller works the buckets.
+    let api = buckets_api(env.client());
+    create_bucket(&api, "photos", &store.bucket_url("photos")).await;
+    wait_until(&api, "photos", "available", |o| available(o) == Some(true)).await;
+
+    // The leader stops (Ctrl-C): it releases the Lease and the standby takes over.
+    leader.stop.cancel();
+    let (second, after) = holder(&leases, Some(&first)).await;
+    assert_eq!(second, standby.identity());
+    assert_eq!(after, transitions + 1, "one more leader transition");
+    elected(standby).await;
+
+    // ... and carries on: a new bucket, and a store outage, are seen by the new leader.
+    create_bucket(&api, "backups", &store.bucket_url("backups")).await;
+    wait_until(&api, "backups", "available", |o| available(o) == Some(true)).await;
+    store.set_healthy(false);
+    wait_until(&api, "photos", "unavailable", |o| {
+        available(o) == Some(false)
+    })
+    .await;
+
+    standby.stop.cancel();
+    for r in replicas {
+        let stopped = tokio::time::timeout(WAIT, r.running)
+            .await
+            .expect("stopped in time")
+            .expect("manager task");
+        assert!(
+            stopped.is_ok(),
+            "a graceful stop is not an error: {stopped:?}"
+        );
+    }
+    store_stop.cancel();
+}
