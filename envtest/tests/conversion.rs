@@ -165,15 +165,26 @@ impl Setup {
     }
 }
 
+/// The conversion webhook for the tests: hub v1, spoke v2.
+fn volumes() -> conversion::Webhook {
+    let w = conversion::Webhook::new();
+    w.hub::<v1::Volume>().spoke::<v1::Volume, v2::Volume>();
+    w
+}
+
 async fn setup() -> Setup {
     let seen = Seen::default();
-    let s = seen.clone();
+    let counted = Counted {
+        inner: volumes(),
+        seen: seen.clone(),
+    };
+    setup_with(counted, seen).await
+}
+
+/// An environment with the CRD converting through `handler` (served at `/convert`).
+async fn setup_with(handler: impl Handler, seen: Seen) -> Setup {
     let hook = webhook_server::start(move |server| {
-        let inner = conversion::Webhook::new();
-        inner.hub::<v1::Volume>().spoke::<v1::Volume, v2::Volume>();
-        server
-            .register("/convert", Counted { inner, seen: s })
-            .unwrap();
+        server.register("/convert", handler).unwrap();
     })
     .await;
     let env = common::env().await;
@@ -477,4 +488,91 @@ async fn invalid_conversion_settings_are_a_422() {
             .unwrap()
             .is_none()
     );
+}
+
+/// How the misbehaving webhook tampers with a correct answer.
+type Tamper = fn(&mut Value);
+
+/// A webhook that answers correctly, then applies the tamper function currently set.
+fn tampering(tamper: Arc<Mutex<Tamper>>) -> impl Handler {
+    let inner = volumes();
+    ctrl_runtime::http::handler_fn(move |req| {
+        let review: Value = serde_json::from_slice(req.body()).unwrap_or_default();
+        let mut answer = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "response": inner.review(&review["request"]),
+        });
+        (tamper.lock())(&mut answer);
+        let mut resp = http::Response::new(http_body_util::Full::new(bytes::Bytes::from(
+            answer.to_string(),
+        )));
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        resp
+    })
+}
+
+#[tokio::test]
+async fn answers_that_break_the_review_contract_are_rejected_like_upstream() {
+    let tamper: Arc<Mutex<Tamper>> = Arc::new(Mutex::new(|_| {}));
+    let s = setup_with(tampering(tamper.clone()), Seen::default()).await;
+    let mut a = at_v1("a", "10Gi");
+    a.metadata.labels = Some([("app".to_string(), "x".to_string())].into());
+    s.v1().create(&PostParams::default(), &a).await.unwrap();
+    let cases: [(Tamper, &str); 5] = [
+        (
+            |v| v["response"]["uid"] = json!("nope"),
+            "failed: expected response.uid=",
+        ),
+        (
+            |v| v["apiVersion"] = json!("apiextensions.k8s.io/v1beta1"),
+            "failed: expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got apiextensions.k8s.io/v1beta1, Kind=ConversionReview",
+        ),
+        (
+            |v| v["response"]["convertedObjects"] = json!([]),
+            "returned 0 objects, expected 1",
+        ),
+        (
+            |v| v["response"]["convertedObjects"][0]["apiVersion"] = json!("conv.ctrl.dev/v1"),
+            "invalid groupVersion (expected conv.ctrl.dev/v2, received conv.ctrl.dev/v1)",
+        ),
+        (
+            |v| v["response"]["convertedObjects"][0]["metadata"]["name"] = json!("other"),
+            "must have the same name: a != other",
+        ),
+    ];
+    for (t, want) in cases {
+        *tamper.lock() = t;
+        let st = api_error(s.v2().get("a").await.unwrap_err());
+        assert_eq!(st.code, 500, "{want}: {st:?}");
+        assert!(
+            st.message
+                .contains("conversion webhook for conv.ctrl.dev/v1, Kind=Volume")
+                && st.message.contains(want),
+            "want {want:?} in {}",
+            st.message
+        );
+    }
+    // Labels and annotations are the webhook's to change; the rest of metadata is restored.
+    *tamper.lock() = |v| {
+        let m = &mut v["response"]["convertedObjects"][0]["metadata"];
+        m["labels"] = json!({"by": "webhook"});
+        m["annotations"] = json!({"note": "converted"});
+        m["generation"] = json!(99);
+        m["resourceVersion"] = json!("12345");
+    };
+    let got = s.v2().get("a").await.unwrap();
+    let stored = s.v1().get("a").await.unwrap();
+    assert_eq!(size2(&got), (10, "Gi"));
+    assert_eq!(got.labels().get("by").map(String::as_str), Some("webhook"));
+    assert!(got.labels().get("app").is_none());
+    assert_eq!(
+        got.annotations().get("note").map(String::as_str),
+        Some("converted")
+    );
+    assert_eq!(got.metadata.generation, stored.metadata.generation);
+    assert_eq!(got.resource_version(), stored.resource_version());
 }
