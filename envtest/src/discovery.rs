@@ -1,10 +1,8 @@
 //! Discovery documents, all derived from one `registry` snapshot: `/version`, legacy discovery
 //! (`/api`, `/apis`, `/api/v1`, `/apis/G/V`), aggregated discovery v2 (when the Accept header
-//! asks for it) and a minimal OpenAPI v3 (a root listing every group-version with a content hash,
-//! and per-group-version documents with one PATCH operation per resource — enough for kubectl's
-//! validation decision, spec §1.4).
+//! asks for it) and the OpenAPI v3 root (every group-version with a content hash in its URL,
+//! spec §1.4); the per-group-version documents come from `openapi`.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use http::Response;
@@ -155,53 +153,9 @@ pub(crate) fn resource_list(snap: &Snapshot, g: &str, v: &str) -> Value {
     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})
 }
 
-fn gv_path(g: &str, v: &str) -> String {
-    if g.is_empty() {
-        format!("api/{v}")
-    } else {
-        format!("apis/{g}/{v}")
-    }
-}
-
-/// The OpenAPI v3 document of one group-version (paths only).
+/// The OpenAPI v3 document of one group-version (built by `openapi`).
 pub(crate) fn openapi_doc(snap: &Snapshot, g: &str, v: &str) -> Option<Value> {
-    if !snap.has_group_version(g, v) {
-        return None;
-    }
-    let mut paths = serde_json::Map::new();
-    for t in snap.in_group_version(g, v).filter(|t| !t.virtual_create) {
-        let base = if t.namespaced {
-            format!(
-                "/{}/namespaces/{{namespace}}/{}/{{name}}",
-                gv_path(g, v),
-                t.plural
-            )
-        } else {
-            format!("/{}/{}/{{name}}", gv_path(g, v), t.plural)
-        };
-        let op = json!({
-            "patch": {
-                "operationId": format!("patch{}", t.kind),
-                "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
-                "x-kubernetes-action": "patch",
-                "parameters": [
-                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                    {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                    {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                ],
-                "requestBody": {"content": {
-                    "application/json-patch+json": {"schema": {"type": "object"}},
-                    "application/merge-patch+json": {"schema": {"type": "object"}},
-                    "application/apply-patch+yaml": {"schema": {"type": "object"}},
-                }},
-                "responses": {"200": {"description": "OK"}},
-            }
-        });
-        paths.insert(base, op);
-    }
-    Some(
-        json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths, "components": {"schemas": {}}}),
-    )
+    crate::openapi::document(snap, g, v).map(|d| d.doc.clone())
 }
 
 /// The OpenAPI v3 root: every served group-version with a hash of its document.
@@ -209,14 +163,12 @@ pub(crate) fn openapi_root(snap: &Snapshot) -> Value {
     let mut paths = serde_json::Map::new();
     for (g, vs) in snap.groups() {
         for v in vs {
-            let doc = openapi_doc(snap, &g, &v).unwrap_or_default();
-            let mut h = DefaultHasher::new();
-            doc.to_string().hash(&mut h);
-            let p = gv_path(&g, &v);
-            paths.insert(
-                p.clone(),
-                json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={:016X}", h.finish())}),
-            );
+            let Some(doc) = crate::openapi::document(snap, &g, &v) else {
+                continue;
+            };
+            let p = crate::openapi::gv_path(&g, &v);
+            let url = format!("/openapi/v3/{p}?hash={}", doc.hash);
+            paths.insert(p, json!({"serverRelativeURL": url}));
         }
     }
     json!({"paths": paths})

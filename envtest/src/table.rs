@@ -1,10 +1,17 @@
 //! The `Table` representation (spec §1.19) that `kubectl get` asks for with
-//! `Accept: application/json;as=Table;g=meta.k8s.io;v=v1`: columns `Name`, then a custom
-//! resource's `additionalPrinterColumns` (JSONPath cells) or `Age`; rows carry the object as
-//! `PartialObjectMetadata`. `verbs::read` renders gets and lists with it and `watch` each event
+//! `Accept: application/json;as=Table;g=meta.k8s.io;v=v1`: built-ins get upstream's printer
+//! columns (`table::printers`, e.g. pods READY/STATUS/RESTARTS, deployments READY/UP-TO-DATE/
+//! AVAILABLE, priority 1 for `-o wide`), custom resources `Name` then their
+//! `additionalPrinterColumns` (JSONPath cells), anything else `Name` and `Age`; rows carry the
+//! object as `PartialObjectMetadata`. `verbs::read` renders gets and lists with it and `watch` each event
 //! (column definitions only in the first), so `kubectl get -w` lines match the list's header.
 
 use serde_json::{Value, json};
+
+mod format;
+mod printers;
+
+use printers::Column;
 
 use crate::registry::ResourceType;
 use crate::server::{Req, State};
@@ -21,9 +28,10 @@ pub(crate) fn wanted(req: &Req) -> bool {
 /// How one column's cell is computed.
 #[derive(Debug, Clone)]
 enum Cell {
-    Name,
-    Age,
-    Path(String),
+    /// A built-in printer's cell.
+    Func(fn(&Value) -> Value),
+    /// A CRD printer column's JSONPath; `date` columns print as an age.
+    Path { path: String, date: bool },
 }
 
 /// The columns of one resource type.
@@ -37,35 +45,29 @@ fn def(name: &str, ty: &str, format: &str, description: &str, priority: i64) -> 
     json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
 }
 
-/// The columns of `rt`: its CRD version's `additionalPrinterColumns` when it has some.
+impl Columns {
+    fn push(&mut self, c: &Column) {
+        self.defs
+            .push(def(c.name, c.ty, c.format, c.description, c.priority));
+        self.cells.push(Cell::Func(c.cell));
+    }
+}
+
+/// The columns of `rt`: a ported built-in printer, its CRD version's
+/// `additionalPrinterColumns`, or Name and Age.
 pub(crate) fn columns(state: &State, rt: &ResourceType) -> Columns {
-    let mut defs = vec![def(
-        "Name",
-        "string",
-        "name",
-        "Name must be unique within a namespace.",
-        0,
-    )];
-    let mut cells = vec![Cell::Name];
-    let printer = rt.crd.as_ref().and_then(|crd| {
-        let crds = state
-            .registry
-            .snapshot()
-            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-            .cloned()?;
-        let obj = state
-            .store
-            .get_value(&crds.store_key(), &(String::new(), crd.clone()))?;
-        obj.get("spec")?
-            .get("versions")?
-            .as_array()?
-            .iter()
-            .find(|v| v.get("name").and_then(Value::as_str) == Some(rt.version.as_str()))?
-            .get("additionalPrinterColumns")?
-            .as_array()
-            .cloned()
-    });
-    match printer.filter(|p| !p.is_empty()) {
+    let mut out = Columns {
+        defs: Vec::new(),
+        cells: Vec::new(),
+    };
+    if rt.crd.is_none()
+        && let Some(cols) = printers::builtin(&rt.group, &rt.plural)
+    {
+        cols.iter().for_each(|c| out.push(c));
+        return out;
+    }
+    out.push(&printers::NAME);
+    match crd_printer_columns(state, rt).filter(|p| !p.is_empty()) {
         Some(cols) => {
             for c in cols {
                 let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
@@ -75,26 +77,38 @@ pub(crate) fn columns(state: &State, rt: &ResourceType) -> Columns {
                     s("type")
                 };
                 let prio = c.get("priority").and_then(Value::as_i64).unwrap_or(0);
-                defs.push(def(s("name"), ty, s("format"), s("description"), prio));
-                cells.push(if ty == "date" {
-                    Cell::Path(format!("date:{}", s("jsonPath")))
-                } else {
-                    Cell::Path(s("jsonPath").to_string())
+                out.defs
+                    .push(def(s("name"), ty, s("format"), s("description"), prio));
+                out.cells.push(Cell::Path {
+                    path: s("jsonPath").to_string(),
+                    date: ty == "date",
                 });
             }
         }
-        None => {
-            defs.push(def(
-                "Age",
-                "string",
-                "",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-                0,
-            ));
-            cells.push(Cell::Age);
-        }
+        None => out.push(&printers::AGE),
     }
-    Columns { defs, cells }
+    out
+}
+
+/// The `additionalPrinterColumns` of the CRD version serving `rt`.
+fn crd_printer_columns(state: &State, rt: &ResourceType) -> Option<Vec<Value>> {
+    let crd = rt.crd.as_ref()?;
+    let crds = state
+        .registry
+        .snapshot()
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .cloned()?;
+    let obj = state
+        .store
+        .get_value(&crds.store_key(), &(String::new(), crd.clone()))?;
+    obj.get("spec")?
+        .get("versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(rt.version.as_str()))?
+        .get("additionalPrinterColumns")?
+        .as_array()
+        .cloned()
 }
 
 impl Columns {
@@ -115,32 +129,13 @@ impl Columns {
 
 fn cell(c: &Cell, obj: &Value) -> Value {
     match c {
-        Cell::Name => json!(crate::meta::name(obj)),
-        Cell::Age => json!(age(
-            crate::meta::meta_str(obj, "creationTimestamp").unwrap_or("")
-        )),
-        Cell::Path(p) => match p.strip_prefix("date:") {
-            Some(p) => json!(
-                json_path(obj, p)
-                    .and_then(|v| v.as_str().map(age))
-                    .unwrap_or_default()
-            ),
-            None => json_path(obj, p).unwrap_or(Value::Null),
-        },
-    }
-}
-
-/// A short age like kubectl prints: `42s`, `5m`, `3h`, `2d`.
-fn age(ts: &str) -> String {
-    let Ok(t) = ts.parse::<k8s_openapi::jiff::Timestamp>() else {
-        return "<unknown>".into();
-    };
-    let secs = (k8s_openapi::jiff::Timestamp::now().as_second() - t.as_second()).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
+        Cell::Func(f) => f(obj),
+        Cell::Path { path, date: true } => json!(
+            json_path(obj, path)
+                .and_then(|v| v.as_str().map(format::age))
+                .unwrap_or_default()
+        ),
+        Cell::Path { path, date: false } => json_path(obj, path).unwrap_or(Value::Null),
     }
 }
 

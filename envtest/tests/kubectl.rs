@@ -2,6 +2,9 @@
 //! per area, each command's output checked. Every call has a timeout, its own kubeconfig and
 //! its own `HOME`/`KUBECACHEDIR`, so runs share no discovery cache.
 //!
+//! Also: `kubectl explain` over the OpenAPI v3 schemas, built-in printer columns in `get`, and
+//! the generators' protobuf bodies (`create namespace|configmap|secret`).
+//!
 //! When kubectl is missing the tests print a loud `SKIPPED: kubectl not found` and pass —
 //! unless the environment variable `CI` is set, then they fail.
 
@@ -13,7 +16,7 @@ use std::time::Duration;
 
 use ctrl_envtest::Environment;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ResourceQuota, Secret};
 use kube::api::Api;
 use tokio::process::Command;
 
@@ -356,8 +359,9 @@ spec:
         properties:
           spec:
             type: object
+            description: The desired gadget.
             properties:
-              size: {type: integer}
+              size: {type: integer, description: How big the gadget is.}
 ";
 
 const GADGET: &str = "apiVersion: example.com/v1
@@ -421,23 +425,98 @@ async fn crd_session() {
     s.ok(&["delete", "gadget", "g1"], "deleted").await;
 }
 
+/// kubectl's generators send protobuf bodies; they are decoded into the same objects a JSON
+/// body gives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_namespace_generator() {
+async fn create_generators_send_protobuf() {
     if !kubectl_found() {
         return;
     }
     let s = Session::start(common::env().await).await;
-    let out = s.run(&["create", "namespace", "team-a"]).await;
-    let api: Api<Namespace> = Api::all(s.env.client());
-    let exists = api.get_opt("team-a").await.unwrap().is_some();
-    if out.ok {
-        // Protobuf bodies decoded: the namespace exists.
-        assert!(exists, "{}", out.all());
-    } else {
-        // Protobuf bodies refused with a clear 415 Status; nothing was created.
-        assert!(out.stderr.contains("UnsupportedMediaType"), "{}", out.all());
-        assert!(!exists);
-    }
+    s.ok(
+        &["create", "namespace", "team-a"],
+        "namespace/team-a created",
+    )
+    .await;
+    let nss: Api<Namespace> = Api::all(s.env.client());
+    let ns = nss.get("team-a").await.unwrap();
+    assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Active"));
+    s.ok(
+        &[
+            "create",
+            "configmap",
+            "c1",
+            "-n",
+            "team-a",
+            "--from-literal=a=1",
+            "--from-literal=b=2",
+        ],
+        "configmap/c1 created",
+    )
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.env.client(), "team-a");
+    let data = cms.get("c1").await.unwrap().data.unwrap();
+    assert_eq!((data["a"].as_str(), data["b"].as_str()), ("1", "2"));
+    let bin = s.file("blob.bin", "\u{0}\u{1}binary");
+    s.ok(
+        &[
+            "create",
+            "secret",
+            "generic",
+            "s1",
+            "--from-literal=user=admin",
+            &format!("--from-file=blob={}", path_str(&bin)),
+        ],
+        "secret/s1 created",
+    )
+    .await;
+    let secrets: Api<Secret> = Api::namespaced(s.env.client(), "default");
+    let sec = secrets.get("s1").await.unwrap();
+    assert_eq!(sec.type_.as_deref(), Some("Opaque"));
+    let data = sec.data.unwrap();
+    assert_eq!(data["user"].0, b"admin");
+    assert_eq!(data["blob"].0, b"\x00\x01binary");
+    let out = s.ok(&["get", "secret", "s1"], "Opaque").await;
+    assert!(
+        out.stdout.contains("TYPE") && out.stdout.contains(" 2 "),
+        "{}",
+        out.stdout
+    );
+    // --dry-run=server goes through the same decoding and stores nothing.
+    s.ok(
+        &[
+            "create",
+            "configmap",
+            "dry",
+            "--from-literal=a=b",
+            "--dry-run=server",
+        ],
+        "configmap/dry created (server dry run)",
+    )
+    .await;
+    assert!(
+        Api::<ConfigMap>::namespaced(s.env.client(), "default")
+            .get_opt("dry")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    s.ok(
+        &["create", "serviceaccount", "robot"],
+        "serviceaccount/robot created",
+    )
+    .await;
+    // A generator the server has no protobuf decoder for gets a clear 415 and changes nothing.
+    let out = s.run(&["create", "quota", "q1", "--hard=pods=2"]).await;
+    assert!(
+        !out.ok
+            && out.stderr.contains("unknown format")
+            && out.stderr.contains("kubectl create -f"),
+        "{}",
+        out.all()
+    );
+    let quotas: Api<ResourceQuota> = Api::namespaced(s.env.client(), "default");
+    assert!(quotas.get_opt("q1").await.unwrap().is_none());
     // The manifest route always works.
     let ns = s.file(
         "ns.yaml",
@@ -445,5 +524,164 @@ async fn create_namespace_generator() {
     );
     s.ok(&["create", "-f", path_str(&ns)], "namespace/team-b created")
         .await;
-    s.ok(&["get", "namespaces"], "team-b").await;
+    let out = s.ok(&["get", "namespaces"], "team-b").await;
+    assert!(
+        out.stdout.contains("STATUS") && out.stdout.contains("Active"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// `kubectl explain` reads the full schemas of the OpenAPI v3 documents: built-ins from
+/// k8s-openapi, custom resources from their CRD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_builtins_and_custom_resources() {
+    if !kubectl_found() {
+        return;
+    }
+    let s = Session::start(common::env().await).await;
+    s.ok(
+        &["explain", "deployment.spec.replicas"],
+        "Number of desired pods",
+    )
+    .await;
+    let out = s
+        .ok(&["explain", "pods.spec.containers"], "<[]Container>")
+        .await;
+    assert!(out.stdout.contains("image\t<string>"), "{}", out.stdout);
+    s.ok(
+        &["explain", "configmap"],
+        "ConfigMap holds configuration data",
+    )
+    .await;
+    let crd = s.file("crd.yaml", CRD);
+    s.ok(&["create", "-f", path_str(&crd)], "created").await;
+    let out = s
+        .ok(&["explain", "gadgets.spec"], "The desired gadget.")
+        .await;
+    assert!(
+        out.stdout.contains("size\t<integer>") && out.stdout.contains("How big the gadget is."),
+        "{}",
+        out.stdout
+    );
+    // metadata refers to ObjectMeta, served in the same document.
+    s.ok(
+        &["explain", "gd.metadata.labels"],
+        "Map of string keys and values",
+    )
+    .await;
+    let out = s.run(&["explain", "gadgets.spec.nope"]).await;
+    assert!(!out.ok && out.stderr.contains("nope"), "{}", out.all());
+}
+
+/// `kubectl get` of built-ins prints upstream's printer columns, `-o wide` the priority-1 ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_builtins_prints_their_columns() {
+    if !kubectl_found() {
+        return;
+    }
+    let s = Session::start(common::env().await).await;
+    let f = s.file(
+        "objs.yaml",
+        &format!(
+            "{}---\n{}",
+            DEPLOY.replace("replicas: 1", "replicas: 3"),
+            "apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: d1}
+  ports: [{port: 80, nodePort: 30080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p1}
+spec:
+  containers: [{name: a, image: busybox}, {name: b, image: busybox}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {a: one}
+binaryData: {b: AAE=}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: l1}
+spec: {holderIdentity: node-7}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j1}
+spec:
+  completions: 4
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: w, image: busybox}]
+"
+        ),
+    );
+    s.ok(&["apply", "-f", path_str(&f)], "job.batch/j1 created")
+        .await;
+    let lines = |out: &Out| -> Vec<Vec<String>> {
+        out.stdout
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    };
+    let out = s.ok(&["get", "deployments"], "d1").await;
+    assert_eq!(
+        lines(&out),
+        [
+            vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+            vec!["d1", "0/3", "0", "0", &lines(&out)[1][4]]
+        ]
+    );
+    let out = s.ok(&["get", "deployments", "-o", "wide"], "d1").await;
+    assert_eq!(lines(&out)[0][5..], ["CONTAINERS", "IMAGES", "SELECTOR"]);
+    assert_eq!(lines(&out)[1][5..], ["main", "nginx:1", "app=d1"]);
+    let out = s.ok(&["get", "pods"], "p1").await;
+    assert_eq!(
+        lines(&out)[0],
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    );
+    assert_eq!(lines(&out)[1][..4], ["p1", "0/2", "Pending", "0"]);
+    let out = s.ok(&["get", "services"], "web").await;
+    assert_eq!(
+        lines(&out)[0],
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    assert_eq!(lines(&out)[1][1], "NodePort");
+    assert_eq!(lines(&out)[1][4], "80:30080/TCP");
+    let out = s.ok(&["get", "leases"], "l1").await;
+    assert_eq!(lines(&out)[0], ["NAME", "HOLDER", "AGE"]);
+    assert_eq!(lines(&out)[1][1], "node-7");
+    let out = s.ok(&["get", "jobs"], "j1").await;
+    assert_eq!(
+        lines(&out)[0],
+        ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    );
+    assert_eq!(lines(&out)[1][..3], ["j1", "Running", "0/4"]);
+    let out = s.ok(&["get", "configmaps", "settings"], "settings").await;
+    assert_eq!(
+        lines(&out),
+        [
+            vec!["NAME", "DATA", "AGE"],
+            vec!["settings", "2", &lines(&out)[1][2]]
+        ]
+    );
+    let crd = s.file("crd.yaml", CRD);
+    s.ok(&["create", "-f", path_str(&crd)], "created").await;
+    let out = s.ok(&["get", "crds"], "gadgets.example.com").await;
+    assert_eq!(lines(&out)[0], ["NAME", "CREATED", "AT"]);
+    assert!(lines(&out)[1][1].ends_with('Z'), "{}", out.stdout);
 }

@@ -1,5 +1,6 @@
-//! `as=Table` (spec §1.19): lists, gets and watch events as `meta.k8s.io/v1` Tables with Name
-//! and Age columns for built-ins and `additionalPrinterColumns` for custom resources.
+//! `as=Table` (spec §1.19): lists, gets and watch events as `meta.k8s.io/v1` Tables with
+//! upstream's printer columns for built-ins (priority 1 = `-o wide`), Name/Created At for CRDs,
+//! and `additionalPrinterColumns` for custom resources.
 
 mod common;
 
@@ -14,7 +15,7 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 async fn builtin_list_and_get_are_tables() {
     let env = common::env().await;
     let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(env.client(), "default");
-    api.create(&PostParams::default(), &cm("a", &[]))
+    api.create(&PostParams::default(), &cm("a", &[("k", "v")]))
         .await
         .unwrap();
     let path = "/api/v1/namespaces/default/configmaps";
@@ -28,8 +29,9 @@ async fn builtin_list_and_get_are_tables() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["Name", "Age"]);
+    assert_eq!(names, ["Name", "Data", "Age"]);
     assert_eq!(t["rows"][0]["cells"][0], "a");
+    assert_eq!(t["rows"][0]["cells"][1], 1);
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     let (code, _, text) = common::raw_full(
         &env,
@@ -65,4 +67,124 @@ async fn printer_columns_of_custom_resources() {
     let t: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(t["columnDefinitions"][1]["name"], "Size");
     assert_eq!(t["rows"][0]["cells"], json!(["w", 7]));
+}
+
+fn column_names(t: &Value, priority: i64) -> Vec<&str> {
+    t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["priority"] == priority)
+        .map(|c| c["name"].as_str().unwrap())
+        .collect()
+}
+
+async fn table(env: &ctrl_envtest::Environment, path: &str) -> Value {
+    let (code, _, text) = common::raw_full(env, "GET", path, None, "", &[("accept", TABLE)]).await;
+    assert_eq!(code, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test]
+async fn workload_printer_columns() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let env = common::env().await;
+    let deploy: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "d1"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "d1"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]},
+            "template": {"metadata": {"labels": {"app": "d1", "tier": "a"}}, "spec": {"containers": [
+                {"name": "main", "image": "nginx:1"}, {"name": "side", "image": "envoy:2"}]}},
+        },
+    }))
+    .unwrap();
+    let api: Api<Deployment> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &deploy).await.unwrap();
+    // Status as a controller would write it.
+    api.patch_status(
+        "d1",
+        &Default::default(),
+        &kube::api::Patch::Merge(
+            json!({"status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 1}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let t = table(&env, "/apis/apps/v1/namespaces/default/deployments").await;
+    assert_eq!(
+        column_names(&t, 0),
+        ["Name", "Ready", "Up-to-date", "Available", "Age"]
+    );
+    assert_eq!(column_names(&t, 1), ["Containers", "Images", "Selector"]);
+    let cells = t["rows"][0]["cells"].as_array().unwrap().clone();
+    assert_eq!(
+        cells[..4],
+        json!(["d1", "2/3", 3, 1]).as_array().unwrap()[..]
+    );
+    assert_eq!(
+        cells[5..],
+        json!(["main,side", "nginx:1,envoy:2", "app=d1,tier in (a,b)"])
+            .as_array()
+            .unwrap()[..]
+    );
+}
+
+#[tokio::test]
+async fn pod_status_and_namespace_columns() {
+    use k8s_openapi::api::core::v1::Pod;
+    let env = common::env().await;
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p1", "finalizers": ["example.com/hold"]},
+        "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "y"}], "nodeName": "n1"},
+    }))
+    .unwrap();
+    let api: Api<Pod> = Api::namespaced(env.client(), "default");
+    api.create(&PostParams::default(), &pod).await.unwrap();
+    api.patch_status(
+        "p1",
+        &Default::default(),
+        &kube::api::Patch::Merge(json!({"status": {"phase": "Running", "podIP": "10.0.0.7", "containerStatuses": [
+            {"name": "a", "ready": true, "restartCount": 2, "image": "x", "imageID": "", "state": {"running": {}}},
+            {"name": "b", "ready": false, "restartCount": 1, "image": "y", "imageID": "", "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+        ]}})),
+    )
+    .await
+    .unwrap();
+    let path = "/api/v1/namespaces/default/pods";
+    let t = table(&env, path).await;
+    assert_eq!(
+        column_names(&t, 0),
+        ["Name", "Ready", "Status", "Restarts", "Age"]
+    );
+    assert_eq!(
+        column_names(&t, 1),
+        ["IP", "Node", "Nominated Node", "Readiness Gates"]
+    );
+    let cells = t["rows"][0]["cells"].as_array().unwrap().clone();
+    assert_eq!(
+        cells[..4],
+        json!(["p1", "1/2", "CrashLoopBackOff", "3"])
+            .as_array()
+            .unwrap()[..]
+    );
+    assert_eq!(
+        cells[5..],
+        json!(["10.0.0.7", "n1", "<none>", "<none>"])
+            .as_array()
+            .unwrap()[..]
+    );
+    // A pod being deleted (held by its finalizer) shows as Terminating.
+    api.delete("p1", &Default::default()).await.unwrap();
+    let t = table(&env, &format!("{path}/p1")).await;
+    assert_eq!(t["rows"][0]["cells"][2], "Terminating");
+    let t = table(&env, "/api/v1/namespaces").await;
+    assert_eq!(column_names(&t, 0), ["Name", "Status", "Age"]);
+    let default = t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cells"][0] == "default")
+        .unwrap();
+    assert_eq!(default["cells"][1], "Active");
 }
