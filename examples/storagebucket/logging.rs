@@ -26,7 +26,9 @@ pub const CLUSTER_FILTER: &str = "info";
 pub fn init(demo: bool) {
     let default = if demo { DEMO_FILTER } else { CLUSTER_FILTER };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let _ = if demo {
         builder.event_format(Pretty::new()).try_init()
     } else {
