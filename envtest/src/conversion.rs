@@ -19,7 +19,11 @@
 //! kube-apiserver's `webhook_converter.go`; any failure is a 500 `conversion webhook for
 //! <group/version, Kind=kind> failed: ...` and nothing is stored.
 //!
-//! Limits: admission webhooks see the object at the storage version; a JSON or merge patch
+//! Admission webhooks run inside the verbs, so they are matched at the storage version
+//! (`requestKind` still names the version asked for); under `matchPolicy: Equivalent` a
+//! webhook whose rules name another version gets the objects converted to it ([`convert_to`]).
+//!
+//! Limits: a JSON or merge patch
 //! at a non-storage version is applied to the object converted to that version, which is
 //! then converted back and written as an update pinned to the resourceVersion it was computed
 //! from (retried on a conflict); server-side apply and `/scale` at a non-storage version go
@@ -35,9 +39,29 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::registry::ResourceType;
+use crate::server::State;
+use crate::status::ApiError;
 use crate::validation::FieldCause;
 
 pub(crate) use layer::dispatch;
+
+/// `obj` (at `rt`'s version) as served at `target`, another version of the same resource:
+/// through the CRD's conversion webhook, or by rewriting `apiVersion` when it has none.
+pub(crate) async fn convert_to(
+    state: &State,
+    rt: &ResourceType,
+    mut obj: Value,
+    target: &ResourceType,
+) -> Result<Value, ApiError> {
+    let conv = state.registry.snapshot().conversion(rt).cloned();
+    match conv {
+        Some(conv) => review::convert_one(&conv, obj, &target.api_version()).await,
+        None => {
+            obj["apiVersion"] = json!(target.api_version());
+            Ok(obj)
+        }
+    }
+}
 
 /// The conversion review versions this server speaks.
 const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];

@@ -22,7 +22,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::faults::{Faults, RequestFacts, RequestRecord, Verb};
-use crate::registry::{Registry, Snapshot};
+use crate::registry::{Registry, ResourceType, Snapshot};
 use crate::router::{self, Query, Route};
 use crate::status::ApiError;
 use crate::store::Store;
@@ -62,6 +62,9 @@ pub(crate) struct Req {
     pub body: Bytes,
     /// Warnings for the client, written as `Warning` headers on the response.
     pub warnings: Warnings,
+    /// The type the client asked for, when `conversion` serves the request at the storage
+    /// version (admission reviews name it as `requestKind`).
+    pub served_as: Option<Arc<ResourceType>>,
 }
 
 /// The warnings of one request (admission webhooks' `warnings`), shared by the request and
@@ -242,6 +245,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             headers: parts.headers,
             body,
             warnings: warnings.clone(),
+            served_as: None,
         };
         let mut resp = match dispatch(&state, route, &snap, req).await {
             Ok(r) => r,

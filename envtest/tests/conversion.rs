@@ -2,7 +2,8 @@
 //! `/convert` handler (hub-and-spoke, over TLS) wherever a real API server converts —
 //! request bodies at a non-storage version on the way in, objects, lists (one review) and
 //! watch events on the way out — and fails like it (500, nothing stored) when the webhook
-//! refuses or cannot be reached. CRDs whose `spec.conversion` is invalid are a 422.
+//! refuses or cannot be reached. CRDs whose `spec.conversion` is invalid are a 422. An
+//! admission webhook written for another version is called with the object converted to it.
 
 mod common;
 #[path = "common/webhook_server.rs"]
@@ -13,8 +14,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ctrl_envtest::Environment;
 use ctrl_runtime::http::{Handler, Request, Response};
+use ctrl_runtime::webhook::admission::{
+    CustomValidator, Request as AdmissionRequest, ValidationError, Warnings, validating_webhook,
+};
 use ctrl_runtime::webhook::conversion::{self, ConversionError, Convertible, Hub};
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{CustomResource, ResourceExt};
@@ -575,4 +580,118 @@ async fn answers_that_break_the_review_contract_are_rejected_like_upstream() {
     );
     assert_eq!(got.metadata.generation, stored.metadata.generation);
     assert_eq!(got.resource_version(), stored.resource_version());
+}
+
+/// (kind version, requestKind version) of every review the validator saw.
+type Calls = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A validating webhook written for v2 only: sizes over 100 are refused.
+struct SizeLimit(Calls);
+
+#[async_trait]
+impl CustomValidator<v2::Volume> for SizeLimit {
+    async fn validate_create(
+        &self,
+        req: &AdmissionRequest,
+        v: &v2::Volume,
+    ) -> Result<Warnings, ValidationError> {
+        let asked = req.request_kind.as_ref().map(|k| k.version.clone());
+        self.0
+            .lock()
+            .push((req.kind.version.clone(), asked.unwrap_or_default()));
+        if v.spec.size.value > 100 {
+            return Err(ValidationError::invalid(format!(
+                "size {} is over 100",
+                v.spec.size.value
+            )));
+        }
+        Ok(Vec::new())
+    }
+}
+
+#[tokio::test]
+async fn admission_webhooks_for_another_version_see_the_object_converted_to_it() {
+    let calls = Calls::default();
+    let c = calls.clone();
+    let hook = webhook_server::start(move |server| {
+        server.register("/convert", volumes()).unwrap();
+        server
+            .register(
+                "/validate",
+                validating_webhook::<v2::Volume, _>(SizeLimit(c)),
+            )
+            .unwrap();
+    })
+    .await;
+    let env = common::env().await;
+    let url = format!("{}/convert", hook.url);
+    Api::<CustomResourceDefinition>::all(env.client())
+        .create(
+            &PostParams::default(),
+            &crd(webhook_conversion(&url, &hook.ca_bundle)),
+        )
+        .await
+        .unwrap();
+    let config = |policy: &str| -> ValidatingWebhookConfiguration {
+        serde_json::from_value(json!({
+            "metadata": {"name": "size-limit"},
+            "webhooks": [{
+                "name": "size.conv.ctrl.dev",
+                "clientConfig": {"url": format!("{}/validate", hook.url), "caBundle": hook.ca_bundle},
+                "rules": [{"operations": ["CREATE"], "apiGroups": ["conv.ctrl.dev"], "apiVersions": ["v2"], "resources": ["volumes"]}],
+                "matchPolicy": policy,
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        }))
+        .unwrap()
+    };
+    let configs: Api<ValidatingWebhookConfiguration> = Api::all(env.client());
+    configs
+        .create(&PostParams::default(), &config("Equivalent"))
+        .await
+        .unwrap();
+    let v1: Api<v1::Volume> = Api::namespaced(env.client(), "default");
+    let v2: Api<v2::Volume> = Api::namespaced(env.client(), "default");
+    let pp = PostParams::default();
+
+    // A v1 request reaches the v2 webhook with the object converted to v2.
+    let st = api_error(v1.create(&pp, &at_v1("big", "500Gi")).await.unwrap_err());
+    assert_eq!(st.code, 422, "{st:?}");
+    assert!(
+        st.message.contains("size 500 is over 100"),
+        "{}",
+        st.message
+    );
+    let st = api_error(v2.create(&pp, &at_v2("big2", 200, "Mi")).await.unwrap_err());
+    assert!(
+        st.message.contains("size 200 is over 100"),
+        "{}",
+        st.message
+    );
+    v1.create(&pp, &at_v1("small", "5Gi")).await.unwrap();
+    assert_eq!(
+        *calls.lock(),
+        vec![
+            ("v2".to_string(), "v1".to_string()),
+            ("v2".to_string(), "v2".to_string()),
+            ("v2".to_string(), "v1".to_string()),
+        ]
+    );
+    let names: Vec<String> = v1
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|v| v.name_any())
+        .collect();
+    assert_eq!(names, vec!["small"]);
+
+    // matchPolicy: Exact leaves v1 requests alone.
+    let mut exact = configs.get("size-limit").await.unwrap();
+    exact.webhooks.as_mut().unwrap()[0].match_policy = Some("Exact".into());
+    configs.replace("size-limit", &pp, &exact).await.unwrap();
+    v1.create(&pp, &at_v1("big", "500Gi")).await.unwrap();
+    assert_eq!(calls.lock().len(), 3);
 }

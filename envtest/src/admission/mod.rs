@@ -9,6 +9,9 @@
 //! code); a webhook that cannot be reached fails the write (`failurePolicy: Fail`, a
 //! 500) or is skipped (`Ignore`); `timeoutSeconds` bounds each call; on a dry run
 //! only webhooks with `sideEffects: None` / `NoneOnDryRun` are called (else 400).
+//! Under `matchPolicy: Equivalent` (the default) a webhook whose rules name another served
+//! version of the resource is called at that version: the objects are converted to it
+//! (through the CRD's conversion webhook, `crate::conversion`) and a mutation back.
 //! A response's `warnings` go to the request's [`Warnings`](crate::server::Warnings), which
 //! the server writes as `Warning: 299 - "<text>"` headers, allowed or denied.
 //!
@@ -138,14 +141,18 @@ pub(crate) async fn admit(
     let mutating = rules::hooks(&configs(state, "mutatingwebhookconfigurations"));
     let validating = rules::hooks(&configs(state, "validatingwebhookconfigurations"));
     let sub = r.sub.as_deref();
-    let mutating: Vec<Hook> = mutating
-        .into_iter()
-        .filter(|h| h.matches_rules(rt, sub, op.as_str()))
-        .collect();
-    let validating: Vec<Hook> = validating
-        .into_iter()
-        .filter(|h| h.matches_rules(rt, sub, op.as_str()))
-        .collect();
+    let equivalents = verbs::siblings(state, rt);
+    let matching = |hooks: Vec<Hook>| -> Vec<(Hook, Arc<ResourceType>)> {
+        hooks
+            .into_iter()
+            .filter_map(|h| {
+                let at = h.matching_type(rt, &equivalents, sub, op.as_str())?;
+                Some((h, at))
+            })
+            .collect()
+    };
+    let mutating = matching(mutating);
+    let validating = matching(validating);
     if mutating.is_empty() && validating.is_empty() {
         return Ok(req);
     }
@@ -184,8 +191,9 @@ pub(crate) async fn admit(
         new.as_ref().or(old.as_ref()),
     );
     let mut mutated = false;
+    let requested = req.served_as.clone().unwrap_or_else(|| rt.clone());
     for (hooks, is_mutating) in [(&mutating, true), (&validating, false)] {
-        for h in hooks.iter() {
+        for (h, at) in hooks.iter() {
             if !h.matches_selectors(ns_labels.as_ref(), new.as_ref(), old.as_ref()) {
                 continue;
             }
@@ -195,7 +203,28 @@ pub(crate) async fn admit(
                     h.name
                 )));
             }
-            let review = review(r, op, &name, new.as_ref(), old.as_ref(), dry_run);
+            // Called at an equivalent version: the objects go to it and back (`conversion`).
+            let (new_at, old_at) = if at.version == rt.version {
+                (new.clone(), old.clone())
+            } else {
+                (
+                    convert_opt(state, rt, new.clone(), at).await?,
+                    convert_opt(state, rt, old.clone(), at).await?,
+                )
+            };
+            let kinds = Kinds {
+                at,
+                requested: &requested,
+            };
+            let review = review(
+                r,
+                kinds,
+                op,
+                &name,
+                new_at.as_ref(),
+                old_at.as_ref(),
+                dry_run,
+            );
             let answer = match client::call(&h.url, &h.ca_bundle, &review, h.timeout).await {
                 Ok(a) => a,
                 Err(e) if h.ignore_failures => {
@@ -217,17 +246,22 @@ pub(crate) async fn admit(
                 return Err(denied(&h.name, &resp));
             }
             if is_mutating
-                && let Some(n) = new.as_mut()
+                && let Some(n) = new_at.as_ref()
                 && let Some(p) = decode_patch(&resp).map_err(|e| {
                     ApiError::internal(format!("webhook {:?} returned a bad patch: {e}", h.name))
                 })?
             {
-                *n = verbs::update::json_patch_apply(n, &p).map_err(|e| {
+                let patched = verbs::update::json_patch_apply(n, &p).map_err(|e| {
                     ApiError::internal(format!(
                         "applying the patch of webhook {:?}: {}",
                         h.name, e.message
                     ))
                 })?;
+                new = if at.version == rt.version {
+                    Some(patched)
+                } else {
+                    Some(crate::conversion::convert_to(state, at, patched, rt).await?)
+                };
                 mutated = true;
             }
         }
@@ -278,15 +312,36 @@ pub(crate) fn apply_patch(old: Option<&Value>, ct: &str, body: &[u8]) -> Result<
     }
 }
 
+/// An optional object converted from `rt`'s version to `at`'s.
+async fn convert_opt(
+    state: &State,
+    rt: &ResourceType,
+    obj: Option<Value>,
+    at: &ResourceType,
+) -> Result<Option<Value>, ApiError> {
+    match obj {
+        Some(o) => Ok(Some(crate::conversion::convert_to(state, rt, o, at).await?)),
+        None => Ok(None),
+    }
+}
+
+/// The versions a review names: `kind`/`resource` (the version the webhook is called at)
+/// and `requestKind`/`requestResource` (the version the client asked for).
+struct Kinds<'a> {
+    at: &'a ResourceType,
+    requested: &'a ResourceType,
+}
+
 fn review(
     r: &ResourceRoute,
+    kinds: Kinds<'_>,
     op: Op,
     name: &str,
     new: Option<&Value>,
     old: Option<&Value>,
     dry_run: bool,
 ) -> Value {
-    let rt = &r.rt;
+    let (rt, asked) = (kinds.at, kinds.requested);
     let options = match op {
         Op::Create => json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
         Op::Update => json!({"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}),
@@ -296,8 +351,8 @@ fn review(
         "uid": uuid::Uuid::new_v4().to_string(),
         "kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
         "resource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
-        "requestKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
-        "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+        "requestKind": {"group": asked.group, "version": asked.version, "kind": asked.kind},
+        "requestResource": {"group": asked.group, "version": asked.version, "resource": asked.plural},
         "name": name,
         "operation": op.as_str(),
         "userInfo": {"username": "envtest-admin", "groups": ["system:masters", "system:authenticated"]},

@@ -1,8 +1,10 @@
 //! Which webhooks a write goes to: a configuration's `webhooks[]` as [`Hook`]s, their
 //! `rules` (operations, apiGroups, apiVersions, resources incl. `x/status` and `*/*`,
-//! scope) and their namespace and object selectors (`matchLabels` and
-//! `matchExpressions`, evaluated with the server's label selector).
+//! scope, `matchPolicy` Exact or Equivalent — the same resource at another served version)
+//! and their namespace and object selectors (`matchLabels` and `matchExpressions`,
+//! evaluated with the server's label selector).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -19,6 +21,9 @@ pub(crate) struct Hook {
     pub ca_bundle: String,
     pub timeout: Duration,
     pub ignore_failures: bool,
+    /// `matchPolicy: Exact`; the default `Equivalent` also matches the resource at its
+    /// other versions.
+    exact: bool,
     side_effects: String,
     rules: Vec<Value>,
     namespace_selector: Option<LabelSelector>,
@@ -99,6 +104,7 @@ pub(crate) fn hooks(configs: &[Value]) -> Vec<Hook> {
                         .clamp(1, 30),
                 ),
                 ignore_failures: w.get("failurePolicy").and_then(Value::as_str) == Some("Ignore"),
+                exact: w.get("matchPolicy").and_then(Value::as_str) == Some("Exact"),
                 side_effects: w
                     .get("sideEffects")
                     .and_then(Value::as_str)
@@ -123,6 +129,28 @@ fn has(list: &[&str], v: &str) -> bool {
 }
 
 impl Hook {
+    /// The version of the resource this webhook is called at: `rt` itself when a rule
+    /// names it, else (`matchPolicy: Equivalent`) the first of `equivalents` (the same
+    /// resource at its other served versions) a rule names.
+    pub fn matching_type(
+        &self,
+        rt: &Arc<ResourceType>,
+        equivalents: &[Arc<ResourceType>],
+        sub: Option<&str>,
+        op: &str,
+    ) -> Option<Arc<ResourceType>> {
+        if self.matches_rules(rt, sub, op) {
+            return Some(rt.clone());
+        }
+        if self.exact {
+            return None;
+        }
+        equivalents
+            .iter()
+            .find(|t| t.version != rt.version && self.matches_rules(t, sub, op))
+            .cloned()
+    }
+
     /// Whether a rule covers this operation on this resource (and subresource).
     pub fn matches_rules(&self, rt: &ResourceType, sub: Option<&str>, op: &str) -> bool {
         self.rules.iter().any(|r| {

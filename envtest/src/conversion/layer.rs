@@ -41,6 +41,8 @@ pub(crate) async fn dispatch(
         _ => return verbs::dispatch(state, r, req).await,
     };
     let served = r.rt.clone();
+    let mut req = req;
+    req.served_as = Some(served.clone());
     let storage = ResourceRoute {
         rt: conv.storage.clone(),
         ..r.clone()
@@ -148,6 +150,7 @@ async fn patch(
             headers: req.headers.clone(),
             body: Bytes::new(),
             warnings: req.warnings.clone(),
+            served_as: req.served_as.clone(),
         };
         set_json_body(&mut put, &new)?;
         match verbs::dispatch(state, storage.clone(), put).await {
