@@ -158,7 +158,7 @@ fn webhook_conversion(url: &str, ca_bundle: &str) -> Value {
 struct Setup {
     env: Environment,
     seen: Seen,
-    _hook: webhook_server::Running,
+    hook: webhook_server::Running,
 }
 
 impl Setup {
@@ -188,10 +188,17 @@ async fn setup() -> Setup {
 
 /// An environment with the CRD converting through `handler` (served at `/convert`).
 async fn setup_with(handler: impl Handler, seen: Seen) -> Setup {
-    let hook = webhook_server::start(move |server| {
-        server.register("/convert", handler).unwrap();
-    })
-    .await;
+    setup_server(
+        move |server| server.register("/convert", handler).unwrap(),
+        seen,
+    )
+    .await
+}
+
+/// An environment with the CRD converting through the `/convert` of a webhook server whose
+/// handlers `register` sets up.
+async fn setup_server(register: impl FnOnce(&ctrl_runtime::webhook::Server), seen: Seen) -> Setup {
+    let hook = webhook_server::start(register).await;
     let env = common::env().await;
     let url = format!("{}/convert", hook.url);
     Api::<CustomResourceDefinition>::all(env.client())
@@ -201,11 +208,7 @@ async fn setup_with(handler: impl Handler, seen: Seen) -> Setup {
         )
         .await
         .unwrap();
-    Setup {
-        env,
-        seen,
-        _hook: hook,
-    }
+    Setup { env, seen, hook }
 }
 
 fn at_v1(name: &str, size: &str) -> v1::Volume {
@@ -613,25 +616,20 @@ impl CustomValidator<v2::Volume> for SizeLimit {
 async fn admission_webhooks_for_another_version_see_the_object_converted_to_it() {
     let calls = Calls::default();
     let c = calls.clone();
-    let hook = webhook_server::start(move |server| {
-        server.register("/convert", volumes()).unwrap();
-        server
-            .register(
-                "/validate",
-                validating_webhook::<v2::Volume, _>(SizeLimit(c)),
-            )
-            .unwrap();
-    })
+    let s = setup_server(
+        move |server| {
+            server.register("/convert", volumes()).unwrap();
+            server
+                .register(
+                    "/validate",
+                    validating_webhook::<v2::Volume, _>(SizeLimit(c)),
+                )
+                .unwrap();
+        },
+        Seen::default(),
+    )
     .await;
-    let env = common::env().await;
-    let url = format!("{}/convert", hook.url);
-    Api::<CustomResourceDefinition>::all(env.client())
-        .create(
-            &PostParams::default(),
-            &crd(webhook_conversion(&url, &hook.ca_bundle)),
-        )
-        .await
-        .unwrap();
+    let (env, hook) = (&s.env, &s.hook);
     let config = |policy: &str| -> ValidatingWebhookConfiguration {
         serde_json::from_value(json!({
             "metadata": {"name": "size-limit"},
@@ -651,8 +649,7 @@ async fn admission_webhooks_for_another_version_see_the_object_converted_to_it()
         .create(&PostParams::default(), &config("Equivalent"))
         .await
         .unwrap();
-    let v1: Api<v1::Volume> = Api::namespaced(env.client(), "default");
-    let v2: Api<v2::Volume> = Api::namespaced(env.client(), "default");
+    let (v1, v2) = (s.v1(), s.v2());
     let pp = PostParams::default();
 
     // A v1 request reaches the v2 webhook with the object converted to v2.
