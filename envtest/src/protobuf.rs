@@ -26,9 +26,11 @@ const ACCEPTED: &str = "application/json, application/yaml, and application/vnd.
 
 /// Decodes a protobuf-encoded object body into its JSON form.
 pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
-    let envelope = body.strip_prefix(MAGIC).ok_or_else(|| {
-        ApiError::bad_request("protobuf body does not start with the Kubernetes magic number")
-    })?;
+    // Upstream answers 400 here; a body that is not a Kubernetes protobuf message at all is
+    // treated as an unknown format (415), like any other media type this server cannot read.
+    let envelope = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| ApiError::unsupported_media(ACCEPTED))?;
     let unknown = Unknown::decode(envelope)
         .map_err(|e| ApiError::bad_request(format!("protobuf envelope: {e}")))?;
     let tm = unknown.type_meta.unwrap_or_default();
