@@ -451,13 +451,14 @@ async fn default_transform_strips_managed_fields_unless_disabled() {
     let env = Environment::start().await.expect("envtest");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
     let mut obj = create(&env, "default", "m").await;
-    // envtest does not track managed fields yet: store some through an update, as a
-    // real API server would have.
-    obj.metadata.managed_fields = Some(vec![Default::default()]);
-    let stored = api
-        .replace("m", &PostParams::default(), &obj)
-        .await
-        .expect("update");
+    // An update by a named field manager records managed fields, as on a real API
+    // server.
+    obj.metadata.managed_fields = None;
+    let pp = PostParams {
+        field_manager: Some("transform-test".into()),
+        ..Default::default()
+    };
+    let stored = api.replace("m", &pp, &obj).await.expect("update");
     assert!(stored.metadata.managed_fields.is_some());
 
     let stripped = Cache::new(env.client(), Options::default());

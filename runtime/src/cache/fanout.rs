@@ -17,10 +17,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
@@ -155,7 +155,9 @@ pub(crate) struct Sink<K> {
     buf: Mutex<Buffer<K>>,
     notify: Notify,
     capacity: usize,
-    synced: AtomicBool,
+    /// Flips to true once the handler was given the informer's initial state; a
+    /// watch channel so that [`HandlerRegistration::wait_synced`] needs no polling.
+    synced: watch::Sender<bool>,
     coalesced: AtomicU64,
     pub(crate) id: u64,
 }
@@ -172,7 +174,7 @@ impl<K: Send + Sync + 'static> Sink<K> {
             }),
             notify: Notify::new(),
             capacity: capacity.max(1),
-            synced: AtomicBool::new(false),
+            synced: watch::channel(false).0,
             coalesced: AtomicU64::new(0),
             id,
         })
@@ -273,7 +275,9 @@ impl<K: Send + Sync + 'static> Sink<K> {
             let deliver = || {
                 for item in batch {
                     match item {
-                        Item::Synced => self.synced.store(true, Ordering::Release),
+                        Item::Synced => {
+                            self.synced.send_replace(true);
+                        }
                         Item::Event(n) => {
                             let h = handler.clone();
                             if std::panic::catch_unwind(AssertUnwindSafe(move || h.on_event(n)))
@@ -327,7 +331,18 @@ impl<K> HandlerRegistration<K> {
     /// True once the handler has been given every object of the informer's initial
     /// list (or, for a late handler, every object present when it registered).
     pub fn has_synced(&self) -> bool {
-        self.sink.synced.load(Ordering::Acquire)
+        *self.sink.synced.borrow()
+    }
+
+    /// Resolves once [`has_synced`](Self::has_synced) is true: woken by the delivery
+    /// task right after it handed the handler the last initial-list event (no
+    /// polling). Never resolves for a registration removed before it synced, so
+    /// callers bound it with their own cancellation.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.sink.synced.subscribe();
+        // The sender lives in the sink, which `self` keeps alive: `wait_for` can only
+        // end by seeing `true`.
+        let _ = rx.wait_for(|s| *s).await;
     }
 
     /// How many events were coalesced because this handler's buffer was full.

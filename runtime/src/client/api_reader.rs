@@ -3,7 +3,6 @@
 //! write, or of types not worth an informer; each call is a request.
 
 use kube::api::ListParams;
-use serde::de::DeserializeOwned;
 
 use super::Error;
 use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
@@ -29,25 +28,46 @@ impl ApiReader {
     /// The object `namespace/name` (empty namespace for cluster-scoped types).
     pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<K, Error>
     where
-        K: CacheObject<DynamicType = ()> + DeserializeOwned,
+        K: CacheObject<DynamicType = ()>,
     {
+        self.get_with::<K>(&(), namespace, name).await
+    }
+
+    /// The object `namespace/name` of `K` with dynamic type `dt` (a `DynamicObject`
+    /// and its `ApiResource`).
+    pub async fn get_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<K, Error> {
         let ns = Some(namespace).filter(|n| !n.is_empty());
-        let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), ns, &());
+        let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), ns, dt);
         api.get(name)
             .await
-            .map_err(|e| Error::new("get", gvk_string::<K>(&()), object_key(ns, name), e))
+            .map_err(|e| Error::new("get", gvk_string::<K>(dt), object_key(ns, name), e))
     }
 
     /// The objects `lp` selects in `namespace` (`None`: all namespaces).
     pub async fn list<K>(&self, namespace: Option<&str>, lp: &ListParams) -> Result<Vec<K>, Error>
     where
-        K: CacheObject<DynamicType = ()> + DeserializeOwned,
+        K: CacheObject<DynamicType = ()>,
     {
-        let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), namespace, &());
+        self.list_with::<K>(&(), namespace, lp).await
+    }
+
+    /// The objects of `K` with dynamic type `dt` that `lp` selects in `namespace`.
+    pub async fn list_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: Option<&str>,
+        lp: &ListParams,
+    ) -> Result<Vec<K>, Error> {
+        let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), namespace, dt);
         api.list(lp).await.map(|l| l.items).map_err(|e| {
             Error::new(
                 "list",
-                gvk_string::<K>(&()),
+                gvk_string::<K>(dt),
                 namespace.unwrap_or_default().to_string(),
                 e,
             )

@@ -29,7 +29,7 @@ pub use kube::api::{
     DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
 pub use status::StatusClient;
-pub use write::Writable;
+pub use write::{Writable, WritableWith};
 
 /// Cached reads, direct writes (controller-runtime's `client.Client`). Cheap to clone.
 #[derive(Clone)]

@@ -1,13 +1,14 @@
 //! [`StatusClient`]: writes to the `status` subresource (controller-runtime's
 //! `client.Status()` / `SubResourceWriter`). Got from [`Client::status`]; shares the
-//! client's field owner and error reporting (`super::error`).
+//! client's field owner, error reporting (`super::error`) and, like the writes in
+//! `super::write`, comes in a typed form and a `*_with(dt, ..)` form for
+//! `DynamicObject`.
 
 use kube::api::{Patch, PatchParams, PostParams};
 use serde::Serialize;
 
-use super::write::{Writable, api_for, apply_params};
+use super::write::{Target, Writable, WritableWith, apply_params, body};
 use super::{Client, Error};
-use crate::cache::gvk_string;
 
 /// Writes the status subresource of objects.
 #[derive(Debug)]
@@ -20,17 +21,24 @@ impl<'a> StatusClient<'a> {
         Self { client }
     }
 
-    fn fail<K: Writable>(verb: &str, key: String, e: kube::Error) -> Error {
-        Error::new(verb, gvk_string::<K>(&()), key, e)
-    }
-
     /// Replaces the status of `obj` (the server ignores its spec).
     pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        let (api, name, key) = api_for(self.client.kube_client(), obj);
+        self.update_with(&(), obj).await
+    }
+
+    /// Replaces the status of `obj` of dynamic type `dt`.
+    pub async fn update_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+    ) -> Result<K, Error> {
+        let t = Target::of(self.client.kube_client(), dt, obj);
+        let obj = body(dt, obj).map_err(|e| t.fail("status update", e))?;
         let pp = self.client.post_params(PostParams::default());
-        api.replace_status(&name, &pp, obj)
+        t.api
+            .replace_status(&t.name, &pp, &*obj)
             .await
-            .map_err(|e| Self::fail::<K>("status update", key, e))
+            .map_err(|e| t.fail("status update", e))
     }
 
     /// Patches the status of the object `obj` names.
@@ -40,11 +48,23 @@ impl<'a> StatusClient<'a> {
         patch: &Patch<P>,
         pp: PatchParams,
     ) -> Result<K, Error> {
-        let (api, name, key) = api_for(self.client.kube_client(), obj);
+        self.patch_with(&(), obj, patch, pp).await
+    }
+
+    /// Patches the status of the object of dynamic type `dt` that `obj` names.
+    pub async fn patch_with<K: WritableWith, P: Serialize + std::fmt::Debug>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<K, Error> {
+        let t = Target::of(self.client.kube_client(), dt, obj);
         let pp = self.client.patch_params(pp);
-        api.patch_status(&name, &pp, patch)
+        t.api
+            .patch_status(&t.name, &pp, patch)
             .await
-            .map_err(|e| Self::fail::<K>("status patch", key, e))
+            .map_err(|e| t.fail("status patch", e))
     }
 
     /// Server-side applies the status of `obj` as `field_manager`.
@@ -54,7 +74,25 @@ impl<'a> StatusClient<'a> {
         field_manager: Option<&str>,
         force: bool,
     ) -> Result<K, Error> {
-        self.patch(obj, &Patch::Apply(obj), apply_params(field_manager, force))
-            .await
+        self.apply_with(&(), obj, field_manager, force).await
+    }
+
+    /// Server-side applies the status of `obj` of dynamic type `dt`.
+    pub async fn apply_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        field_manager: Option<&str>,
+        force: bool,
+    ) -> Result<K, Error> {
+        let t = Target::of(self.client.kube_client(), dt, obj);
+        let intent = body(dt, obj).map_err(|e| t.fail("status patch", e))?;
+        self.patch_with(
+            dt,
+            obj,
+            &Patch::Apply(&*intent),
+            apply_params(field_manager, force),
+        )
+        .await
     }
 }

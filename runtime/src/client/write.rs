@@ -1,29 +1,82 @@
 //! Writes through kube's `Api`: create, update, patch, apply, delete, delete-all-of
 //! (controller-runtime's `client.Writer`). Each call targets the object's namespace
 //! and returns what the server stored; the cache sees it when its watch does.
+//!
+//! Every verb comes twice, as the reads in `super` do: `create(&obj)` for typed
+//! resources ([`Writable`]) and `create_with(&dt, &obj)` for any [`WritableWith`],
+//! notably `DynamicObject` with its `ApiResource` (controller-runtime's unstructured
+//! client). The typed form is the dynamic form with `dt = ()`. A `DynamicObject`
+//! without `apiVersion`/`kind` gets them from its `ApiResource` before it is sent, as
+//! the server (and server-side apply) needs them.
 
+use std::any::TypeId;
+use std::borrow::Cow;
+
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{Client, Error};
 use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
 
-/// A resource the client can write: typed, serializable.
-pub trait Writable: CacheObject<DynamicType = ()> + Serialize + DeserializeOwned {}
-impl<K: CacheObject<DynamicType = ()> + Serialize + DeserializeOwned> Writable for K {}
+/// A resource the client can write given its dynamic type: typed resources (`()`),
+/// `DynamicObject` (`ApiResource`).
+pub trait WritableWith: CacheObject + Serialize + DeserializeOwned {}
+impl<K: CacheObject + Serialize + DeserializeOwned> WritableWith for K {}
 
-/// The `Api` for `obj`'s namespace and the `namespace/name` naming it in errors.
-pub(crate) fn api_for<K: CacheObject<DynamicType = ()>>(
-    kube: &kube::Client,
-    obj: &K,
-) -> (Api<K>, String, String) {
-    let m = obj.meta();
-    let ns = m.namespace.as_deref().filter(|n| !n.is_empty());
-    let name = m.name.clone().unwrap_or_default();
-    let api = <K::Scope as Scoped>::api::<K>(kube.clone(), ns, &());
-    (api, name.clone(), object_key(ns, &name))
+/// A typed resource the client can write (no dynamic type needed).
+pub trait Writable: WritableWith<DynamicType = ()> {}
+impl<K: WritableWith<DynamicType = ()>> Writable for K {}
+
+/// The target of one write: the `Api` for the object's namespace, its name, and the
+/// `apiVersion/Kind` and `namespace/name` that name it in errors.
+pub(crate) struct Target<K> {
+    pub(crate) api: Api<K>,
+    pub(crate) name: String,
+    kind: String,
+    key: String,
+}
+
+impl<K: CacheObject> Target<K> {
+    pub(crate) fn of(kube: &kube::Client, dt: &K::DynamicType, obj: &K) -> Self {
+        let m = obj.meta();
+        let ns = m.namespace.as_deref().filter(|n| !n.is_empty());
+        let name = m.name.clone().unwrap_or_default();
+        Self {
+            api: <K::Scope as Scoped>::api::<K>(kube.clone(), ns, dt),
+            key: object_key(ns, &name),
+            name,
+            kind: gvk_string::<K>(dt),
+        }
+    }
+
+    /// A client error for `verb` on this target.
+    pub(crate) fn fail(&self, verb: &str, e: impl Into<super::Source>) -> Error {
+        Error::new(verb, self.kind.clone(), self.key.clone(), e)
+    }
+}
+
+/// `obj` as the body of a write: a typed resource as is (its serializer writes
+/// `apiVersion`/`kind`); a dynamic one with `apiVersion`/`kind` from `dt` when it
+/// lacks them.
+pub(crate) fn body<'a, K: WritableWith>(
+    dt: &K::DynamicType,
+    obj: &'a K,
+) -> Result<Cow<'a, K>, serde_json::Error> {
+    if TypeId::of::<K::DynamicType>() == TypeId::of::<()>() {
+        return Ok(Cow::Borrowed(obj));
+    }
+    let mut v = serde_json::to_value(obj)?;
+    let Some(map) = v.as_object_mut() else {
+        return Ok(Cow::Borrowed(obj));
+    };
+    if map.contains_key("apiVersion") && map.contains_key("kind") {
+        return Ok(Cow::Borrowed(obj));
+    }
+    map.insert("apiVersion".into(), K::api_version(dt).into());
+    map.insert("kind".into(), K::kind(dt).into());
+    serde_json::from_value(v).map(Cow::Owned)
 }
 
 /// Patch parameters for a server-side apply.
@@ -36,27 +89,46 @@ pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchPar
 }
 
 impl Client {
-    fn fail<K: Resource<DynamicType = ()>>(verb: &str, key: String, e: kube::Error) -> Error {
-        Error::new(verb, gvk_string::<K>(&()), key, e)
-    }
-
     /// Creates `obj` in its namespace; returns the stored object.
     pub async fn create<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        let (api, _, key) = api_for(&self.kube, obj);
+        self.create_with(&(), obj).await
+    }
+
+    /// Creates `obj` of dynamic type `dt` (e.g. a `DynamicObject` and its
+    /// `ApiResource`) in its namespace; returns the stored object.
+    pub async fn create_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+    ) -> Result<K, Error> {
+        let t = Target::of(&self.kube, dt, obj);
+        let obj = body(dt, obj).map_err(|e| t.fail("create", e))?;
         let pp = self.post_params(PostParams::default());
-        api.create(&pp, obj)
+        t.api
+            .create(&pp, &obj)
             .await
-            .map_err(|e| Self::fail::<K>("create", key, e))
+            .map_err(|e| t.fail("create", e))
     }
 
     /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
     /// fails with 409 Conflict).
     pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        let (api, name, key) = api_for(&self.kube, obj);
+        self.update_with(&(), obj).await
+    }
+
+    /// Replaces `obj` of dynamic type `dt`, guarded by its `resourceVersion`.
+    pub async fn update_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+    ) -> Result<K, Error> {
+        let t = Target::of(&self.kube, dt, obj);
+        let obj = body(dt, obj).map_err(|e| t.fail("update", e))?;
         let pp = self.post_params(PostParams::default());
-        api.replace(&name, &pp, obj)
+        t.api
+            .replace(&t.name, &pp, &obj)
             .await
-            .map_err(|e| Self::fail::<K>("update", key, e))
+            .map_err(|e| t.fail("update", e))
     }
 
     /// Patches the object `obj` names with `patch` (merge, JSON, strategic or apply;
@@ -67,11 +139,23 @@ impl Client {
         patch: &Patch<P>,
         pp: PatchParams,
     ) -> Result<K, Error> {
-        let (api, name, key) = api_for(&self.kube, obj);
+        self.patch_with(&(), obj, patch, pp).await
+    }
+
+    /// Patches the object of dynamic type `dt` that `obj` names with `patch`.
+    pub async fn patch_with<K: WritableWith, P: Serialize + std::fmt::Debug>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<K, Error> {
+        let t = Target::of(&self.kube, dt, obj);
         let pp = self.patch_params(pp);
-        api.patch(&name, &pp, patch)
+        t.api
+            .patch(&t.name, &pp, patch)
             .await
-            .map_err(|e| Self::fail::<K>("patch", key, e))
+            .map_err(|e| t.fail("patch", e))
     }
 
     /// Server-side applies `obj` as `field_manager` (falling back to the client's
@@ -82,18 +166,47 @@ impl Client {
         field_manager: Option<&str>,
         force: bool,
     ) -> Result<K, Error> {
-        self.patch(obj, &Patch::Apply(obj), apply_params(field_manager, force))
-            .await
+        self.apply_with(&(), obj, field_manager, force).await
+    }
+
+    /// Server-side applies `obj` of dynamic type `dt` as `field_manager`.
+    pub async fn apply_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        field_manager: Option<&str>,
+        force: bool,
+    ) -> Result<K, Error> {
+        let t = Target::of(&self.kube, dt, obj);
+        let intent = body(dt, obj).map_err(|e| t.fail("patch", e))?;
+        self.patch_with(
+            dt,
+            obj,
+            &Patch::Apply(&*intent),
+            apply_params(field_manager, force),
+        )
+        .await
     }
 
     /// Deletes the object `obj` names; `dp` sets propagation, grace period and
     /// preconditions (uid, resourceVersion).
     pub async fn delete<K: Writable>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> {
-        let (api, name, key) = api_for(&self.kube, obj);
-        api.delete(&name, dp)
+        self.delete_with(&(), obj, dp).await
+    }
+
+    /// Deletes the object of dynamic type `dt` that `obj` names.
+    pub async fn delete_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        dp: &DeleteParams,
+    ) -> Result<(), Error> {
+        let t = Target::of(&self.kube, dt, obj);
+        t.api
+            .delete(&t.name, dp)
             .await
             .map(|_| ())
-            .map_err(|e| Self::fail::<K>("delete", key, e))
+            .map_err(|e| t.fail("delete", e))
     }
 
     /// Deletes every object of `K` in `namespace` (`None`: all namespaces, or the
@@ -104,16 +217,63 @@ impl Client {
         lp: &ListParams,
         dp: &DeleteParams,
     ) -> Result<(), Error> {
-        let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), namespace, &());
+        self.delete_all_of_with::<K>(&(), namespace, lp, dp).await
+    }
+
+    /// Deletes every object of `K` with dynamic type `dt` in `namespace` that `lp`
+    /// selects.
+    pub async fn delete_all_of_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: Option<&str>,
+        lp: &ListParams,
+        dp: &DeleteParams,
+    ) -> Result<(), Error> {
+        let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), namespace, dt);
         api.delete_collection(dp, lp)
             .await
             .map(|_| ())
             .map_err(|e| {
-                Self::fail::<K>(
+                Error::new(
                     "deletecollection",
+                    gvk_string::<K>(dt),
                     namespace.unwrap_or_default().to_string(),
                     e,
                 )
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
+
+    fn gizmos() -> ApiResource {
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("x.io", "v2", "Gizmo"), "gizmos")
+    }
+
+    #[test]
+    fn a_dynamic_body_gets_its_type_from_the_api_resource() {
+        let ar = gizmos();
+        let mut obj = DynamicObject::new("g", &ar);
+        obj.types = None;
+        let sent = body(&ar, &obj).unwrap();
+        let want = TypeMeta {
+            api_version: "x.io/v2".into(),
+            kind: "Gizmo".into(),
+        };
+        assert_eq!(sent.types.as_ref(), Some(&want));
+        assert!(matches!(sent, Cow::Owned(_)));
+    }
+
+    #[test]
+    fn bodies_that_carry_their_type_are_sent_as_they_are() {
+        let ar = gizmos();
+        let obj = DynamicObject::new("g", &ar);
+        assert!(matches!(body(&ar, &obj).unwrap(), Cow::Borrowed(_)));
+        let cm = ConfigMap::default();
+        assert!(matches!(body(&(), &cm).unwrap(), Cow::Borrowed(_)));
     }
 }

@@ -5,7 +5,9 @@
 //! (`crate::predicate`) and go to the event handler (`crate::handler`), which fills the
 //! controller's queue. If the type is not served yet (a CRD installed later), `start`
 //! keeps checking every [`KIND_RETRY_INTERVAL`] until it is, and the controller's
-//! `cache_sync_timeout` bounds the wait in `wait_for_sync`.
+//! `cache_sync_timeout` bounds the wait in `wait_for_sync`, which is event-driven: it
+//! wakes when the handler registration has been given the informer's initial list
+//! ([`HandlerRegistration::wait_synced`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -164,17 +166,15 @@ impl<K: CacheObject> Source for Kind<K> {
                 self.name()
             )));
         };
-        let mut tick = tokio::time::interval(Duration::from_millis(10));
-        loop {
-            if reg.has_synced() {
-                return Ok(());
+        tokio::select! {
+            _ = reg.wait_synced() => {
+                tracing::debug!(source = %self.name(), "kind source synced");
+                Ok(())
             }
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = ctx.cancelled() => {
-                    return Err(Error::msg(format!("timed out waiting for {} to sync", self.name())));
-                }
-            }
+            _ = ctx.cancelled() => Err(Error::msg(format!(
+                "timed out waiting for {} to sync",
+                self.name()
+            ))),
         }
     }
 
