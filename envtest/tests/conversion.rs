@@ -6,6 +6,8 @@
 //! admission webhook written for another version is called with the object converted to it.
 
 mod common;
+#[path = "common/kubectl_cli.rs"]
+mod kubectl_cli;
 #[path = "common/webhook_server.rs"]
 mod webhook_server;
 
@@ -691,4 +693,36 @@ async fn admission_webhooks_for_another_version_see_the_object_converted_to_it()
     configs.replace("size-limit", &pp, &exact).await.unwrap();
     v1.create(&pp, &at_v1("big", "500Gi")).await.unwrap();
     assert_eq!(calls.lock().len(), 3);
+}
+
+#[tokio::test]
+async fn kubectl_reads_and_writes_through_the_conversion_webhook() {
+    let s = setup().await;
+    let Some(kubectl) = kubectl_cli::Kubectl::new(&s.env) else {
+        return;
+    };
+    s.v1()
+        .create(&PostParams::default(), &at_v1("a", "10Gi"))
+        .await
+        .unwrap();
+    let out = kubectl
+        .run(&[
+            "get",
+            "volumes.v2.conv.ctrl.dev",
+            "a",
+            "-o",
+            "jsonpath={.apiVersion} {.spec.size.value} {.spec.size.unit}",
+        ])
+        .await;
+    assert!(out.ok, "{out:?}");
+    assert_eq!(out.stdout, "conv.ctrl.dev/v2 10 Gi");
+    let manifest = kubectl.file(
+        "b.yaml",
+        "apiVersion: conv.ctrl.dev/v2\nkind: Volume\nmetadata:\n  name: b\n  namespace: default\nspec:\n  size:\n    value: 3\n    unit: Mi\n",
+    );
+    let out = kubectl
+        .run(&["apply", "-f", &manifest.to_string_lossy()])
+        .await;
+    assert!(out.ok, "{out:?}");
+    assert_eq!(s.v1().get("b").await.unwrap().spec.size, "3Mi");
 }

@@ -1,8 +1,11 @@
 //! Admission webhook `warnings` reach the client as a real API server sends them: one
 //! `Warning: 299 - "<text>"` response header each (quotes escaped, duplicates once), on
-//! allowed and on denied writes. Read with raw HTTP, since kube only logs them.
+//! allowed and on denied writes. Read with raw HTTP (kube only logs them) and from kubectl,
+//! which prints `Warning: <text>`.
 
 mod common;
+#[path = "common/kubectl_cli.rs"]
+mod kubectl_cli;
 #[path = "common/webhook_server.rs"]
 mod webhook_server;
 
@@ -143,4 +146,26 @@ async fn webhook_warnings_become_warning_headers() {
         warnings(&headers),
         vec![r#"299 - "updated to mode \"calm\"""#]
     );
+}
+
+#[tokio::test]
+async fn kubectl_prints_webhook_warnings() {
+    let (env, _hook) = setup().await;
+    let Some(kubectl) = kubectl_cli::Kubectl::new(&env) else {
+        return;
+    };
+    let manifest = kubectl.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kw\n  namespace: default\ndata:\n  mode: warn\n",
+    );
+    let out = kubectl
+        .run(&["create", "-f", &manifest.to_string_lossy()])
+        .await;
+    assert!(out.ok, "{out:?}");
+    assert!(out.stderr.contains("Warning: size is large"), "{out:?}");
+    assert!(
+        out.stderr.contains(r#"Warning: a "quoted" word"#),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("configmap/kw created"), "{out:?}");
 }
