@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{WAIT, available, buckets_api, create_bucket, wait_until};
 use ctrl::manager::{Error as ManagerError, Manager, Options};
-use ctrl_envtest::Environment;
+use ctrl_envtest::{Environment, FaultMatch, FaultStatus, Verb};
 use futures::FutureExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
@@ -161,4 +161,31 @@ async fn one_replica_leads_and_the_other_takes_over_when_it_stops() {
         );
     }
     store_stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_loses_the_lease_stops_with_an_error() {
+    let env = Environment::builder()
+        .crd(crd::crd())
+        .start()
+        .await
+        .expect("envtest");
+    let only = replica(&env, "replica-only").await;
+    elected(&only).await;
+    // The API server refuses every Lease update: the leader cannot renew.
+    env.faults().fail_next(
+        100_000,
+        FaultMatch::any().verb(Verb::Update).resource("leases"),
+        FaultStatus::internal_error(),
+    );
+    let stopped = tokio::time::timeout(WAIT, only.running)
+        .await
+        .expect("stopped in time")
+        .expect("manager task");
+    // `main` turns this error into a non-zero exit, so Kubernetes restarts the pod.
+    assert!(
+        matches!(stopped, Err(ManagerError::LeaderElectionLost)),
+        "{stopped:?}"
+    );
+    env.faults().clear();
 }

@@ -10,7 +10,8 @@ use super::{controller, webhooks};
 
 /// A manager on `client` with the StorageBucket controller (configured by `cfg`)
 /// and, if `with_webhooks`, the defaulting and validating webhooks registered on
-/// its webhook server (`opts.webhook_server`, or the default one on port 9443).
+/// its webhook server (`opts.webhook_server`, or the default one on port 9443),
+/// with a readiness check that the server accepts connections.
 pub async fn manager(
     client: kube::Client,
     opts: Options,
@@ -21,6 +22,9 @@ pub async fn manager(
     controller::setup(&mgr, cfg).await?;
     if with_webhooks {
         webhooks::setup(&mgr)?;
+        // Ready only once the webhook server accepts TLS connections (kubebuilder's
+        // `mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())`).
+        mgr.add_readyz_check("webhook", mgr.get_webhook_server().started_checker())?;
     }
     Ok(mgr)
 }
