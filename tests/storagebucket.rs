@@ -79,11 +79,7 @@ async fn wait_for_event(client: &kube::Client, name: &str, type_: &str, reason: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buckets_become_available_flip_with_the_store_and_finalize_on_delete() {
     let stop = CancellationToken::new();
-    let env = Environment::builder()
-        .crd(crd::crd())
-        .start()
-        .await
-        .expect("envtest");
+    let env = common::env().await;
     let store = ObjectStore::start(stop.clone()).await.expect("store");
     let running = operator(&env, "storagebucket-flip", &stop, None).await;
 
@@ -157,11 +153,7 @@ async fn buckets_become_available_flip_with_the_store_and_finalize_on_delete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_endpoint_is_reported_not_retried_into_a_crash() {
     let stop = CancellationToken::new();
-    let env = Environment::builder()
-        .crd(crd::crd())
-        .start()
-        .await
-        .expect("envtest");
+    let env = common::env().await;
     let running = operator(&env, "storagebucket-bad", &stop, None).await;
     let api = buckets_api(env.client());
     create_bucket(&api, "not-a-url", "::nonsense::").await;

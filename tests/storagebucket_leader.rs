@@ -18,7 +18,6 @@ use futures::FutureExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use operator::controller::Config;
-use operator::crd;
 use operator::leader::{DEFAULT_LEASE_NAME, LeaderElectionFlags};
 use operator::store::ObjectStore;
 use tokio::task::JoinHandle;
@@ -99,11 +98,7 @@ async fn elected(r: &Replica) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_replica_leads_and_the_other_takes_over_when_it_stops() {
-    let env = Environment::builder()
-        .crd(crd::crd())
-        .start()
-        .await
-        .expect("envtest");
+    let env = common::env().await;
     let store_stop = CancellationToken::new();
     let store = ObjectStore::start(store_stop.clone()).await.expect("store");
     let replicas = [
@@ -165,11 +160,7 @@ async fn one_replica_leads_and_the_other_takes_over_when_it_stops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_that_loses_the_lease_stops_with_an_error() {
-    let env = Environment::builder()
-        .crd(crd::crd())
-        .start()
-        .await
-        .expect("envtest");
+    let env = common::env().await;
     let only = replica(&env, "replica-only").await;
     elected(&only).await;
     // The API server refuses every Lease update: the leader cannot renew.

@@ -12,10 +12,8 @@ use std::time::Duration;
 
 use common::{bucket, buckets_api, create_bucket};
 use ctrl::manager::Options;
-use ctrl_envtest::Environment;
 use kube::api::{Patch, PatchParams, PostParams};
 use operator::controller::Config;
-use operator::crd;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -31,11 +29,7 @@ fn rejection<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buckets_are_defaulted_and_non_http_endpoints_rejected() {
-    let env = Environment::builder()
-        .crd(crd::crd())
-        .start()
-        .await
-        .expect("envtest");
+    let env = common::env().await;
     let (server, ca_pem) = operator::demo::webhook_server().expect("webhook server");
     operator::demo::install_webhooks(env.client(), &server, &ca_pem)
         .await

@@ -13,6 +13,16 @@ use serde_json::{Value, json};
 /// How long a test waits for something the operator does.
 pub const WAIT: Duration = Duration::from_secs(15);
 
+/// A fresh ctrl-envtest with the example's CRD installed (each test file mounts the
+/// example's modules as `crate::operator`).
+pub async fn env() -> ctrl_envtest::Environment {
+    ctrl_envtest::Environment::builder()
+        .crd(crate::operator::crd::crd())
+        .start()
+        .await
+        .expect("envtest")
+}
+
 /// StorageBuckets in namespace `default`, untyped.
 pub fn buckets_api(client: kube::Client) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("storage.example.com", "v1", "StorageBucket");
