@@ -29,7 +29,9 @@
 //! from (retried on a conflict); server-side apply and `/scale` at a non-storage version go
 //! to the storage version unconverted (their field paths must mean the same in both
 //! versions); `service` client configs are accepted but cannot be reached (no cluster DNS),
-//! so conversions through them fail; `as=Table` columns are computed from the storage version.
+//! so conversions through them fail; `as=Table` columns are computed from the storage version;
+//! requests at the storage version are not converted, so objects written before the CRD's
+//! storage version changed are served as they were stored.
 
 mod layer;
 mod review;
