@@ -160,12 +160,15 @@ async fn s1<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     c
 }
 
-async fn s2<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
-    let n = ks.len();
+/// The producer adds borrowed keys (`add_ref(&str)`), as Go passes its immutable strings:
+/// a dedup hit then costs no allocation and no free in any implementation; a key is cloned
+/// only when a queue stores it (or, for the channel and kube-runtime, which store every
+/// add, on every add).
+async fn s2<Q: BenchQueue>(q: Q, ks: Vec<String>, adds: usize) -> usize {
     let qp = q.clone();
     let prod = tokio::spawn(async move {
-        for (i, k) in ks.into_iter().enumerate() {
-            qp.add(k);
+        for i in 0..adds {
+            qp.add_ref(&ks[i % ks.len()]);
             cooperate(i).await;
         }
         qp.shut_down();
@@ -178,7 +181,7 @@ async fn s2<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     });
     prod.await.expect("producer");
     cons.await.expect("consumer");
-    n
+    adds
 }
 
 async fn s3<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
@@ -279,7 +282,7 @@ async fn s5<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
 async fn run_queue<Q: BenchQueue>(q: Q, sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
     match sc {
         Scenario::S1(_) => s1(q, ks).await,
-        Scenario::S2 { .. } => s2(q, ks).await,
+        Scenario::S2 { adds, .. } => s2(q, ks, adds).await,
         Scenario::S3(_) => s3(q, ks).await,
         Scenario::S4(_) => s4(q, ks, ds).await,
         Scenario::S5(_) => s5(q, ks).await,
@@ -331,12 +334,11 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
             drop(tx);
             c
         }
-        Scenario::S2 { .. } => {
-            let n = ks.len();
+        Scenario::S2 { adds, .. } => {
             let prod = tokio::spawn(async move {
-                for (i, k) in ks.into_iter().enumerate() {
+                for i in 0..adds {
                     let _ = tx.unbounded_send(ScheduleRequest {
-                        message: k,
+                        message: ks[i % ks.len()].clone(),
                         run_at: Instant::now(),
                     });
                     cooperate(i).await;
@@ -358,7 +360,7 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
             let tx = prod.await.expect("producer");
             cons.await.expect("consumer");
             drop(tx);
-            n
+            adds
         }
         Scenario::S5(_) => {
             let n = ks.len();
@@ -392,10 +394,7 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
 fn scenario_inputs(sc: Scenario) -> (Vec<String>, Vec<Duration>) {
     match sc {
         Scenario::S1(n) | Scenario::S3(n) | Scenario::S5(n) => (keys(n), Vec::new()),
-        Scenario::S2 { keys: k, adds } => {
-            let base = keys(k);
-            ((0..adds).map(|i| base[i % k].clone()).collect(), Vec::new())
-        }
+        Scenario::S2 { keys: k, .. } => (keys(k), Vec::new()),
         Scenario::S4(n) => (keys(n), delays(n, Duration::from_millis(100))),
     }
 }
@@ -533,14 +532,54 @@ fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
     }
 }
 
-fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    // WORKQUEUE_BENCH_REPS overrides the repetitions (for a quicker look in release).
-    let reps = std::env::var("WORKQUEUE_BENCH_REPS")
+/// What to run: `cargo bench --bench workqueue -- [FILTER] [--reps N] [--impl TEXT]`.
+/// FILTER keeps the scenarios whose title contains it (`S4`, `S6`, `Memory`); `--impl`
+/// keeps the implementations whose label contains TEXT (`ctrl`, `bare`). The environment
+/// variables `WORKQUEUE_BENCH_ONLY`, `WORKQUEUE_BENCH_REPS` and `WORKQUEUE_BENCH_IMPL` do
+/// the same.
+struct Args {
+    full: bool,
+    reps: usize,
+    only: Option<String>,
+    imps: Vec<Impl>,
+}
+
+fn args() -> Args {
+    let mut full = false;
+    let mut reps = std::env::var("WORKQUEUE_BENCH_REPS")
         .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(if full { 5 } else { 1 })
-        .max(1);
+        .and_then(|v| v.parse::<usize>().ok());
+    let mut only = std::env::var("WORKQUEUE_BENCH_ONLY").ok();
+    let mut imp = std::env::var("WORKQUEUE_BENCH_IMPL").ok();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--bench" => full = true,
+            "--reps" => reps = it.next().and_then(|v| v.parse().ok()),
+            "--impl" => imp = it.next(),
+            s if !s.starts_with('-') => only = Some(s.to_string()),
+            _ => {}
+        }
+    }
+    let imps = IMPLS
+        .into_iter()
+        .filter(|i| imp.as_deref().is_none_or(|t| i.label().contains(t)))
+        .collect();
+    Args {
+        full,
+        reps: reps.unwrap_or(if full { 5 } else { 1 }).max(1),
+        only,
+        imps,
+    }
+}
+
+fn main() {
+    let Args {
+        full,
+        reps,
+        only,
+        imps,
+    } = args();
     let (n1, s2_keys, s2_adds, n3, n4, n5, s6, nmem) = if full {
         (
             1_000_000,
@@ -605,15 +644,13 @@ fn main() {
         ));
     }
 
-    // WORKQUEUE_BENCH_ONLY=S4 runs only the scenarios whose title contains that text.
-    let only = std::env::var("WORKQUEUE_BENCH_ONLY").ok();
     for (title, sc) in &scenarios {
         if only.as_deref().is_some_and(|o| !title.contains(o)) {
             continue;
         }
         let mut samples: HashMap<&'static str, Vec<Sample>> = HashMap::new();
         for _ in 0..reps {
-            for imp in IMPLS {
+            for &imp in &imps {
                 if let Some(s) = run(imp, *sc) {
                     samples.entry(imp.label()).or_default().push(s);
                 }
@@ -621,7 +658,7 @@ fn main() {
         }
         let is_s6 = title.starts_with("S6");
         let mut rows = Vec::new();
-        for imp in IMPLS {
+        for &imp in &imps {
             let Some(v) = samples.get(imp.label()) else {
                 continue;
             };
@@ -671,7 +708,7 @@ fn main() {
     }
     // Memory for nmem distinct keys held (keys included), median of reps.
     let mut rows = Vec::new();
-    for imp in IMPLS {
+    for &imp in &imps {
         let mut v: Vec<f64> = (0..reps.min(3))
             .map(|_| memory(imp, nmem) as f64 / 1e6)
             .collect();

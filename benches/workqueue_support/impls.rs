@@ -20,6 +20,8 @@ use tokio::sync::{Notify, mpsc};
 #[allow(clippy::ptr_arg)] // keys are owned Strings in every implementation
 pub trait BenchQueue: Clone + Send + Sync + 'static {
     fn add(&self, k: String);
+    /// Adds a borrowed key; implementations that dedup clone it only when they store it.
+    fn add_ref(&self, k: &str);
     fn add_after(&self, k: String, d: Duration);
     /// A failed item: back off (per-item exponential 5 ms base) and add again.
     fn retry(&self, k: String);
@@ -65,6 +67,9 @@ impl BenchQueue for RateLimitingQueue<String> {
     fn add(&self, k: String) {
         RateLimitingQueue::add(self, k)
     }
+    fn add_ref(&self, k: &str) {
+        RateLimitingQueue::add_ref(self, k)
+    }
     fn add_after(&self, k: String, d: Duration) {
         RateLimitingQueue::add_after(self, k, d)
     }
@@ -88,6 +93,9 @@ impl BenchQueue for RateLimitingQueue<String> {
 impl BenchQueue for PriorityQueue<String> {
     fn add(&self, k: String) {
         PriorityQueue::add(self, k)
+    }
+    fn add_ref(&self, k: &str) {
+        PriorityQueue::add_ref(self, k)
     }
     fn add_after(&self, k: String, d: Duration) {
         PriorityQueue::add_after(self, k, d)
@@ -140,6 +148,17 @@ impl BenchQueue for Bare {
         if s.2 || s.1.contains(&k) {
             return;
         }
+        s.1.insert(k.clone());
+        s.0.push_back(k);
+        drop(s);
+        self.inner.notify.notify_one();
+    }
+    fn add_ref(&self, k: &str) {
+        let mut s = self.inner.state.lock();
+        if s.2 || s.1.contains(k) {
+            return;
+        }
+        let k = k.to_owned();
         s.1.insert(k.clone());
         s.0.push_back(k);
         drop(s);
@@ -213,6 +232,9 @@ impl Chan {
 impl BenchQueue for Chan {
     fn add(&self, k: String) {
         let _ = self.tx.send(k);
+    }
+    fn add_ref(&self, k: &str) {
+        let _ = self.tx.send(k.to_owned());
     }
     fn add_after(&self, k: String, d: Duration) {
         let tx = self.tx.clone();

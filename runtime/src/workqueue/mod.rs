@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+mod core;
 mod delaying;
 mod metrics;
 mod priority;

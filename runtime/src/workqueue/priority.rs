@@ -13,83 +13,65 @@
 //! timer task as the delaying queue (`super::delaying`). Unlike controller-runtime there is
 //! no spinning goroutine: adds hand items to waiters directly.
 
+use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, VecDeque};
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::delaying::{DelayHeap, TimerTarget};
+use super::core::{Core, PROCESSING, QueueState};
 use super::metrics::QueueMetrics;
-use super::queue::{now_ns, secs_between};
 use super::rate_limiter::default_item_rate_limiter;
-use super::shared::{Shared, WaitState};
-use super::table::Table;
+use super::shared::Shared;
+use super::table::{KeyArg, Owned};
 use super::{AddOpts, Queue, QueueConfig, QueueKey};
 
 /// The item is queued (ready or waiting for its ready time).
 const QUEUED: u8 = 1;
-/// The item was handed out and `done` was not called yet.
-const PROCESSING: u8 = 2;
 /// The item sits in a priority bucket under its current ticket.
 const IN_BUCKET: u8 = 4;
 
+/// The priority queue's own per-key state.
 #[derive(Default)]
-struct Entry {
-    flags: u8,
+struct Prio {
     priority: i32,
-    /// `Some` while queued but not ready yet.
-    ready_at: Option<Instant>,
     /// Identifies the valid bucket element of this slot.
     ticket: u64,
-    proc_pos: u32,
-    add_ns: u64,
-    start_ns: u64,
 }
 
 struct State<T> {
-    table: Table<T, Entry>,
+    core: Core<T, Prio>,
     buckets: BTreeMap<Reverse<i32>, VecDeque<(u64, u32)>>,
     next_ticket: u64,
     /// Queued items that are ready (handed out or not yet because processing).
     ready: usize,
-    processing: usize,
-    proc_list: Vec<u32>,
-    delays: DelayHeap,
-    idle: usize,
-    shutting_down: bool,
-    draining: bool,
-    metrics: Option<QueueMetrics>,
 }
 
-impl<T: QueueKey> State<T> {
-    fn take_waiter(&mut self) -> usize {
-        if self.idle > 0 {
-            self.idle -= 1;
-            1
-        } else {
-            0
-        }
-    }
+/// What an add asks for once the lock is released: waiters to wake, and (start, wake)
+/// for the timer task.
+type AddResult = (usize, (bool, bool));
 
+impl<T: QueueKey> State<T> {
     /// Gives the item in `idx` a fresh ticket: its place in FIFO order within its priority.
     fn new_ticket(&mut self, idx: u32) {
         self.next_ticket += 1;
-        if let Some(n) = self.table.get_mut(idx) {
-            n.val.ticket = self.next_ticket;
+        if let Some(n) = self.core.table.get_mut(idx) {
+            n.val.x.ticket = self.next_ticket;
         }
     }
 
     /// Puts the item in `idx` into its priority's bucket, in ticket order (at the back,
     /// unless it waited for `done` while younger items were added).
     fn push_bucket(&mut self, idx: u32) -> usize {
-        let Some(n) = self.table.get_mut(idx) else {
+        let Some(n) = self.core.table.get_mut(idx) else {
             return 0;
         };
         n.val.flags |= IN_BUCKET;
-        let (ticket, prio) = (n.val.ticket, n.val.priority);
+        let (ticket, prio) = (n.val.x.ticket, n.val.x.priority);
         let bucket = self.buckets.entry(Reverse(prio)).or_default();
         if bucket.back().is_none_or(|&(t, _)| t < ticket) {
             bucket.push_back((ticket, idx));
@@ -97,75 +79,69 @@ impl<T: QueueKey> State<T> {
             let pos = bucket.partition_point(|&(t, _)| t < ticket);
             bucket.insert(pos, (ticket, idx));
         }
-        self.take_waiter()
+        self.core.take_waiter()
     }
 
     /// The item in `idx` becomes ready: counted in `len` and the metrics, and put in its
     /// bucket unless it is being processed.
     fn become_ready(&mut self, idx: u32) -> usize {
-        let Some(n) = self.table.get_mut(idx) else {
+        self.new_ticket(idx);
+        let Some(n) = self.core.table.get_mut(idx) else {
             return 0;
         };
-        let e = &mut n.val;
-        e.ready_at = None;
+        n.val.ready_at = None;
+        let (flags, prio) = (n.val.flags, n.val.x.priority);
         self.ready += 1;
-        self.next_ticket += 1;
-        e.ticket = self.next_ticket;
-        if let Some(m) = &mut self.metrics {
-            m.adds.inc();
-            m.depth(e.priority).inc();
-            if e.add_ns == 0 {
-                e.add_ns = now_ns();
-            }
-        }
-        if e.flags & PROCESSING == 0 {
+        self.core.count_add(idx, prio);
+        if flags & PROCESSING == 0 {
             self.push_bucket(idx)
         } else {
             0
         }
     }
 
-    /// `AddWithOpts` for one key; returns the key when it was not stored and the number of
-    /// waiters to wake and whether the timer must be woken.
-    fn add(
+    /// `AddWithOpts` for one key: returns the key when it was not stored, and what to do
+    /// after unlocking.
+    fn add<K: KeyArg<T>>(
         &mut self,
         hash: u64,
-        key: T,
+        key: K,
         prio: i32,
         ready_at: Option<Instant>,
-    ) -> (Option<T>, usize, bool) {
-        if self.shutting_down {
-            return (Some(key), 0, false);
+    ) -> (Option<K>, AddResult) {
+        if self.core.shutting_down {
+            return (Some(key), (0, (false, false)));
         }
-        let (idx, rejected) = match self.table.find(hash, &key) {
-            Some(idx) => (idx, Some(key)),
-            None => (self.table.insert(hash, key, Entry::default()), None),
-        };
-        let Some(n) = self.table.get_mut(idx) else {
-            return (rejected, 0, false);
+        if ready_at.is_some() {
+            self.core.count_retry();
+        }
+        let (idx, rejected) = self.core.slot(hash, key);
+        (rejected, self.add_idx(idx, prio, ready_at))
+    }
+
+    fn add_idx(&mut self, idx: u32, prio: i32, ready_at: Option<Instant>) -> AddResult {
+        let Some(n) = self.core.table.get_mut(idx) else {
+            return (0, (false, false));
         };
         let e = &mut n.val;
         if e.flags & QUEUED == 0 {
             e.flags |= QUEUED;
-            e.priority = prio;
+            e.x.priority = prio;
             return match ready_at {
-                None => (rejected, self.become_ready(idx), false),
-                Some(at) => {
-                    e.ready_at = Some(at);
-                    (rejected, 0, self.delays.push(at, idx))
-                }
+                None => (self.become_ready(idx), (false, false)),
+                Some(at) => (0, self.core.delay(idx, at)),
             };
         }
         let mut woken = 0;
-        if prio > e.priority {
-            let old = e.priority;
-            e.priority = prio;
+        if prio > e.x.priority {
+            let old = e.x.priority;
+            e.x.priority = prio;
             if e.ready_at.is_none() {
-                if let Some(m) = &mut self.metrics {
+                let in_bucket = e.flags & IN_BUCKET != 0;
+                if let Some(m) = &mut self.core.metrics {
                     m.depth(old).dec();
                     m.depth(prio).inc();
                 }
-                let in_bucket = e.flags & IN_BUCKET != 0;
                 // A raised item goes to the back of its new priority; its old bucket
                 // element goes stale (the ticket no longer matches).
                 self.new_ticket(idx);
@@ -174,21 +150,16 @@ impl<T: QueueKey> State<T> {
                 }
             }
         }
-        let Some(n) = self.table.get_mut(idx) else {
-            return (rejected, woken, false);
-        };
-        let mut wake_timer = false;
-        if let Some(cur) = n.val.ready_at {
+        let cur = self.core.table.get(idx).and_then(|n| n.val.ready_at);
+        let mut timer = (false, false);
+        if let Some(cur) = cur {
             match ready_at {
                 None => woken += self.become_ready(idx),
-                Some(at) if at < cur => {
-                    n.val.ready_at = Some(at);
-                    wake_timer = self.delays.push(at, idx);
-                }
+                Some(at) if at < cur => timer = self.core.delay(idx, at),
                 Some(_) => {}
             }
         }
-        (rejected, woken, wake_timer)
+        (woken, timer)
     }
 
     fn pop(&mut self, now: u64) -> Option<(T, i32, Option<f64>)> {
@@ -196,8 +167,8 @@ impl<T: QueueKey> State<T> {
         let mut emptied = None;
         for (prio, bucket) in self.buckets.iter_mut() {
             while let Some((ticket, idx)) = bucket.pop_front() {
-                if let Some(n) = self.table.get(idx)
-                    && n.val.ticket == ticket
+                if let Some(n) = self.core.table.get(idx)
+                    && n.val.x.ticket == ticket
                     && n.val.flags & IN_BUCKET != 0
                 {
                     found = Some(idx);
@@ -217,63 +188,53 @@ impl<T: QueueKey> State<T> {
             self.buckets.remove(&p);
         }
         let idx = found?;
-        let n = self.table.get_mut(idx)?;
-        let e = &mut n.val;
-        e.flags = (e.flags & !(IN_BUCKET | QUEUED)) | PROCESSING;
+        let n = self.core.table.get_mut(idx)?;
+        n.val.flags &= !(IN_BUCKET | QUEUED);
+        let prio = n.val.x.priority;
         self.ready -= 1;
-        self.processing += 1;
-        let prio = e.priority;
-        let mut latency = None;
-        if let Some(m) = &mut self.metrics {
-            m.depth(prio).dec();
-            e.start_ns = now;
-            if e.add_ns != 0 {
-                latency = Some(secs_between(e.add_ns, now));
-                e.add_ns = 0;
-            }
-            e.proc_pos = self.proc_list.len() as u32;
-            self.proc_list.push(idx);
-        }
-        Some((n.key.clone(), prio, latency))
+        let (key, latency) = self.core.start_processing(idx, prio, now)?;
+        Some((key, prio, latency))
     }
 
     fn done(&mut self, hash: u64, key: &T, now: u64) -> (usize, bool, Option<f64>, Option<T>) {
-        let Some(idx) = self.table.find(hash, key) else {
+        let Some((idx, observe)) = self.core.finish_processing(hash, key, now) else {
             return (0, false, None, None);
         };
-        let Some(n) = self.table.get_mut(idx) else {
-            return (0, false, None, None);
-        };
-        let e = &mut n.val;
-        if e.flags & PROCESSING == 0 {
-            return (0, false, None, None);
-        }
-        e.flags &= !PROCESSING;
-        self.processing -= 1;
-        let mut observe = None;
-        if self.metrics.is_some() {
-            if e.start_ns != 0 {
-                observe = Some(secs_between(e.start_ns, now));
-                e.start_ns = 0;
-            }
-            let pos = e.proc_pos as usize;
-            self.proc_list.swap_remove(pos);
-            if let Some(&moved) = self.proc_list.get(pos)
-                && let Some(m) = self.table.get_mut(moved)
-            {
-                m.val.proc_pos = pos as u32;
-            }
-        }
         let mut woken = 0;
         let mut freed = None;
-        match self.table.get(idx).map(|n| (n.val.flags, n.val.ready_at)) {
+        match self
+            .core
+            .table
+            .get(idx)
+            .map(|n| (n.val.flags, n.val.ready_at))
+        {
             Some((f, None)) if f & QUEUED != 0 => woken = self.push_bucket(idx),
-            Some((f, _)) if f & QUEUED == 0 => {
-                freed = self.table.remove(idx);
-            }
+            Some((f, _)) if f & QUEUED == 0 => freed = self.core.table.remove(idx),
             _ => {}
         }
-        (woken, self.draining && self.processing == 0, observe, freed)
+        (woken, self.core.drained(), observe, freed)
+    }
+}
+
+impl<T: QueueKey> QueueState<T> for State<T> {
+    type X = Prio;
+    fn core(&self) -> &Core<T, Prio> {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut Core<T, Prio> {
+        &mut self.core
+    }
+    fn add_now<K: KeyArg<T>>(&mut self, hash: u64, key: K) -> (Option<K>, usize) {
+        let (rejected, (n, _)) = self.add(hash, key, 0, None);
+        (rejected, n)
+    }
+    fn fire_slot(&mut self, idx: u32) -> usize {
+        let queued = self
+            .core
+            .table
+            .get(idx)
+            .is_some_and(|n| n.val.flags & QUEUED != 0);
+        if queued { self.become_ready(idx) } else { 0 }
     }
 }
 
@@ -309,23 +270,14 @@ impl<T: QueueKey> PriorityQueue<T> {
     pub fn new(cfg: QueueConfig<T>) -> Self {
         let metrics = QueueMetrics::new(cfg.metrics, &cfg.name, true);
         let limiter = cfg.rate_limiter.unwrap_or_else(default_item_rate_limiter);
-        let table = Table::new();
-        let hasher = table.hasher().clone();
         let state = State {
-            table,
+            core: Core::new(metrics),
             buckets: BTreeMap::new(),
             next_ticket: 0,
             ready: 0,
-            processing: 0,
-            proc_list: Vec::new(),
-            delays: DelayHeap::new(),
-            idle: 0,
-            shutting_down: false,
-            draining: false,
-            metrics,
         };
         Self {
-            inner: Shared::new(state, hasher, limiter),
+            inner: Shared::new(state, limiter),
         }
     }
 
@@ -335,8 +287,7 @@ impl<T: QueueKey> PriorityQueue<T> {
     pub fn add_with_opts(&self, opts: AddOpts, items: impl IntoIterator<Item = T>) {
         let prio = opts.priority.unwrap_or(0);
         let mut wake_n = 0;
-        let mut wake_timer = false;
-        let mut start_timer = false;
+        let mut timer = (false, false);
         let mut rejected = Vec::new();
         for key in items {
             let mut after = opts.after.unwrap_or(Duration::ZERO);
@@ -348,36 +299,36 @@ impl<T: QueueKey> PriorityQueue<T> {
             }
             let ready_at = (!after.is_zero()).then(|| Instant::now() + after);
             let hash = self.inner.hash(&key);
-            let mut s = self.inner.state.lock();
-            if ready_at.is_some()
-                && !s.shutting_down
-                && let Some(m) = &s.metrics
-            {
-                m.retries.inc();
-            }
-            let (rej, n, wt) = s.add(hash, key, prio, ready_at);
+            let (rej, (n, t)) = self
+                .inner
+                .state
+                .lock()
+                .add(hash, Owned(key), prio, ready_at);
             wake_n += n;
-            wake_timer |= wt;
-            if ready_at.is_some() && !s.delays.started && !s.shutting_down {
-                s.delays.started = true;
-                start_timer = true;
-            }
-            drop(s);
+            timer = (timer.0 | t.0, timer.1 | t.1);
             if let Some(r) = rej {
                 rejected.push(r);
             }
         }
         drop(rejected);
         self.inner.wake_getters(wake_n);
-        self.inner.timer(start_timer, wake_timer);
+        self.inner.timer(timer);
     }
 
     /// Adds `item` now with priority 0.
     pub fn add(&self, item: T) {
-        let hash = self.inner.hash(&item);
-        let (rejected, n, _) = self.inner.state.lock().add(hash, item, 0, None);
-        drop(rejected);
-        self.inner.wake_getters(n);
+        self.inner.add(self.inner.hash(&item), Owned(item));
+    }
+
+    /// Adds the key `item` borrows from (`&str` for `String` keys) now with priority 0,
+    /// exactly as [`add`](Self::add) would add the owned key, but clones it only when the
+    /// queue does not hold it yet: a dedup hit allocates and frees nothing.
+    pub fn add_ref<Q>(&self, item: &Q)
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
+    {
+        self.inner.add_ref(item)
     }
 
     /// Adds `item` once `delay` has passed.
@@ -462,65 +413,6 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// Whether the queue is shutting down.
     pub fn shutting_down(&self) -> bool {
         self.inner.shutting_down()
-    }
-}
-
-impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
-    fn fire(&self, now: Instant) -> Option<Option<Instant>> {
-        let mut s = self.state.lock();
-        if s.shutting_down {
-            return None;
-        }
-        let mut n = 0;
-        let mut handed = 0usize;
-        while let Some((tick, idx)) = s.delays.pop_due(now) {
-            let st = &*s;
-            let valid = st.table.get(idx).is_some_and(|n| {
-                n.val.flags & QUEUED != 0
-                    && n.val.ready_at.map(|r| st.delays.tick_of(r)) == Some(tick)
-            });
-            if valid {
-                n += s.become_ready(idx);
-            }
-            handed += 1;
-            if handed.is_multiple_of(64) {
-                // Long batches: let getters start and let blocked adders in.
-                self.wake_getters(std::mem::take(&mut n));
-                parking_lot::MutexGuard::bump(&mut s);
-            }
-        }
-        let next = s.delays.arm();
-        drop(s);
-        self.wake_getters(n);
-        Some(next)
-    }
-}
-
-impl<T: QueueKey> WaitState for State<T> {
-    fn shutting_down(&self) -> bool {
-        self.shutting_down
-    }
-    fn register_idle(&mut self) {
-        self.idle += 1;
-    }
-    fn processing(&self) -> usize {
-        self.processing
-    }
-    fn begin_shutdown(&mut self, drain: bool) {
-        self.shutting_down = true;
-        self.draining |= drain;
-        self.idle = 0;
-        self.delays.clear();
-    }
-    fn processing_starts(&self) -> Vec<u64> {
-        self.proc_list
-            .iter()
-            .filter_map(|&idx| self.table.get(idx).map(|n| n.val.start_ns))
-            .filter(|&t| t != 0)
-            .collect()
-    }
-    fn metrics(&self) -> Option<&QueueMetrics> {
-        self.metrics.as_ref()
     }
 }
 

@@ -5,17 +5,19 @@
 //! `super::rate_limiter`, metrics in `super::metrics`. One `parking_lot::Mutex` guards the
 //! whole state; `get` waiters are woken one per ready item.
 
+use std::borrow::Borrow;
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::delaying::TimerTarget;
 use super::metrics::QueueMetrics;
 use super::queue::State;
 use super::rate_limiter::default_controller_rate_limiter;
 use super::shared::Shared;
+use super::table::Owned;
 use super::{Queue, QueueConfig, QueueKey};
 
 /// A work queue with client-go semantics: dedup, a processing set, delays and rate limits.
@@ -51,57 +53,47 @@ impl<T: QueueKey> RateLimitingQueue<T> {
         let limiter = cfg
             .rate_limiter
             .unwrap_or_else(default_controller_rate_limiter);
-        let state = State::new(metrics);
-        let hasher = state.table.hasher().clone();
         Self {
-            inner: Shared::new(state, hasher, limiter),
+            inner: Shared::new(State::new(metrics), limiter),
         }
     }
 
     /// Adds `item`: a no-op if it is already queued, deferred until `done` if it is being
     /// processed, ignored after shutdown.
     pub fn add(&self, item: T) {
-        let hash = self.inner.hash(&item);
-        let (rejected, n) = self.inner.state.lock().add(hash, item);
-        drop(rejected);
-        self.inner.wake_getters(n);
+        self.inner.add(self.inner.hash(&item), Owned(item));
+    }
+
+    /// Adds the key `item` borrows from (`&str` for `String` keys) exactly as
+    /// [`add`](Self::add) would add the owned key, but clones it only when the queue does
+    /// not hold it yet: a dedup hit allocates and frees nothing.
+    pub fn add_ref<Q>(&self, item: &Q)
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
+    {
+        self.inner.add_ref(item)
     }
 
     /// Adds `item` once `delay` has passed; a zero delay adds at once. Of several pending
     /// delays for one item the earliest wins. Counts as a retry in the metrics.
     pub fn add_after(&self, item: T, delay: Duration) {
         let hash = self.inner.hash(&item);
-        let mut s = self.inner.state.lock();
-        if s.shutting_down {
-            return;
-        }
-        if let Some(m) = &s.metrics {
-            m.retries.inc();
-        }
         if delay.is_zero() {
-            let (rejected, n) = s.add(hash, item);
+            let mut s = self.inner.state.lock();
+            if !s.core.shutting_down {
+                s.core.count_retry();
+            }
+            let (rejected, n) = s.add(hash, Owned(item));
             drop(s);
             drop(rejected);
             self.inner.wake_getters(n);
             return;
         }
         let at = Instant::now() + delay;
-        let idx = match s.table.find(hash, &item) {
-            Some(idx) => idx,
-            None => s.table.insert(hash, item, Default::default()),
-        };
-        let Some(node) = s.table.get_mut(idx) else {
-            return;
-        };
-        if node.val.ready_at.is_some_and(|r| r <= at) {
-            return;
-        }
-        node.val.ready_at = Some(at);
-        let wake_timer = s.delays.push(at, idx);
-        let start = !s.delays.started;
-        s.delays.started = true;
-        drop(s);
-        self.inner.timer(start, wake_timer);
+        let (rejected, timer) = self.inner.state.lock().add_after(hash, Owned(item), at);
+        drop(rejected);
+        self.inner.timer(timer);
     }
 
     /// Adds `item` after the delay its rate limiter gives it.
@@ -120,10 +112,9 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     pub fn done(&self, item: &T) {
         let now = self.inner.now();
         let hash = self.inner.hash(item);
-        let (after, freed) = self.inner.state.lock().done(hash, item, now);
-        drop(freed);
-        self.inner
-            .after_done(after.wake, after.drained, after.observe);
+        let res = self.inner.state.lock().done(hash, item, now);
+        drop(res.freed);
+        self.inner.after_done(res.wake, res.drained, res.observe);
     }
 
     /// Clears the rate limiter's memory of `item` (call it once `item` succeeded).
@@ -161,39 +152,6 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Whether the queue is shutting down.
     pub fn shutting_down(&self) -> bool {
         self.inner.shutting_down()
-    }
-}
-
-impl<T: QueueKey> TimerTarget for Shared<State<T>, T> {
-    fn fire(&self, now: Instant) -> Option<Option<Instant>> {
-        let mut s = self.state.lock();
-        if s.shutting_down {
-            return None;
-        }
-        let mut n = 0;
-        let mut handed = 0usize;
-        while let Some((tick, idx)) = s.delays.pop_due(now) {
-            let st = &mut *s;
-            let Some(node) = st.table.get_mut(idx) else {
-                continue;
-            };
-            if node.val.ready_at.map(|r| st.delays.tick_of(r)) != Some(tick) {
-                continue; // stale: an earlier delay already fired, or the slot was reused
-            }
-            node.val.ready_at = None;
-            n += s.add_idx(idx);
-            s.release_if_unused(idx);
-            handed += 1;
-            if handed.is_multiple_of(64) {
-                // Long batches: let getters start and let blocked adders in.
-                self.wake_getters(std::mem::take(&mut n));
-                parking_lot::MutexGuard::bump(&mut s);
-            }
-        }
-        let next = s.delays.arm();
-        drop(s);
-        self.wake_getters(n);
-        Some(next)
     }
 }
 

@@ -1,35 +1,27 @@
 //! What [`super::RateLimitingQueue`] and [`super::PriorityQueue`] share around their own
-//! state machines: the lock, the waiting of `get`, shutdown and drain, the timer task,
-//! the rate limiter and the metric handles used outside the lock.
+//! state machines: the lock, the waiting of `get`, shutdown and drain, the timer task's
+//! firing loop, the rate limiter and the metric handles used outside the lock.
+//!
+//! The state under the lock is a [`QueueState`] (see `super::core`); everything here is
+//! generic over it, so the two queues differ only in how they order ready items.
 
+use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Weak};
 
 use hashbrown::DefaultHashBuilder;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
-use super::RateLimiter;
+use super::core::QueueState;
 use super::delaying::{TimerTarget, spawn_timer};
-use super::metrics::{Histograms, QueueMetrics, UnfinishedWork, register_unfinished_work};
-use super::queue::{now_ns, secs_between, take_or_wait, wake};
+use super::metrics::{Histograms, UnfinishedWork, now_ns, register_unfinished_work, secs_between};
+use super::table::{Borrowed, KeyArg};
+use super::{QueueKey, RateLimiter};
 
-/// The part of a queue's state the shared machinery needs.
-pub(crate) trait WaitState: Send + 'static {
-    /// Whether shutdown began.
-    fn shutting_down(&self) -> bool;
-    /// Counts one more `get` waiter to wake on the next add.
-    fn register_idle(&mut self);
-    /// Items handed out and not done yet.
-    fn processing(&self) -> usize;
-    /// Starts shutdown: adds are ignored from now on, delays are dropped, the idle count
-    /// is reset (every waiter is woken).
-    fn begin_shutdown(&mut self, drain: bool);
-    /// The processing start timestamps of in-flight items (metrics only).
-    fn processing_starts(&self) -> Vec<u64>;
-    /// The metric handles kept under the lock, if any.
-    fn metrics(&self) -> Option<&QueueMetrics>;
-}
+/// How many due items the timer moves per lock hold before it lets getters and adders in.
+const FIRE_BATCH: usize = 256;
 
 /// A queue's lock and everything around it.
 pub(crate) struct Shared<S, T> {
@@ -51,17 +43,12 @@ impl<S, T> Drop for Shared<S, T> {
     }
 }
 
-impl<S: WaitState, T: Send + Sync + 'static> Shared<S, T>
-where
-    Shared<S, T>: TimerTarget,
-{
+impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
     /// Wraps `state`; registers with the unfinished-work updater when metrics are on.
-    pub(crate) fn new(
-        state: S,
-        hasher: DefaultHashBuilder,
-        limiter: Arc<dyn RateLimiter<T>>,
-    ) -> Arc<Self> {
-        let hists = state.metrics().map(|m| Arc::clone(&m.hists));
+    pub(crate) fn new(state: S, limiter: Arc<dyn RateLimiter<T>>) -> Arc<Self> {
+        let core = state.core();
+        let hists = core.metrics.as_ref().map(|m| Arc::clone(&m.hists));
+        let hasher = core.table.hasher().clone();
         let metrics_on = hists.is_some();
         let shared = Arc::new(Self {
             state: Mutex::new(state),
@@ -86,8 +73,25 @@ where
         if self.metrics_on { now_ns() } else { 0 }
     }
 
+    /// The hash of `key` in the key table (computed before the lock is taken).
     pub(crate) fn hash<K: Hash + ?Sized>(&self, key: &K) -> u64 {
         self.hasher.hash_one(key)
+    }
+
+    /// `add` of an owned key, or of a borrowed one ([`Borrowed`], cloned only if stored).
+    pub(crate) fn add<K: KeyArg<T>>(&self, hash: u64, key: K) {
+        let (rejected, n) = self.state.lock().add_now(hash, key);
+        drop(rejected);
+        self.wake_getters(n);
+    }
+
+    /// `add_ref`: adds the key `item` borrows from, cloning it only when it is stored.
+    pub(crate) fn add_ref<Q>(&self, item: &Q)
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
+    {
+        self.add(self.hash(item), Borrowed(item));
     }
 
     /// Waits until `pop` yields an item (with its queue latency for the metrics), or the
@@ -102,11 +106,12 @@ where
             if let Some(got) = pop(&mut s, now) {
                 return Some(Some(got));
             }
-            if s.shutting_down() {
+            let core = s.core_mut();
+            if core.shutting_down {
                 return Some(None);
             }
             if register {
-                s.register_idle();
+                core.register_idle();
             }
             None
         })
@@ -119,7 +124,9 @@ where
 
     /// After an add or a timer tick, once the lock is released: wake `n` waiters.
     pub(crate) fn wake_getters(&self, n: usize) {
-        wake(&self.notify, n);
+        for _ in 0..n {
+            self.notify.notify_one();
+        }
     }
 
     /// After `done`, once the lock is released: record the work duration, wake waiters and
@@ -128,7 +135,7 @@ where
         if let (Some(v), Some(h)) = (work_secs, &self.hists) {
             h.work_duration.observe(v);
         }
-        wake(&self.notify, wake_n);
+        self.wake_getters(wake_n);
         if drained {
             self.drained.notify_waiters();
         }
@@ -136,7 +143,7 @@ where
 
     /// After an add with a delay: start the timer task on the first delay, or wake it when
     /// the new deadline is earlier than the one it sleeps towards.
-    pub(crate) fn timer(self: &Arc<Self>, start: bool, wake_timer: bool) {
+    pub(crate) fn timer(self: &Arc<Self>, (start, wake_timer): (bool, bool)) {
         if start {
             let target: Weak<dyn TimerTarget> = Arc::downgrade(self) as Weak<dyn TimerTarget>;
             spawn_timer(target, Arc::clone(&self.timer_wake));
@@ -147,7 +154,7 @@ where
 
     /// Shuts down: adds are ignored, delays dropped, every waiter woken.
     pub(crate) fn shut_down(&self, drain: bool) {
-        self.state.lock().begin_shutdown(drain);
+        self.state.lock().core_mut().begin_shutdown(drain);
         self.notify.notify_waiters();
         self.timer_wake.notify_one();
     }
@@ -159,32 +166,79 @@ where
             let notified = self.drained.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.state.lock().processing() == 0 {
+            if self.state.lock().core().processing() == 0 {
                 return;
             }
             notified.await;
         }
     }
 
+    /// Whether the queue is shutting down.
     pub(crate) fn shutting_down(&self) -> bool {
-        self.state.lock().shutting_down()
+        self.state.lock().core().shutting_down
     }
 }
 
-impl<S: WaitState, T: Send + Sync + 'static> UnfinishedWork for Shared<S, T> {
+impl<S: QueueState<T>, T: QueueKey> TimerTarget for Shared<S, T> {
+    fn fire(&self, now: Instant) -> Option<Option<Instant>> {
+        let mut s = self.state.lock();
+        if s.core().shutting_down {
+            return None;
+        }
+        let mut woken = 0;
+        let mut moved = 0usize;
+        while let Some((tick, idx)) = s.core_mut().delays.pop_due(now) {
+            if s.core().due(tick, idx) {
+                woken += s.fire_slot(idx);
+            }
+            moved += 1;
+            if moved.is_multiple_of(FIRE_BATCH) {
+                // Long batches: let getters start and let blocked adders in.
+                self.wake_getters(std::mem::take(&mut woken));
+                parking_lot::MutexGuard::bump(&mut s);
+            }
+        }
+        let next = s.core_mut().delays.arm();
+        drop(s);
+        self.wake_getters(woken);
+        Some(next)
+    }
+}
+
+impl<S: QueueState<T>, T: QueueKey> UnfinishedWork for Shared<S, T> {
     fn update_unfinished_work(&self, _now: std::time::Instant) {
         let now = now_ns();
         let s = self.state.lock();
+        let core = s.core();
         let mut total = 0.0;
         let mut oldest = 0.0f64;
-        for start in s.processing_starts() {
+        for start in core.processing_starts() {
             let age = secs_between(start, now);
             total += age;
             oldest = oldest.max(age);
         }
-        if let Some(m) = s.metrics() {
+        if let Some(m) = &core.metrics {
             m.unfinished.set(total);
             m.longest.set(oldest);
         }
+    }
+}
+
+/// `get`'s wait: tries `attempt(false)`; if it yields nothing, registers interest in
+/// `notify`, tries again with `attempt(true)` (which must count itself as an idle waiter
+/// under the queue lock when it yields nothing) and sleeps until notified. Adders wake one
+/// idle waiter each (`notify_one`), so no wakeup is lost and no thundering herd forms.
+async fn take_or_wait<R>(notify: &Notify, mut attempt: impl FnMut(bool) -> Option<R>) -> R {
+    if let Some(r) = attempt(false) {
+        return r;
+    }
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(r) = attempt(true) {
+            return r;
+        }
+        notified.await;
     }
 }

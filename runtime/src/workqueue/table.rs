@@ -7,9 +7,48 @@
 //! the FIFOs, buckets and timer heap hold plain `u32` slot numbers. A key is hashed once
 //! per operation that names it and cloned only when it is handed out.
 
+use std::borrow::Borrow;
+
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::QueueKey;
+
+/// A key handed to an add: owned (stored as is on a miss) or borrowed (cloned only on a
+/// miss), so that a dedup hit never allocates or frees.
+pub(crate) trait KeyArg<T> {
+    /// Whether `stored` is this key.
+    fn is(&self, stored: &T) -> bool;
+    /// The key to store.
+    fn into_key(self) -> T;
+}
+
+/// An owned key.
+pub(crate) struct Owned<T>(pub(crate) T);
+
+impl<T: Eq> KeyArg<T> for Owned<T> {
+    fn is(&self, stored: &T) -> bool {
+        self.0 == *stored
+    }
+    fn into_key(self) -> T {
+        self.0
+    }
+}
+
+/// A borrowed form of a key (`&str` for a `String` key).
+pub(crate) struct Borrowed<'a, Q: ?Sized>(pub(crate) &'a Q);
+
+impl<T, Q> KeyArg<T> for Borrowed<'_, Q>
+where
+    T: Borrow<Q>,
+    Q: ?Sized + Eq + ToOwned<Owned = T>,
+{
+    fn is(&self, stored: &T) -> bool {
+        stored.borrow() == self.0
+    }
+    fn into_key(self) -> T {
+        self.0.to_owned()
+    }
+}
 
 /// One occupied slot: the key, its hash and the queue's state for it.
 pub(crate) struct Node<T, E> {
@@ -43,13 +82,32 @@ impl<T: QueueKey, E> Table<T, E> {
 
     /// The slot of `key` (whose hash is `hash`), if stored.
     pub(crate) fn find(&self, hash: u64, key: &T) -> Option<u32> {
+        self.find_by(hash, |k| k == key)
+    }
+
+    /// The slot of the key `is` accepts (whose hash is `hash`), if stored.
+    fn find_by(&self, hash: u64, is: impl Fn(&T) -> bool) -> Option<u32> {
         let slots = &self.slots;
         self.index
             .find(
                 hash,
-                |&i| matches!(&slots[i as usize], Some(n) if n.hash == hash && n.key == *key),
+                |&i| matches!(&slots[i as usize], Some(n) if n.hash == hash && is(&n.key)),
             )
             .copied()
+    }
+
+    /// The slot of `key`, stored with `val()` first if absent. Hands the key back when it
+    /// was already stored, so the caller can drop it outside its lock.
+    pub(crate) fn find_or_insert<K: KeyArg<T>>(
+        &mut self,
+        hash: u64,
+        key: K,
+        val: impl FnOnce() -> E,
+    ) -> (u32, Option<K>) {
+        match self.find_by(hash, |k| key.is(k)) {
+            Some(idx) => (idx, Some(key)),
+            None => (self.insert(hash, key.into_key(), val()), None),
+        }
     }
 
     /// Stores a key known to be absent; returns its slot.

@@ -1,0 +1,226 @@
+//! The bookkeeping both state machines share, under the queue lock: the key table and its
+//! per-key [`Entry`], the processing count, `get` waiters, shutdown and drain, the delay
+//! wheel and the metric handles.
+//!
+//! [`super::queue`] (the plain queue: a FIFO of slots) and [`super::priority`] (FIFO
+//! buckets per priority) each wrap a [`Core`] and implement [`QueueState`]; the lock, the
+//! waiting of `get` and the timer task around them are in [`super::shared`].
+
+use tokio::time::Instant;
+
+use super::QueueKey;
+use super::delaying::DelayHeap;
+use super::metrics::{QueueMetrics, now_ns, secs_between};
+use super::table::{KeyArg, Table};
+
+/// The flag bit of an item handed out and not `done` yet (the same in both queues).
+pub(crate) const PROCESSING: u8 = 2;
+
+/// A key's state: the fields both queues keep, and the queue's own `X`.
+#[derive(Default)]
+pub(crate) struct Entry<X> {
+    /// The queue's flag bits ([`PROCESSING`] and its own).
+    pub(crate) flags: u8,
+    /// The earliest pending deadline of the key, if any.
+    pub(crate) ready_at: Option<Instant>,
+    /// Position in `Core::proc_list` while processing (metrics only).
+    proc_pos: u32,
+    /// When the key was queued (metrics only; 0 = unset).
+    add_ns: u64,
+    /// When its processing started (metrics only; 0 = unset).
+    start_ns: u64,
+    /// The queue's own per-key state.
+    pub(crate) x: X,
+}
+
+/// What both queues keep under their lock besides their ready lists.
+pub(crate) struct Core<T, X> {
+    pub(crate) table: Table<T, Entry<X>>,
+    pub(crate) delays: DelayHeap,
+    processing: usize,
+    /// Slots being processed, for the unfinished-work gauges (metrics only).
+    proc_list: Vec<u32>,
+    /// Waiters in `get` that no one has woken yet.
+    idle: usize,
+    pub(crate) shutting_down: bool,
+    draining: bool,
+    pub(crate) metrics: Option<QueueMetrics>,
+}
+
+/// A queue's state as the shared machinery (`super::shared`) sees it.
+pub(crate) trait QueueState<T: QueueKey>: Send + 'static {
+    /// The queue's own per-key state.
+    type X: Default;
+    /// The shared part.
+    fn core(&self) -> &Core<T, Self::X>;
+    /// The shared part, mutably.
+    fn core_mut(&mut self) -> &mut Core<T, Self::X>;
+    /// `Add` now (priority 0): returns the key back when it was not stored (duplicate or
+    /// shut down), so the caller drops it outside the lock, and the waiters to wake.
+    fn add_now<K: KeyArg<T>>(&mut self, hash: u64, key: K) -> (Option<K>, usize);
+    /// The timer found the deadline of slot `idx` due: make the item ready. Returns the
+    /// number of `get` waiters to wake.
+    fn fire_slot(&mut self, idx: u32) -> usize;
+}
+
+impl<T: QueueKey, X: Default> Core<T, X> {
+    pub(crate) fn new(metrics: Option<QueueMetrics>) -> Self {
+        Self {
+            table: Table::new(),
+            delays: DelayHeap::new(),
+            processing: 0,
+            proc_list: Vec::new(),
+            idle: 0,
+            shutting_down: false,
+            draining: false,
+            metrics,
+        }
+    }
+
+    /// The slot of `key`, created if absent; the key comes back when it was not stored.
+    pub(crate) fn slot<K: KeyArg<T>>(&mut self, hash: u64, key: K) -> (u32, Option<K>) {
+        self.table.find_or_insert(hash, key, Entry::default)
+    }
+
+    /// Takes one idle `get` waiter to wake, if there is one.
+    pub(crate) fn take_waiter(&mut self) -> usize {
+        if self.idle > 0 {
+            self.idle -= 1;
+            1
+        } else {
+            0
+        }
+    }
+
+    /// The item in `idx` became queued at priority `prio`: count it in the metrics. The
+    /// clock is read only here, when an item really becomes queued (never on a dedup hit).
+    pub(crate) fn count_add(&mut self, idx: u32, prio: i32) {
+        let Some(m) = &mut self.metrics else { return };
+        m.adds.inc();
+        m.depth(prio).inc();
+        if let Some(n) = self.table.get_mut(idx)
+            && n.val.add_ns == 0
+        {
+            n.val.add_ns = now_ns();
+        }
+    }
+
+    /// Counts a delayed or rate-limited add in the metrics.
+    pub(crate) fn count_retry(&self) {
+        if let Some(m) = &self.metrics {
+            m.retries.inc();
+        }
+    }
+
+    /// Hands out the item in `idx` (already taken off its ready list, at priority `prio`)
+    /// at `now`: marks it processing; returns the key and its queue latency (metrics only).
+    pub(crate) fn start_processing(
+        &mut self,
+        idx: u32,
+        prio: i32,
+        now: u64,
+    ) -> Option<(T, Option<f64>)> {
+        let n = self.table.get_mut(idx)?;
+        n.val.flags |= PROCESSING;
+        self.processing += 1;
+        let mut latency = None;
+        if let Some(m) = &mut self.metrics {
+            m.depth(prio).dec();
+            let e = &mut n.val;
+            e.start_ns = now;
+            if e.add_ns != 0 {
+                latency = Some(secs_between(e.add_ns, now));
+                e.add_ns = 0;
+            }
+            e.proc_pos = self.proc_list.len() as u32;
+            self.proc_list.push(idx);
+        }
+        Some((n.key.clone(), latency))
+    }
+
+    /// `done` for `key` at `now`: `None` if it was not being processed, else its slot and
+    /// its work duration (metrics only).
+    pub(crate) fn finish_processing(
+        &mut self,
+        hash: u64,
+        key: &T,
+        now: u64,
+    ) -> Option<(u32, Option<f64>)> {
+        let idx = self.table.find(hash, key)?;
+        let e = &mut self.table.get_mut(idx)?.val;
+        if e.flags & PROCESSING == 0 {
+            return None;
+        }
+        e.flags &= !PROCESSING;
+        self.processing -= 1;
+        let mut work = None;
+        if self.metrics.is_some() {
+            if e.start_ns != 0 {
+                work = Some(secs_between(e.start_ns, now));
+                e.start_ns = 0;
+            }
+            let pos = e.proc_pos as usize;
+            self.proc_list.swap_remove(pos);
+            if let Some(&moved) = self.proc_list.get(pos)
+                && let Some(n) = self.table.get_mut(moved)
+            {
+                n.val.proc_pos = pos as u32;
+            }
+        }
+        Some((idx, work))
+    }
+
+    /// Whether a draining shutdown waits for nothing any more.
+    pub(crate) fn drained(&self) -> bool {
+        self.draining && self.processing == 0
+    }
+
+    /// Records that slot `idx` is due at `at` (the caller checked it is earlier than any
+    /// pending deadline). Returns (start the timer task, wake the timer task).
+    pub(crate) fn delay(&mut self, idx: u32, at: Instant) -> (bool, bool) {
+        if let Some(n) = self.table.get_mut(idx) {
+            n.val.ready_at = Some(at);
+        }
+        let wake = self.delays.push(at, idx);
+        let start = !self.delays.started;
+        self.delays.started = true;
+        (start, wake && !start)
+    }
+
+    /// Whether the deadline of slot `idx` still falls in `tick` (else the wheel's entry is
+    /// stale: an earlier deadline already fired, or the slot was reused).
+    pub(crate) fn due(&self, tick: u64, idx: u32) -> bool {
+        self.table
+            .get(idx)
+            .and_then(|n| n.val.ready_at)
+            .is_some_and(|r| self.delays.tick_of(r) == tick)
+    }
+
+    /// Items handed out and not done yet.
+    pub(crate) fn processing(&self) -> usize {
+        self.processing
+    }
+
+    /// Counts one more `get` waiter to wake on the next add.
+    pub(crate) fn register_idle(&mut self) {
+        self.idle += 1;
+    }
+
+    /// Starts shutdown: adds are ignored from now on, pending delays are dropped (client-go
+    /// stops its waiting loop; their slots stay until the queue is dropped), and every
+    /// waiter is woken by the caller.
+    pub(crate) fn begin_shutdown(&mut self, drain: bool) {
+        self.shutting_down = true;
+        self.draining |= drain;
+        self.idle = 0;
+        self.delays.clear();
+    }
+
+    /// The processing start timestamps of in-flight items (metrics only).
+    pub(crate) fn processing_starts(&self) -> impl Iterator<Item = u64> + '_ {
+        self.proc_list
+            .iter()
+            .filter_map(|&idx| self.table.get(idx).map(|n| n.val.start_ns))
+            .filter(|&t| t != 0)
+    }
+}
