@@ -19,7 +19,19 @@ pub(crate) type Path = Vec<String>;
 pub(crate) type FieldSet = BTreeSet<Path>;
 
 /// Marks "inside a list element" in a name path.
-const ITEM: &str = "[]";
+pub(crate) const ITEM: &str = "[]";
+
+/// Defaults of associative-list key fields that upstream's OpenAPI declares (`protocol` of
+/// container and service ports defaults to `TCP`), so `{containerPort: 80}` and
+/// `{containerPort: 80, protocol: TCP}` name the same element, as structured-merge-diff does.
+fn key_default(key: &str) -> Option<Value> {
+    (key == "protocol").then(|| Value::String("TCP".into()))
+}
+
+/// The value of key field `key` of a list element, defaulted.
+fn key_value(elem: &Value, key: &str) -> Option<Value> {
+    elem.get(key).cloned().or_else(|| key_default(key))
+}
 
 /// How the lists of one resource type merge.
 pub(crate) struct Shape<'a> {
@@ -28,12 +40,66 @@ pub(crate) struct Shape<'a> {
 
 impl Shape<'_> {
     /// The strategy of list `field` under the field names `names` (with `[]` for list items).
+    /// Built-ins use the strategic-merge table, except that ports are keyed by
+    /// (port, protocol) as upstream's `x-kubernetes-list-map-keys` declare.
     pub fn list(&self, names: &[String], field: &str) -> ListStrategy {
-        let Some(schema) = &self.rt.schema else {
+        if self.rt.schema.is_none() {
             let plain: Vec<String> = names.iter().filter(|n| *n != ITEM).cloned().collect();
-            return strategic::list_strategy(&plain, field);
-        };
-        let mut s: Option<&Value> = Some(schema);
+            return match strategic::list_strategy(&plain, field) {
+                ListStrategy::Map(mut keys) if field == "ports" => {
+                    keys.push("protocol".into());
+                    ListStrategy::Map(keys)
+                }
+                other => other,
+            };
+        }
+        match self.schema_of(names, field) {
+            Some(s) => list_type(s),
+            None => ListStrategy::Atomic,
+        }
+    }
+
+    /// Whether the map `field` under `names` is owned as a whole: a `LabelSelector`
+    /// (`structType: atomic` upstream) of a built-in, or a CRD field with
+    /// `x-kubernetes-map-type: atomic`.
+    pub fn atomic_map(&self, names: &[String], field: &str) -> bool {
+        if self.rt.schema.is_none() {
+            let plain_selector = self.rt.group.is_empty()
+                && matches!(self.rt.kind.as_str(), "Service" | "ReplicationController");
+            return field == "selector"
+                && names.last().is_some_and(|n| n == "spec")
+                && !plain_selector;
+        }
+        self.schema_of(names, field)
+            .and_then(|s| s.get("x-kubernetes-map-type"))
+            .and_then(Value::as_str)
+            == Some("atomic")
+    }
+
+    /// Whether a map or list that did not exist before gets its own entry (`.`) in an
+    /// `Update` field set. Upstream diffs against the Go zero value of the type, in which
+    /// non-pointer structs (`spec`, `status`, `metadata`, a pod `template`, `strategy`, …) and
+    /// lists without `omitempty` (`containers`) already exist; custom resources are diffed as
+    /// unstructured JSON, where everything new is new.
+    pub fn tracks_new_node(&self, field: &str) -> bool {
+        self.rt.schema.is_some()
+            || !matches!(
+                field,
+                "metadata"
+                    | "spec"
+                    | "status"
+                    | "template"
+                    | "strategy"
+                    | "updateStrategy"
+                    | "jobTemplate"
+                    | "resources"
+                    | "containers"
+            )
+    }
+
+    /// The CRD schema node of `field` under `names`.
+    fn schema_of(&self, names: &[String], field: &str) -> Option<&Value> {
+        let mut s: Option<&Value> = self.rt.schema.as_deref();
         for n in names.iter().map(String::as_str).chain([field]) {
             s = s.and_then(|s| {
                 if n == ITEM {
@@ -45,23 +111,25 @@ impl Shape<'_> {
                 }
             });
         }
-        let Some(s) = s else {
-            return ListStrategy::Atomic;
-        };
-        match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
-            Some("set") => ListStrategy::Set,
-            Some("map") => ListStrategy::Map(
-                s.get("x-kubernetes-list-map-keys")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|k| k.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            ),
-            _ => ListStrategy::Atomic,
-        }
+        s
+    }
+}
+
+/// The list type a CRD schema node declares.
+fn list_type(s: &Value) -> ListStrategy {
+    match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => ListStrategy::Set,
+        Some("map") => ListStrategy::Map(
+            s.get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|k| k.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        _ => ListStrategy::Atomic,
     }
 }
 
@@ -71,8 +139,8 @@ pub(crate) fn key_token(elem: &Value, keys: &[String]) -> Option<String> {
     ks.sort();
     let mut m = Map::new();
     for k in ks {
-        if let Some(v) = elem.get(k) {
-            m.insert(k.clone(), v.clone());
+        if let Some(v) = key_value(elem, k) {
+            m.insert(k.clone(), v);
         }
     }
     if m.is_empty() {
@@ -99,6 +167,9 @@ pub(crate) fn collect(
     for (k, child) in m {
         at.push(format!("f:{k}"));
         match child {
+            Value::Object(_) if shape.atomic_map(names, k) => {
+                out.insert(at.clone());
+            }
             Value::Object(_) => {
                 names.push(k.clone());
                 collect(shape, child, at, names, out);
@@ -182,7 +253,37 @@ pub(crate) fn to_fields_v1(set: &FieldSet) -> Value {
             };
         }
     }
-    Value::Object(root)
+    let mut v = Value::Object(root);
+    collapse_dots(&mut v);
+    v
+}
+
+/// A node whose only member is `.` (the node itself, with nothing below it owned) is written
+/// as `{}`, as structured-merge-diff encodes it.
+fn collapse_dots(v: &mut Value) {
+    if let Value::Object(m) = v {
+        if m.len() == 1 && m.contains_key(".") {
+            m.clear();
+            return;
+        }
+        m.values_mut().for_each(collapse_dots);
+    }
+}
+
+/// `set` without the paths of `gone`; a node and its `.` entry count as the same path.
+pub(crate) fn subtract(set: &mut FieldSet, gone: &FieldSet) {
+    set.retain(|p| {
+        let dot_less: &[String] = match p.last().map(String::as_str) {
+            Some(".") => &p[..p.len() - 1],
+            _ => p,
+        };
+        if gone.contains(p) || gone.contains(dot_less) {
+            return false;
+        }
+        let mut dotted = dot_less.to_vec();
+        dotted.push(".".into());
+        !gone.contains(&dotted)
+    });
 }
 
 /// The set a `fieldsV1` value describes.
@@ -213,7 +314,9 @@ fn elem_matches(e: &Value, token: &str) -> bool {
         let Ok(Value::Object(want)) = serde_json::from_str::<Value>(k) else {
             return false;
         };
-        return want.iter().all(|(f, v)| e.get(f) == Some(v));
+        return want
+            .iter()
+            .all(|(f, v)| key_value(e, f).as_ref() == Some(v));
     }
     if let Some(v) = token.strip_prefix("v:") {
         return serde_json::from_str::<Value>(v).is_ok_and(|w| *e == w);

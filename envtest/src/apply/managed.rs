@@ -67,13 +67,27 @@ pub(crate) fn read(obj: &Value) -> Vec<Entry> {
         .collect()
 }
 
-/// Stores `entries` (empty ones dropped) in `obj`.
+/// Stores `entries` (empty ones dropped) in `obj`, ordered as upstream encodes them: by
+/// operation (`Apply` first), time, manager, apiVersion, subresource.
 pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
-    let list: Vec<Value> = entries
-        .iter()
-        .filter(|e| !e.set.is_empty())
-        .map(Entry::to_json)
-        .collect();
+    let mut kept: Vec<&Entry> = entries.iter().filter(|e| !e.set.is_empty()).collect();
+    kept.sort_by(|a, b| {
+        (
+            &a.operation,
+            &a.time,
+            &a.manager,
+            &a.api_version,
+            &a.subresource,
+        )
+            .cmp(&(
+                &b.operation,
+                &b.time,
+                &b.manager,
+                &b.api_version,
+                &b.subresource,
+            ))
+    });
+    let list: Vec<Value> = kept.into_iter().map(Entry::to_json).collect();
     let m = crate::meta::meta_mut(obj);
     if list.is_empty() {
         m.remove("managedFields");
@@ -88,6 +102,35 @@ pub(crate) struct Conflict {
     pub manager: String,
     pub api_version: String,
     pub path: Vec<String>,
+    /// The other manager's operation and subresource, for the message.
+    pub operation: String,
+    pub subresource: Option<String>,
+}
+
+impl Conflict {
+    /// A conflict on `path` with entry `e`.
+    pub fn with(e: &Entry, path: &[String]) -> Conflict {
+        Conflict {
+            manager: e.manager.clone(),
+            api_version: e.api_version.clone(),
+            path: path.to_vec(),
+            operation: e.operation.clone(),
+            subresource: e.subresource.clone(),
+        }
+    }
+
+    /// The manager as upstream's `printManager` names it: `"m"`, `"m" with subresource "s"`,
+    /// and ` using <apiVersion>` for `Update` entries.
+    pub fn printed(&self) -> String {
+        let mut s = format!("{:?}", self.manager);
+        if let Some(sub) = &self.subresource {
+            s.push_str(&format!(" with subresource {sub:?}"));
+        }
+        if self.operation == "Update" {
+            s.push_str(&format!(" using {}", self.api_version));
+        }
+        s
+    }
 }
 
 /// Merges the applied configuration `applied` into `live` (maps per key, associative lists per
@@ -99,6 +142,9 @@ pub(crate) fn merge(shape: &Shape, live: &mut Value, applied: &Value, names: &mu
     };
     for (k, v) in a {
         match v {
+            Value::Object(_) if shape.atomic_map(names, k) => {
+                l.insert(k.clone(), v.clone());
+            }
             Value::Object(_) => {
                 let slot = l
                     .entry(k.clone())
@@ -176,11 +222,7 @@ pub(crate) fn conflicts(
         }
         for (i, e) in entries.iter().enumerate() {
             if Some(i) != mine && e.set.contains(p) {
-                out.push(Conflict {
-                    manager: e.manager.clone(),
-                    api_version: e.api_version.clone(),
-                    path: p.clone(),
-                });
+                out.push(Conflict::with(e, p));
             }
         }
     }

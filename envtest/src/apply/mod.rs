@@ -6,8 +6,16 @@
 //! committed object under the store lock. A missing object is created through
 //! `verbs::create::create_object` (201).
 
+mod admit;
+mod compare;
 mod fieldset;
 mod managed;
+mod scale;
+mod update;
+
+pub(crate) use scale::apply as apply_scale;
+
+pub(crate) use update::{Writer, record_update};
 
 use std::sync::Arc;
 
@@ -23,92 +31,150 @@ use crate::{meta, verbs};
 use fieldset::Shape;
 use managed::Entry;
 
-/// Handles an apply patch of item `name` (or its `/status`).
-pub(crate) fn patch(
+/// Handles an apply patch of item `name` (or its `/status`): the applied result goes through
+/// the admission webhooks (`admit`) like any other write, then is stored.
+pub(crate) async fn patch(
     state: &Arc<State>,
     r: &ResourceRoute,
     name: &str,
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
-    let rt = &r.rt;
     let w = verbs::WriteOpts::from_query(&req.query)?;
-    let body = decode(req)?;
-    let manager = match req.query.value("fieldManager") {
+    let apply = Apply::new(state, r, name, req)?;
+    if admit::configured(state) {
+        let dry = verbs::WriteOpts { dry_run: true, ..w };
+        let (code, out) = apply.run(state, dry)?;
+        if let Some(mutated) = admit::review(state, r, req, code == 201, &out).await? {
+            let (code, out) = admit::store(state, r, name, mutated, code == 201, w)?;
+            return Ok(verbs::respond(code, &out, &r.rt, req));
+        }
+        if w.dry_run {
+            return Ok(verbs::respond(code, &out, &r.rt, req));
+        }
+    }
+    let (code, out) = apply.run(state, w)?;
+    Ok(verbs::respond(code, &out, &r.rt, req))
+}
+
+/// A checked apply request: who applies what, with which field set.
+struct Apply<'a> {
+    rt: &'a Arc<ResourceType>,
+    ns: Option<&'a str>,
+    name: &'a str,
+    sub: Option<&'a str>,
+    manager: String,
+    force: bool,
+    api_version: String,
+    body: Value,
+    applied: Value,
+    set: fieldset::FieldSet,
+}
+
+impl<'a> Apply<'a> {
+    fn new(
+        state: &Arc<State>,
+        r: &'a ResourceRoute,
+        name: &'a str,
+        req: &Req,
+    ) -> Result<Apply<'a>, ApiError> {
+        let rt = &r.rt;
+        let body = decode(req)?;
+        let manager = manager(req)?;
+        let force = req.query.flag("force")?;
+        if body
+            .get("metadata")
+            .is_some_and(|m| m.get("managedFields").is_some_and(|f| !f.is_null()))
+        {
+            return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+        }
+        if let Some(n) = meta::meta_str(&body, "name").filter(|n| *n != name) {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        // Type errors are reported before anything is read.
+        verbs::check_type(&mut body.clone(), rt, &verbs::siblings(state, rt))?;
+        let api_version = body
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| rt.api_version());
+        let sub = r.sub.as_deref();
+        let applied = restrict(&body, rt, sub);
+        let set = fieldset::of_object(&Shape { rt }, &applied);
+        Ok(Apply {
+            rt,
+            ns: r.namespace.as_deref(),
+            name,
+            sub,
+            manager,
+            force,
+            api_version,
+            body,
+            applied,
+            set,
+        })
+    }
+
+    /// Creates the object (201) or applies to the stored one (200).
+    fn run(&self, state: &Arc<State>, w: verbs::WriteOpts) -> Result<(u16, Arc<Value>), ApiError> {
+        let (rt, ns, name) = (self.rt, self.ns, self.name);
+        let exists = state
+            .store
+            .get(&rt.store_key(), &verbs::okey(rt, ns, name))
+            .is_some();
+        if !exists && self.sub.is_none() {
+            let mut obj = self.applied.clone();
+            meta::set_meta(&mut obj, "name", json!(name));
+            let entry = Entry {
+                manager: self.manager.clone(),
+                operation: "Apply".into(),
+                api_version: self.api_version.clone(),
+                time: meta::now(),
+                subresource: None,
+                set: self.set.clone(),
+            };
+            managed::write(&mut obj, &[entry]);
+            verbs::check_type(&mut obj, rt, &verbs::siblings(state, rt))?;
+            match verbs::create::create_object(state, rt, ns, obj, w) {
+                Ok(out) => return Ok((201, out)),
+                Err(e) if e.reason == "AlreadyExists" => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let (out, _) =
+            verbs::update::update_object(state, rt, ns, name, self.sub, w, false, |cur| {
+                let cur = verbs::served(cur, rt).into_owned();
+                let step = Step {
+                    shape: Shape { rt },
+                    manager: &self.manager,
+                    api_version: &self.api_version,
+                    sub: self.sub,
+                    force: self.force,
+                };
+                step.run(&cur, &self.body, &self.applied, &self.set)
+            })?;
+        Ok((200, out))
+    }
+}
+
+/// `fieldManager` is required for apply and at most 128 characters long.
+fn manager(req: &Req) -> Result<String, ApiError> {
+    match req.query.value("fieldManager") {
         None => {
             let c = FieldCause::required("fieldManager", "is required for apply patch");
-            return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[c]));
+            Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[c]))
         }
-        Some(m) if m.len() > 128 => {
+        Some(m) if m.chars().count() > 128 => {
             let c = FieldCause::invalid(
                 "fieldManager",
                 &json!(m),
-                "may not be longer than 128 characters",
+                "must be no more than 128 characters",
             );
-            return Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[c]));
+            Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", &[c]))
         }
-        Some(m) => m.to_string(),
-    };
-    let force = req.query.flag("force")?;
-    if body
-        .get("metadata")
-        .is_some_and(|m| m.get("managedFields").is_some_and(|f| !f.is_null()))
-    {
-        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+        Some(m) => Ok(m.to_string()),
     }
-    if let Some(n) = meta::meta_str(&body, "name").filter(|n| *n != name) {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({n}) does not match the name on the URL ({name})"
-        )));
-    }
-    // Type errors are reported before anything is read.
-    verbs::check_type(&mut body.clone(), rt, &verbs::siblings(state, rt))?;
-    let api_version = body
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .map(String::from)
-        .unwrap_or_else(|| rt.api_version());
-    let sub = r.sub.clone();
-    let applied = restrict(&body, rt, sub.as_deref());
-    let shape = Shape { rt };
-    let set = fieldset::of_object(&shape, &applied);
-    let ns = r.namespace.as_deref();
-    let exists = state
-        .store
-        .get(&rt.store_key(), &verbs::okey(rt, ns, name))
-        .is_some();
-    if !exists && sub.is_none() {
-        let mut obj = applied.clone();
-        meta::set_meta(&mut obj, "name", json!(name));
-        let entry = Entry {
-            manager: manager.clone(),
-            operation: "Apply".into(),
-            api_version: api_version.clone(),
-            time: meta::now(),
-            subresource: None,
-            set: set.clone(),
-        };
-        managed::write(&mut obj, &[entry]);
-        verbs::check_type(&mut obj, rt, &verbs::siblings(state, rt))?;
-        match verbs::create::create_object(state, rt, ns, obj, w) {
-            Ok(out) => return Ok(verbs::respond(201, &out, rt, req)),
-            Err(e) if e.reason == "AlreadyExists" => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let served_rt = rt.clone();
-    let (out, _) =
-        verbs::update::update_object(state, rt, ns, name, sub.as_deref(), w, false, |cur| {
-            let cur = verbs::served(cur, &served_rt).into_owned();
-            let step = Step {
-                shape: Shape { rt: &served_rt },
-                manager: &manager,
-                api_version: &api_version,
-                sub: sub.as_deref(),
-                force,
-            };
-            step.run(&cur, &body, &applied, &set)
-        })?;
-    Ok(verbs::respond(200, &out, rt, req))
 }
 
 /// The body as JSON or YAML; it must be an object.
@@ -230,40 +296,37 @@ impl Step<'_> {
 }
 
 /// 409 Conflict naming every conflicting field and its manager (spec §1.9).
-fn conflict_error(found: &[managed::Conflict]) -> ApiError {
+pub(crate) fn conflict_error(found: &[managed::Conflict]) -> ApiError {
     let causes: Vec<Value> = found
         .iter()
         .map(|c| {
             json!({"reason": "FieldManagerConflict",
-                "message": format!("conflict with {:?} using {}", c.manager, c.api_version),
+                "message": format!("conflict with {}", c.printed()),
                 "field": fieldset::display(&c.path)})
         })
         .collect();
-    let message = if found.len() == 1 {
-        let c = &found[0];
+    let message = if let [c] = found {
         format!(
-            "Apply failed with 1 conflict: conflict with {:?} using {}: {}",
-            c.manager,
-            c.api_version,
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            c.printed(),
             fieldset::display(&c.path)
         )
     } else {
-        let mut m = format!("Apply failed with {} conflicts: ", found.len());
-        let mut managers: Vec<&str> = found.iter().map(|c| c.manager.as_str()).collect();
+        let mut managers: Vec<String> = found.iter().map(managed::Conflict::printed).collect();
+        managers.sort();
         managers.dedup();
+        let mut lines = Vec::new();
         for mgr in managers {
-            let api = found
-                .iter()
-                .find(|c| c.manager == mgr)
-                .map(|c| c.api_version.as_str())
-                .unwrap_or("");
-            m.push_str(&format!("conflicts with {mgr:?} using {api}:"));
-            for c in found.iter().filter(|c| c.manager == mgr) {
-                m.push_str(&format!("\n- {}", fieldset::display(&c.path)));
+            lines.push(format!("conflicts with {mgr}:"));
+            for c in found.iter().filter(|c| c.printed() == mgr) {
+                lines.push(format!("- {}", fieldset::display(&c.path)));
             }
-            m.push('\n');
         }
-        m.trim_end().to_string()
+        format!(
+            "Apply failed with {} conflicts: {}",
+            found.len(),
+            lines.join("\n")
+        )
     };
     ApiError::new(409, "Conflict", message).with_details(json!({"causes": causes}))
 }

@@ -19,7 +19,8 @@ pub(crate) fn create(
     r: &ResourceRoute,
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
-    let w = super::WriteOpts::from_query(&req.query)?;
+    let who = super::Who::of(req, r)?;
+    let w = who.opts(&req.query)?;
     let mut obj = super::decode_body(req)?;
     super::check_type(&mut obj, &r.rt, &super::siblings(state, &r.rt))?;
     let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
@@ -32,7 +33,7 @@ pub(crate) fn create_object(
     rt: &Arc<ResourceType>,
     url_ns: Option<&str>,
     mut obj: Value,
-    w: super::WriteOpts,
+    w: super::WriteOpts<'_>,
 ) -> Result<Arc<Value>, ApiError> {
     let body_ns = meta::namespace(&obj).to_string();
     if rt.namespaced {
@@ -90,6 +91,13 @@ pub(crate) fn create_object(
     crd::on_write(state, rt, None, &mut obj)?;
     crd::validate_custom(rt, &mut obj, w.strict)?;
     meta::normalize(&mut obj);
+    if let Some(who) = &w.manager {
+        let given = obj
+            .get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
+        crate::apply::record_update(rt, None, &mut obj, given.as_ref(), who);
+    }
     let key = rt.store_key();
     let okey = super::okey(rt, Some(&ns), &name);
     let out = state.store.commit(&key, &okey, w.dry_run, |cur| {

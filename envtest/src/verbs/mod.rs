@@ -69,22 +69,96 @@ pub(crate) async fn dispatch(
         }
         (&Method::GET, Some(name)) => read::get(state, &r, name, &req),
         (&Method::PUT, Some(name)) => update::put(state, &r, name, &req),
+        (&Method::PATCH, Some(name)) if is_apply(&req) => {
+            crate::apply::patch(state, &r, name, &req).await
+        }
         (&Method::PATCH, Some(name)) => update::patch(state, &r, name, &req),
         (&Method::DELETE, Some(name)) if r.sub.is_none() => delete::delete(state, &r, name, &req),
         _ => Err(ApiError::method_not_allowed()),
     }
 }
 
-/// Options of a write request: `dryRun=All` and `fieldValidation=Strict`.
+/// Whether a PATCH is a server-side apply.
+pub(crate) fn is_apply(req: &Req) -> bool {
+    req.header("content-type").split(';').next().map(str::trim)
+        == Some("application/apply-patch+yaml")
+}
+
+/// Options of a write request: `dryRun=All`, `fieldValidation=Strict`, and who writes.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct WriteOpts {
+pub(crate) struct WriteOpts<'a> {
     pub dry_run: bool,
     /// Unknown fields of custom resources are an error (400) instead of being dropped.
     pub strict: bool,
+    /// The field manager whose `Update` entry records the write (`crate::apply::record_update`);
+    /// `None` for server-side apply (which keeps its own entries) and the server's own writes.
+    pub manager: Option<crate::apply::Writer<'a>>,
 }
 
-impl WriteOpts {
-    pub fn from_query(q: &crate::router::Query) -> Result<WriteOpts, ApiError> {
+/// The field manager of a client's non-apply write and the apiVersion and subresource it
+/// wrote at (see [`WriteOpts::manager`]).
+pub(crate) struct Who {
+    manager: String,
+    api_version: String,
+    sub: Option<String>,
+}
+
+impl Who {
+    /// `?fieldManager=` (at most 128 characters, else 422), else the User-Agent before its
+    /// first `/` (printable characters, at most 128 bytes: upstream's `prefixFromUserAgent`),
+    /// else `unknown` (upstream's name when both are empty; kube sends no User-Agent).
+    pub fn of(req: &Req, r: &ResourceRoute) -> Result<Who, ApiError> {
+        let manager = match req.query.value("fieldManager") {
+            Some(m) if m.chars().count() > 128 => {
+                let c = crate::validation::FieldCause::invalid(
+                    "fieldManager",
+                    &json!(m),
+                    "must be no more than 128 characters",
+                );
+                return Err(ApiError::invalid("meta.k8s.io", "UpdateOptions", "", &[c]));
+            }
+            Some(m) if !m.is_empty() => m.to_string(),
+            _ => {
+                let ua = req.header("user-agent");
+                let mut out = String::new();
+                for c in ua.split('/').next().unwrap_or("").chars() {
+                    if c.is_control() {
+                        continue;
+                    }
+                    if out.len() + c.len_utf8() > 128 {
+                        break;
+                    }
+                    out.push(c);
+                }
+                if out.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    out
+                }
+            }
+        };
+        Ok(Who {
+            manager,
+            api_version: r.rt.api_version(),
+            sub: r.sub.clone(),
+        })
+    }
+
+    /// The options of the write: the query's, made by this manager.
+    pub fn opts(&self, q: &crate::router::Query) -> Result<WriteOpts<'_>, ApiError> {
+        Ok(WriteOpts {
+            manager: Some(crate::apply::Writer {
+                manager: &self.manager,
+                api_version: &self.api_version,
+                subresource: self.sub.as_deref(),
+            }),
+            ..WriteOpts::from_query(q)?
+        })
+    }
+}
+
+impl WriteOpts<'_> {
+    pub fn from_query(q: &crate::router::Query) -> Result<WriteOpts<'static>, ApiError> {
         let strict = match q.value("fieldValidation") {
             None | Some("Ignore") | Some("Warn") => false,
             Some("Strict") => true,
@@ -97,6 +171,7 @@ impl WriteOpts {
         Ok(WriteOpts {
             dry_run: q.dry_run()?,
             strict,
+            manager: None,
         })
     }
 }

@@ -15,7 +15,7 @@ use crate::status::ApiError;
 use crate::{meta, verbs::update};
 
 /// `.spec.replicas` → `/spec/replicas`.
-fn pointer(path: &str) -> String {
+pub(crate) fn pointer(path: &str) -> String {
     path.trim_start_matches('.')
         .split('.')
         .fold(String::new(), |acc, seg| format!("{acc}/{seg}"))
@@ -110,6 +110,10 @@ pub(crate) fn handle(
     let wanted = match req.method {
         Method::GET => return Ok(server::json(200, &current)),
         Method::PUT => super::decode_body(req)?,
+        Method::PATCH if super::is_apply(req) => {
+            let out = crate::apply::apply_scale(state, r, name, req, &pointer(&sc.spec_replicas))?;
+            return Ok(server::json(200, &scale_of(&out, &sc)));
+        }
         Method::PATCH => {
             let ct = req
                 .header("content-type")
@@ -132,7 +136,7 @@ pub(crate) fn handle(
                 }
                 _ => {
                     return Err(ApiError::unsupported_media(
-                        "application/json-patch+json, application/merge-patch+json",
+                        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
                     ));
                 }
             }
@@ -145,29 +149,35 @@ pub(crate) fn handle(
         return Err(ApiError::invalid("autoscaling", "Scale", name, &[cause]));
     };
     let rv = meta::meta_str(&wanted, "resourceVersion").map(String::from);
-    let w = super::WriteOpts::from_query(&req.query)?;
+    let who = super::Who::of(req, r)?;
+    let w = who.opts(&req.query)?;
     let ptr = pointer(&sc.spec_replicas);
-    let (out, _) = update::update_object(
-        state,
-        rt,
-        r.namespace.as_deref(),
-        name,
-        None,
-        w,
-        false,
-        move |cur| {
-            let mut v = cur.clone();
-            set_pointer(&mut v, &ptr, json!(n));
-            if let Some(rv) = rv {
-                meta::set_meta(&mut v, "resourceVersion", json!(rv));
-            }
-            Ok(v)
-        },
-    )?;
+    let out = write_parent(state, r, name, w, move |cur| {
+        let mut v = cur.clone();
+        set_pointer(&mut v, &ptr, json!(n));
+        if let Some(rv) = rv {
+            meta::set_meta(&mut v, "resourceVersion", json!(rv));
+        }
+        Ok(v)
+    })?;
     Ok(server::json(200, &scale_of(&out, &sc)))
 }
 
-fn set_pointer(v: &mut Value, ptr: &str, val: Value) {
+/// Writes the parent of a `/scale` request through the ordinary update path.
+pub(crate) fn write_parent(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    name: &str,
+    w: super::WriteOpts,
+    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
+) -> Result<Arc<Value>, ApiError> {
+    let ns = r.namespace.as_deref();
+    let (out, _) = update::update_object(state, &r.rt, ns, name, None, w, false, make)?;
+    Ok(out)
+}
+
+/// Sets the field at JSON pointer `ptr`, creating the maps on the way.
+pub(crate) fn set_pointer(v: &mut Value, ptr: &str, val: Value) {
     let mut cur = v;
     let segs: Vec<&str> = ptr.split('/').skip(1).collect();
     for (i, seg) in segs.iter().enumerate() {

@@ -23,7 +23,8 @@ pub(crate) fn put(
     name: &str,
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
-    let w = super::WriteOpts::from_query(&req.query)?;
+    let who = super::Who::of(req, r)?;
+    let w = who.opts(&req.query)?;
     let mut body = super::decode_body(req)?;
     super::check_type(&mut body, &r.rt, &super::siblings(state, &r.rt))?;
     let (out, _) = update_object(
@@ -48,7 +49,8 @@ pub(crate) fn patch(
     name: &str,
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
-    let w = super::WriteOpts::from_query(&req.query)?;
+    let who = super::Who::of(req, r)?;
+    let w = who.opts(&req.query)?;
     let ct = req
         .header("content-type")
         .split(';')
@@ -98,7 +100,11 @@ pub(crate) fn patch(
             }
             Box::new(move |cur| crate::strategic::apply(cur, &p))
         }
-        "application/apply-patch+yaml" => return crate::apply::patch(state, r, name, req),
+        "application/apply-patch+yaml" => {
+            return Err(ApiError::internal(
+                "server-side apply is served by crate::apply",
+            ));
+        }
         _ => return Err(ApiError::unsupported_media(accepted)),
     };
     let served_rt = rt.clone();
@@ -155,7 +161,7 @@ pub(crate) fn update_object(
     ns: Option<&str>,
     name: &str,
     sub: Option<&str>,
-    w: super::WriteOpts,
+    w: super::WriteOpts<'_>,
     put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
@@ -168,6 +174,10 @@ pub(crate) fn update_object(
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let mut new = make(cur)?;
+        let given_fields = new
+            .get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
         super::check_type(&mut new, rt, &sibs)?;
         // name and namespace
         match meta::meta_str(&new, "name") {
@@ -249,6 +259,9 @@ pub(crate) fn update_object(
         crd::validate_custom(rt, &mut new, w.strict)?;
         if rt.generation && !status_write && meta::spec_changed(cur, &new, rt.status) {
             meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
+        }
+        if let Some(who) = &w.manager {
+            crate::apply::record_update(rt, Some(cur), &mut new, given_fields.as_ref(), who);
         }
         if deleting && meta::finalizers(&new).is_empty() && !namespace_finalizers(rt, &new) {
             return Ok(Change::Remove);

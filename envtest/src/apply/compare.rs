@@ -1,0 +1,189 @@
+//! The difference between two versions of an object as field sets, as structured-merge-diff's
+//! `TypedValue.Compare` computes it: fields `added` (leaves and maps, lists and list elements
+//! that did not exist), `modified` (leaves and atomic values whose value changed) and `removed`.
+//! Non-apply writes (`update`) record `added ∪ modified` for their manager and take those
+//! fields from everyone else. Paths use `fieldset`'s tokens; [`Shape`] says which lists are
+//! associative and which maps are atomic.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::fieldset::{self, FieldSet, ITEM, Path, Shape};
+use crate::strategic::ListStrategy;
+
+/// Fields added, modified and removed between two objects.
+#[derive(Debug, Default)]
+pub(crate) struct Comparison {
+    pub added: FieldSet,
+    pub modified: FieldSet,
+    pub removed: FieldSet,
+}
+
+impl Comparison {
+    /// `added ∪ modified`: what the writer now owns.
+    pub fn changed(&self) -> FieldSet {
+        self.added.union(&self.modified).cloned().collect()
+    }
+}
+
+/// Compares `old` (the stored object, or nothing for a create) with `new`.
+pub(crate) fn compare(shape: &Shape, old: Option<&Value>, new: &Value) -> Comparison {
+    let mut w = Walk {
+        shape,
+        at: Vec::new(),
+        names: Vec::new(),
+        out: Comparison::default(),
+    };
+    w.children(old, Some(new));
+    w.out
+}
+
+struct Walk<'a, 'b> {
+    shape: &'a Shape<'b>,
+    at: Path,
+    names: Vec<String>,
+    out: Comparison,
+}
+
+impl Walk<'_, '_> {
+    /// The fields of two maps (either may be missing).
+    fn children(&mut self, old: Option<&Value>, new: Option<&Value>) {
+        let keys: BTreeSet<&String> = [old, new]
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+            .flat_map(|m| m.keys())
+            .collect();
+        for k in keys {
+            let (o, n) = (old.and_then(|v| v.get(k)), new.and_then(|v| v.get(k)));
+            self.at.push(format!("f:{k}"));
+            self.field(k, o, n);
+            self.at.pop();
+        }
+    }
+
+    fn field(&mut self, field: &str, o: Option<&Value>, n: Option<&Value>) {
+        let obj = |v: Option<&Value>| v.is_none_or(Value::is_object);
+        let arr = |v: Option<&Value>| v.is_none_or(Value::is_array);
+        if obj(o) && obj(n) && !self.shape.atomic_map(&self.names, field) {
+            let tracked = self.shape.tracks_new_node(field);
+            self.names.push(field.to_string());
+            self.children(o, n);
+            self.names.pop();
+            if tracked {
+                self.node(o, n);
+            }
+            return;
+        }
+        if arr(o) && arr(n) {
+            let tracked = self.shape.tracks_new_node(field);
+            match self.shape.list(&self.names, field) {
+                ListStrategy::Set => {
+                    self.set(o, n, tracked);
+                    return;
+                }
+                ListStrategy::Map(keys) if self.keyed(o, &keys) && self.keyed(n, &keys) => {
+                    self.names.push(field.to_string());
+                    self.names.push(ITEM.into());
+                    self.map_list(o, n, &keys);
+                    self.names.pop();
+                    self.names.pop();
+                    if tracked {
+                        self.node(o, n);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        self.leaf(o, n);
+    }
+
+    /// Whether every element of a list has a key.
+    fn keyed(&self, v: Option<&Value>, keys: &[String]) -> bool {
+        v.and_then(Value::as_array).is_none_or(|a| {
+            a.iter()
+                .all(|e| fieldset::key_token(e, keys).is_some() && e.is_object())
+        })
+    }
+
+    fn leaf(&mut self, o: Option<&Value>, n: Option<&Value>) {
+        match (o, n) {
+            (None, Some(_)) => self.out.added.insert(self.at.clone()),
+            (Some(_), None) => self.out.removed.insert(self.at.clone()),
+            (Some(a), Some(b)) if a != b => self.out.modified.insert(self.at.clone()),
+            _ => false,
+        };
+    }
+
+    /// A map, list or list element that appeared or went away is itself added or removed;
+    /// `.` marks it when fields below it are in the same set.
+    fn node(&mut self, o: Option<&Value>, n: Option<&Value>) {
+        let target = match (o, n) {
+            (None, Some(_)) => &mut self.out.added,
+            (Some(_), None) => &mut self.out.removed,
+            _ => return,
+        };
+        let has_children = target
+            .range(self.at.clone()..)
+            .take_while(|p| p.starts_with(&self.at))
+            .any(|p| p.len() > self.at.len());
+        let mut p = self.at.clone();
+        if has_children {
+            p.push(".".into());
+        }
+        target.insert(p);
+    }
+
+    fn set(&mut self, o: Option<&Value>, n: Option<&Value>, tracked: bool) {
+        let items = |v: Option<&Value>| -> Vec<Value> {
+            v.and_then(Value::as_array).cloned().unwrap_or_default()
+        };
+        let (old, new) = (items(o), items(n));
+        for e in &new {
+            if !old.contains(e) {
+                self.out.added.insert(self.elem(format!("v:{e}")));
+            }
+        }
+        for e in &old {
+            if !new.contains(e) {
+                self.out.removed.insert(self.elem(format!("v:{e}")));
+            }
+        }
+        if tracked {
+            self.node(o, n);
+        }
+    }
+
+    fn elem(&self, token: String) -> Path {
+        let mut p = self.at.clone();
+        p.push(token);
+        p
+    }
+
+    fn map_list(&mut self, o: Option<&Value>, n: Option<&Value>, keys: &[String]) {
+        let index = |v: Option<&Value>| -> Vec<(String, Value)> {
+            v.and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| fieldset::key_token(e, keys).map(|t| (t, e.clone())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (old, new) = (index(o), index(n));
+        let mut tokens: Vec<&String> = old.iter().chain(new.iter()).map(|(t, _)| t).collect();
+        tokens.sort();
+        tokens.dedup();
+        for t in tokens {
+            let find =
+                |l: &[(String, Value)]| l.iter().find(|(k, _)| k == t).map(|(_, v)| v.clone());
+            let (oe, ne) = (find(&old), find(&new));
+            self.at.push(t.clone());
+            self.children(oe.as_ref(), ne.as_ref());
+            self.node(oe.as_ref(), ne.as_ref());
+            self.at.pop();
+        }
+    }
+}
