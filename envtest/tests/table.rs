@@ -188,3 +188,111 @@ async fn pod_status_and_namespace_columns() {
         .unwrap();
     assert_eq!(default["cells"][1], "Active");
 }
+
+#[tokio::test]
+async fn core_printer_columns() {
+    use k8s_openapi::api::core::v1::{Event, Node, Secret, Service};
+    let env = common::env().await;
+    let c = env.client();
+    let pp = PostParams::default();
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+        "spec": {"unschedulable": true},
+    }))
+    .unwrap();
+    Api::<Node>::all(c.clone())
+        .create(&pp, &node)
+        .await
+        .unwrap();
+    let t = table(&env, "/api/v1/nodes").await;
+    assert_eq!(
+        column_names(&t, 0),
+        ["Name", "Status", "Roles", "Age", "Version"]
+    );
+    let cells = t["rows"][0]["cells"].as_array().unwrap().clone();
+    assert_eq!(
+        cells[..3],
+        json!(["n1", "Unknown,SchedulingDisabled", "control-plane"])
+            .as_array()
+            .unwrap()[..]
+    );
+
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "lb"},
+        "spec": {"type": "LoadBalancer", "selector": {"app": "a"}, "ports": [{"port": 443, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]},
+    }))
+    .unwrap();
+    Api::<Service>::namespaced(c.clone(), "default")
+        .create(&pp, &svc)
+        .await
+        .unwrap();
+    let t = table(&env, "/api/v1/namespaces/default/services/lb").await;
+    let cells = t["rows"][0]["cells"].as_array().unwrap().clone();
+    assert_eq!(cells[1], "LoadBalancer");
+    assert_eq!(cells[3], "<pending>");
+    assert_eq!(cells[4], "443/TCP,53/UDP");
+    assert_eq!(cells[6], "app=a");
+
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "tls"}, "type": "kubernetes.io/tls",
+        "stringData": {"tls.crt": "c", "tls.key": "k"},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(c.clone(), "default")
+        .create(&pp, &secret)
+        .await
+        .unwrap();
+    let t = table(&env, "/api/v1/namespaces/default/secrets/tls").await;
+    assert_eq!(column_names(&t, 0), ["Name", "Type", "Data", "Age"]);
+    assert_eq!(
+        t["rows"][0]["cells"].as_array().unwrap()[1..3],
+        json!(["kubernetes.io/tls", 2]).as_array().unwrap()[..]
+    );
+
+    let ev: Event = serde_json::from_value(json!({
+        "metadata": {"name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": "p1", "namespace": "default"},
+        "reason": "Pulled", "message": "image pulled", "type": "Normal", "count": 3,
+        "source": {"component": "kubelet", "host": "n1"},
+    }))
+    .unwrap();
+    Api::<Event>::namespaced(c.clone(), "default")
+        .create(&pp, &ev)
+        .await
+        .unwrap();
+    let t = table(&env, "/api/v1/namespaces/default/events").await;
+    assert_eq!(
+        column_names(&t, 0),
+        ["Last Seen", "Type", "Reason", "Object", "Message"]
+    );
+    assert_eq!(
+        column_names(&t, 1),
+        ["Subobject", "Source", "First Seen", "Count", "Name"]
+    );
+    let cells = t["rows"][0]["cells"].as_array().unwrap().clone();
+    assert_eq!(
+        cells[1..4],
+        json!(["Normal", "Pulled", "pod/p1"]).as_array().unwrap()[..]
+    );
+    assert_eq!(
+        cells[5..7],
+        json!(["kubelet, n1", "image pulled"]).as_array().unwrap()[..]
+    );
+    assert_eq!(cells[8..], json!([3, "e1"]).as_array().unwrap()[..]);
+
+    // CRDs get upstream's default table: Name and the raw creation time.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> = Api::all(c);
+    let crd = crds.create(&pp, &widget_crd(false)).await.unwrap();
+    let t = table(
+        &env,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    )
+    .await;
+    assert_eq!(column_names(&t, 0), ["Name", "Created At"]);
+    assert_eq!(t["columnDefinitions"][1]["type"], "date");
+    let created = serde_json::to_value(crd.metadata.creation_timestamp.unwrap()).unwrap();
+    assert_eq!(
+        t["rows"][0]["cells"],
+        json!(["widgets.example.com", created])
+    );
+}
