@@ -180,3 +180,40 @@ async fn a_replica_that_loses_the_lease_stops_with_an_error() {
     );
     env.faults().clear();
 }
+
+#[test]
+fn the_lease_comes_from_the_flags_then_the_pod_then_the_defaults() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        manager: ctrl::manager::Args,
+        #[command(flatten)]
+        leader: LeaderElectionFlags,
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("namespace");
+
+    let cli = Cli::parse_from(["storagebucket", "--leader-elect"]);
+    assert!(cli.manager.leader_elect);
+    assert_eq!(cli.leader.leader_election_id, DEFAULT_LEASE_NAME);
+    // Out of cluster (no namespace file): `default`.
+    assert_eq!(cli.leader.namespace(&file), "default");
+    // In a pod: the service account's namespace.
+    std::fs::write(&file, "storagebucket-system\n").expect("write");
+    assert_eq!(cli.leader.namespace(&file), "storagebucket-system");
+    // The flags win.
+    let cli = Cli::parse_from([
+        "storagebucket",
+        "--leader-elect",
+        "--leader-election-id",
+        "other-lease",
+        "--leader-election-namespace",
+        "ops",
+    ]);
+    assert_eq!(cli.leader.namespace(&file), "ops");
+    let opts = cli.leader.apply(cli.manager.options());
+    assert!(opts.leader_election && opts.leader_election_release_on_cancel);
+    assert_eq!(opts.leader_election_id, "other-lease");
+    assert_eq!(opts.leader_election_namespace.as_deref(), Some("ops"));
+}

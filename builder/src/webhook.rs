@@ -56,9 +56,6 @@ pub enum WebhookError {
     /// The server refused a path (e.g. registered twice).
     #[error(transparent)]
     Server(#[from] wh::Error),
-    /// The manager refused the server.
-    #[error(transparent)]
-    Manager(#[from] ctrl_runtime::manager::Error),
 }
 
 type ConvFn = Box<dyn FnOnce(&conversion::Webhook)>;
