@@ -1,8 +1,9 @@
 //! Issue 8 in the StorageBucket example: two replicas of the operator, wired as
 //! `main` wires them with `--leader-elect` (the example's `LeaderElectionFlags` and
 //! `setup::manager`), run in process against one ctrl-envtest with short lease
-//! settings. Exactly one leads — it holds the Lease and its controller probes the
-//! buckets — and when it stops, the other takes over and carries on.
+//! settings (3 s / 2 s / 0.2 s). Exactly one leads — it holds the Lease and its
+//! controller probes the buckets — and when it stops, the other takes over and
+//! carries on; a leader that cannot renew stops with an error.
 
 mod common;
 #[allow(dead_code)]
@@ -46,8 +47,10 @@ async fn replica(env: &Environment, name: &str) -> Replica {
     let opts = flags.apply(Options {
         metrics_bind_address: "0".into(),
         leader_election: true,
-        lease_duration: Duration::from_secs(1),
-        renew_deadline: Duration::from_millis(600),
+        // Short, but with room for a loaded CI machine: a leader that misses renewals
+        // for 2 s would (rightly) lose the Lease and fail the test.
+        lease_duration: Duration::from_secs(3),
+        renew_deadline: Duration::from_secs(2),
         retry_period: RETRY,
         ..Default::default()
     });

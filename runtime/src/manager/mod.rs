@@ -8,7 +8,9 @@
 //! Everything it runs is a [`Runnable`] in one of five [`Group`]s — HTTP servers,
 //! webhooks, caches, others, leader-election — started in that order (`start`) and
 //! stopped in reverse dependency order within the grace period. Controllers
-//! (`crate::controller`) are runnables; the builder adds them for you. Leader
+//! (`crate::controller`) are runnables; the builder adds them for you. The webhook
+//! server (`crate::webhook`) is [`Options::webhook_server`], handed out by
+//! [`Manager::get_webhook_server`] and run in the webhooks group. Leader
 //! election plugs in at one seam (`leader`); [`shutdown_signal`] and the
 //! [`Args`] flags cover `main`.
 //!
