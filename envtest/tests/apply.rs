@@ -1,16 +1,39 @@
-//! Acceptance checks 15–17 (server-side apply) through `kube::Client`'s `Patch::Apply`.
+//! Acceptance checks 15–17 (server-side apply) through `kube::Client`'s `Patch::Apply`:
+//! conflicts and force, removal of dropped fields, associative lists (containers by name,
+//! ports by (port, protocol)), atomic lists, custom resources, `/scale`, and admission
+//! webhooks on the apply path.
 
 mod common;
+#[path = "common/webhook_server.rs"]
+mod webhook_server;
 
+use async_trait::async_trait;
 use common::{status_of, widget_ar, widget_crd};
+use ctrl_runtime::webhook::admission::{
+    CustomDefaulter, CustomValidator, Request, ValidationError, Warnings, defaulting_webhook,
+    validating_webhook,
+};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use serde_json::{Value, json};
 
 fn cm_apply(data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": data})
+}
+
+/// Applies ConfigMap `x` with `data` as `manager`.
+async fn apply_cm(api: &Api<ConfigMap>, manager: &str, data: Value) -> kube::Result<ConfigMap> {
+    api.patch(
+        "x",
+        &PatchParams::apply(manager),
+        &Patch::Apply(cm_apply(data)),
+    )
+    .await
 }
 
 fn managers_of(obj: &ConfigMap, field: &str) -> Vec<String> {
@@ -307,4 +330,352 @@ async fn custom_resources_apply_and_honour_status() {
         .find(|e| e.manager.as_deref() == Some("ctl-status"))
         .unwrap();
     assert_eq!(entry.subresource.as_deref(), Some("status"));
+}
+
+fn fields_of(meta: &kube::core::ObjectMeta, manager: &str) -> Value {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .find(|e| e.manager.as_deref() == Some(manager))
+        .and_then(|e| e.fields_v1.as_ref())
+        .map(|f| f.0.clone())
+        .unwrap_or(Value::Null)
+}
+
+fn deployment_with(container: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [container]}}}})
+}
+
+/// Upstream's OpenAPI declares container ports `x-kubernetes-list-map-keys: [containerPort,
+/// protocol]` and service ports `[port, protocol]`, protocol defaulting to TCP, so the same
+/// number over UDP and TCP are two elements and a port without protocol is the TCP one
+/// (structured-merge-diff's defaulted map keys).
+#[tokio::test]
+async fn ports_are_keyed_by_port_and_protocol() {
+    let env = common::env().await;
+    let deps: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let out = deps
+        .patch(
+            "d",
+            &PatchParams::apply("a"),
+            &Patch::Apply(deployment_with(
+                json!({"name": "dns", "image": "coredns", "ports": [
+                    {"containerPort": 53, "protocol": "UDP", "name": "dns"},
+                    {"containerPort": 53, "name": "dns-tcp"},
+                ]}),
+            )),
+        )
+        .await
+        .unwrap();
+    let ports = &fields_of(&out.metadata, "a")["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"dns\"}"]
+        ["f:ports"];
+    assert!(
+        ports
+            .get(r#"k:{"containerPort":53,"protocol":"UDP"}"#)
+            .is_some(),
+        "{ports}"
+    );
+    assert!(
+        ports
+            .get(r#"k:{"containerPort":53,"protocol":"TCP"}"#)
+            .is_some(),
+        "{ports}"
+    );
+    // Another manager naming the TCP element explicitly adds a field to it, not an element.
+    let out = deps
+        .patch(
+            "d",
+            &PatchParams::apply("b"),
+            &Patch::Apply(deployment_with(json!({"name": "dns", "ports": [
+                {"containerPort": 53, "protocol": "TCP", "hostPort": 1053},
+            ]}))),
+        )
+        .await
+        .unwrap();
+    let c = &out.spec.unwrap().template.spec.unwrap().containers[0];
+    let ports = c.ports.clone().unwrap();
+    assert_eq!(ports.len(), 2, "{ports:?}");
+    let tcp = ports
+        .iter()
+        .find(|p| p.name.as_deref() == Some("dns-tcp"))
+        .unwrap();
+    assert_eq!(tcp.host_port, Some(1053));
+
+    let svcs: Api<Service> = Api::namespaced(env.client(), "default");
+    let svc = |ports: Value| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"selector": {"app": "d"}, "ports": ports}})
+    };
+    svcs.patch(
+        "s",
+        &PatchParams::apply("a"),
+        &Patch::Apply(svc(json!([
+            {"port": 53, "protocol": "UDP", "name": "u"},
+            {"port": 53, "name": "t"},
+        ]))),
+    )
+    .await
+    .unwrap();
+    let out = svcs
+        .patch(
+            "s",
+            &PatchParams::apply("b"),
+            &Patch::Apply(svc(
+                json!([{"port": 53, "protocol": "TCP", "targetPort": 5353}]),
+            )),
+        )
+        .await
+        .unwrap();
+    let ports = out.spec.unwrap().ports.unwrap();
+    assert_eq!(ports.len(), 2, "{ports:?}");
+    let t = ports
+        .iter()
+        .find(|p| p.name.as_deref() == Some("t"))
+        .unwrap();
+    assert!(t.target_port.is_some(), "{t:?}");
+    assert!(
+        fields_of(&out.metadata, "b")["f:spec"]["f:ports"]
+            .get(r#"k:{"port":53,"protocol":"TCP"}"#)
+            .is_some()
+    );
+}
+
+/// An atomic list (container `args`) is owned as a whole: an Update that changed one element
+/// owns the list, and an apply that sets another list conflicts with it on the list itself.
+#[tokio::test]
+async fn atomic_lists_are_owned_as_a_whole() {
+    let env = common::env().await;
+    let api: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let main = |args: Value| json!({"name": "main", "image": "app", "args": args});
+    api.patch(
+        "d",
+        &PatchParams::apply("a"),
+        &Patch::Apply(deployment_with(main(json!(["-v", "1"])))),
+    )
+    .await
+    .unwrap();
+    let one = json_patch::Patch(vec![json_patch::PatchOperation::Replace(
+        json_patch::ReplaceOperation {
+            path: json_patch::jsonptr::PointerBuf::parse("/spec/template/spec/containers/0/args/1")
+                .unwrap(),
+            value: json!("2"),
+        },
+    )]);
+    let by_editor = PatchParams {
+        field_manager: Some("editor".into()),
+        ..Default::default()
+    };
+    let out = api
+        .patch("d", &by_editor, &Patch::<()>::Json(one))
+        .await
+        .unwrap();
+    let args_path = r#"k:{"name":"main"}"#;
+    assert_eq!(
+        fields_of(&out.metadata, "editor")["f:spec"]["f:template"]["f:spec"]["f:containers"]
+            [args_path],
+        json!({"f:args": {}})
+    );
+    let st = status_of(
+        api.patch(
+            "d",
+            &PatchParams::apply("a"),
+            &Patch::Apply(deployment_with(main(json!(["-v", "3"])))),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(st.code, 409);
+    assert!(
+        st.message.contains(r#"conflict with "editor" using apps/v1: .spec.template.spec.containers[name="main"].args"#),
+        "{}",
+        st.message
+    );
+}
+
+/// Apply to `/scale`: `spec.replicas` of the Scale is the parent's field, owned with
+/// `subresource: scale`; it conflicts with the manager that set the replicas.
+#[tokio::test]
+async fn apply_to_scale_owns_the_parent_replicas() {
+    let env = common::env().await;
+    let api: Api<Deployment> = Api::namespaced(env.client(), "default");
+    let mut d: Deployment =
+        serde_json::from_value(deployment_with(json!({"name": "c", "image": "nginx"}))).unwrap();
+    d.spec.as_mut().unwrap().replicas = Some(1);
+    let pp = PostParams {
+        field_manager: Some("creator".into()),
+        ..Default::default()
+    };
+    api.create(&pp, &d).await.unwrap();
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d"}, "spec": {"replicas": 3}});
+    let st = status_of(
+        api.patch_scale(
+            "d",
+            &PatchParams::apply("hpa"),
+            &Patch::Apply(scale.clone()),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(st.code, 409);
+    assert!(
+        st.message
+            .contains(r#"conflict with "creator" using apps/v1: .spec.replicas"#),
+        "{}",
+        st.message
+    );
+    let out = api
+        .patch_scale(
+            "d",
+            &PatchParams::apply("hpa").force(),
+            &Patch::Apply(scale),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.spec.unwrap().replicas, Some(3));
+    let now = api.get("d").await.unwrap();
+    assert_eq!(now.spec.as_ref().unwrap().replicas, Some(3));
+    let e = now
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|e| e.manager.as_deref() == Some("hpa"))
+        .unwrap();
+    assert_eq!(e.operation.as_deref(), Some("Apply"));
+    assert_eq!(e.subresource.as_deref(), Some("scale"));
+    assert_eq!(
+        e.fields_v1.as_ref().unwrap().0,
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+    assert!(
+        fields_of(&now.metadata, "creator")["f:spec"]
+            .get("f:replicas")
+            .is_none()
+    );
+}
+
+/// Labels every ConfigMap `defaulted: yes`.
+struct Labeller;
+
+#[async_trait]
+impl CustomDefaulter<ConfigMap> for Labeller {
+    async fn default(&self, _req: &Request, cm: &mut ConfigMap) -> Result<(), ValidationError> {
+        let labels = cm.metadata.labels.get_or_insert_default();
+        labels.insert("defaulted".into(), "yes".into());
+        Ok(())
+    }
+}
+
+struct NoDeny;
+
+fn refuses(cm: &ConfigMap) -> Result<Warnings, ValidationError> {
+    match cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("mode"))
+        .map(String::as_str)
+    {
+        Some("deny") => Err(ValidationError::invalid("mode deny is refused")),
+        _ => Ok(Vec::new()),
+    }
+}
+
+#[async_trait]
+impl CustomValidator<ConfigMap> for NoDeny {
+    async fn validate_create(
+        &self,
+        _req: &Request,
+        cm: &ConfigMap,
+    ) -> Result<Warnings, ValidationError> {
+        refuses(cm)
+    }
+    async fn validate_update(
+        &self,
+        _req: &Request,
+        _old: &ConfigMap,
+        new: &ConfigMap,
+    ) -> Result<Warnings, ValidationError> {
+        refuses(new)
+    }
+}
+
+/// Server-side apply is admitted like any other write: a validating denial stops it with
+/// nothing stored, a mutating webhook's patch is stored (its fields owned by no one).
+#[tokio::test]
+async fn apply_goes_through_admission_webhooks() {
+    let hook = webhook_server::start(|s| {
+        s.register("/mutate", defaulting_webhook::<ConfigMap, _>(Labeller))
+            .unwrap();
+        s.register("/validate", validating_webhook::<ConfigMap, _>(NoDeny))
+            .unwrap();
+    })
+    .await;
+    let env = common::env().await;
+    let hook_of = |name: &str, path: &str| {
+        json!([{
+            "name": name,
+            "clientConfig": {"url": format!("{}{path}", hook.url), "caBundle": hook.ca_bundle},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        }])
+    };
+    let m: MutatingWebhookConfiguration = serde_json::from_value(
+        json!({"metadata": {"name": "m"}, "webhooks": hook_of("probe.cm.ctrl.dev", "/mutate")}),
+    )
+    .unwrap();
+    let v: ValidatingWebhookConfiguration = serde_json::from_value(
+        json!({"metadata": {"name": "v"}, "webhooks": hook_of("nodeny.cm.ctrl.dev", "/validate")}),
+    )
+    .unwrap();
+    Api::<MutatingWebhookConfiguration>::all(env.client())
+        .create(&PostParams::default(), &m)
+        .await
+        .unwrap();
+    Api::<ValidatingWebhookConfiguration>::all(env.client())
+        .create(&PostParams::default(), &v)
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+
+    let st = status_of(
+        apply_cm(&api, "ctl", json!({"mode": "deny"}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(st.code, 422, "{}", st.message);
+    assert!(
+        st.message
+            .contains(r#"admission webhook "nodeny.cm.ctrl.dev" denied the request"#),
+        "{}",
+        st.message
+    );
+    assert!(
+        api.get_opt("x").await.unwrap().is_none(),
+        "a denied apply stores nothing"
+    );
+
+    let out = apply_cm(&api, "ctl", json!({"mode": "ok"})).await.unwrap();
+    let labels = out.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("defaulted").map(String::as_str),
+        Some("yes"),
+        "the mutating webhook's patch is stored"
+    );
+    assert_eq!(
+        fields_of(&out.metadata, "ctl"),
+        json!({"f:data": {"f:mode": {}}})
+    );
+
+    let st = status_of(
+        apply_cm(&api, "ctl", json!({"mode": "deny"}))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(st.code, 422);
+    let now = api.get("x").await.unwrap();
+    assert_eq!(now.data.unwrap()["mode"], "ok");
+    assert_eq!(now.metadata.resource_version, out.metadata.resource_version);
 }
