@@ -17,7 +17,7 @@ mod impls;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cap::Cap;
@@ -80,6 +80,8 @@ struct Sample {
     wall: Duration,
     cpu: Duration,
     count: usize,
+    /// S4: how long the producer's adds took.
+    adds: Duration,
 }
 
 fn keys(n: usize) -> Vec<String> {
@@ -218,6 +220,14 @@ async fn s3<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     processed.load(Ordering::Relaxed)
 }
 
+/// How long the last S4 producer took to make its 100,000 `add_after` calls (ns).
+static S4_ADDS_NS: AtomicU64 = AtomicU64::new(0);
+
+/// S4: every key is due at a fixed time `d` after the start of the run (the delay passed
+/// is `d` minus the time already spent adding), so the 100 ms horizon is the same for
+/// every implementation and "ms past the horizon" measures how late the last item is
+/// handed out, not how long the producer took to make 100,000 calls (that is S1's job,
+/// and it is printed next to the result as "adds").
 async fn s4<Q: BenchQueue>(q: Q, ks: Vec<String>, ds: Vec<Duration>) -> usize {
     let n = ks.len();
     let qp = q.clone();
@@ -225,9 +235,10 @@ async fn s4<Q: BenchQueue>(q: Q, ks: Vec<String>, ds: Vec<Duration>) -> usize {
     let debug = std::env::var_os("WORKQUEUE_BENCH_DEBUG").is_some();
     let prod = tokio::spawn(async move {
         for (i, (k, d)) in ks.into_iter().zip(ds).enumerate() {
-            qp.add_after(k, d);
+            qp.add_after(k, d.saturating_sub(t0.elapsed()));
             cooperate(i).await;
         }
+        S4_ADDS_NS.store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if debug {
             eprintln!("  s4: producer done after {:?}", t0.elapsed());
         }
@@ -255,6 +266,21 @@ async fn s4<Q: BenchQueue>(q: Q, ks: Vec<String>, ds: Vec<Duration>) -> usize {
     c
 }
 
+/// S5's bookkeeping: how often `k` was handed out before, counting this time. Clones the
+/// key only the first time (a clone per get would cost every implementation alike).
+fn failed_before(failures: &mut HashMap<String, u32>, k: &str) -> u32 {
+    match failures.get_mut(k) {
+        Some(f) => {
+            *f += 1;
+            *f - 1
+        }
+        None => {
+            failures.insert(k.to_owned(), 1);
+            0
+        }
+    }
+}
+
 async fn s5<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     let n = ks.len();
     for k in ks {
@@ -264,9 +290,7 @@ async fn s5<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     let mut finished = 0;
     while finished < n {
         let Some(k) = q.get().await else { break };
-        let f = failures.entry(k.clone()).or_insert(0);
-        if *f < 3 {
-            *f += 1;
+        if failed_before(&mut failures, &k) < 3 {
             q.done(&k);
             q.retry(k);
         } else {
@@ -301,6 +325,7 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
             let chunk = n.div_ceil(producers);
             let mut ks = ks;
             let mut ds = ds;
+            let t0 = Instant::now();
             let mut prods = Vec::new();
             for _ in 0..producers {
                 let part: Vec<String> = ks.drain(..chunk.min(ks.len())).collect();
@@ -311,10 +336,11 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
                         let d = dpart.get(i).copied().unwrap_or_default();
                         let _ = tx.unbounded_send(ScheduleRequest {
                             message: k,
-                            run_at: Instant::now() + d,
+                            run_at: t0 + d,
                         });
                         cooperate(i).await;
                     }
+                    S4_ADDS_NS.store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 }));
             }
             let cons = tokio::spawn(async move {
@@ -374,10 +400,9 @@ async fn run_kube(sc: Scenario, ks: Vec<String>, ds: Vec<Duration>) -> usize {
             let mut finished = 0;
             while finished < n {
                 let Some(k) = sched.next().await else { break };
-                let f = failures.entry(k.clone()).or_insert(0);
-                if *f < 3 {
-                    let backoff = Duration::from_millis(5) * 2u32.pow(*f);
-                    *f += 1;
+                let f = failed_before(&mut failures, &k);
+                if f < 3 {
+                    let backoff = Duration::from_millis(5) * 2u32.pow(f);
                     let _ = tx.unbounded_send(ScheduleRequest {
                         message: k,
                         run_at: Instant::now() + backoff,
@@ -418,7 +443,13 @@ fn run(imp: Impl, sc: Scenario) -> Option<Sample> {
     let wall = start.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
     drop(rt);
-    Some(Sample { wall, cpu, count })
+    let adds = Duration::from_nanos(S4_ADDS_NS.swap(0, Ordering::Relaxed));
+    Some(Sample {
+        wall,
+        cpu,
+        count,
+        adds,
+    })
 }
 
 /// Bytes allocated to hold `n` distinct keys (keys included) in each implementation.
@@ -475,6 +506,53 @@ fn memory(imp: Impl, n: usize) -> usize {
         drop(held);
         used
     })
+}
+
+/// Samples by implementation label, in repetition order.
+type Samples = HashMap<&'static str, Vec<Sample>>;
+
+/// One repetition of `sc`: every implementation once, in turn.
+fn sample_once(imps: &[Impl], sc: Scenario, into: &mut Samples) {
+    for &imp in imps {
+        if let Some(s) = run(imp, sc) {
+            into.entry(imp.label()).or_default().push(s);
+        }
+    }
+}
+
+fn ns_per_item(s: &Sample) -> f64 {
+    s.wall.as_nanos() as f64 / s.count.max(1) as f64
+}
+
+/// S6's own line: per-item cost at the largest size over the smallest, one ratio per
+/// repetition (sizes run back to back), median / min / max. The bar is ≤ 1.3×.
+fn print_growth(sizes: &[usize], growth: Vec<(Impl, Vec<f64>)>) {
+    let (Some(first), Some(last)) = (sizes.first(), sizes.last()) else {
+        return;
+    };
+    if growth.iter().all(|(_, v)| v.is_empty()) {
+        return;
+    }
+    println!(
+        "\nS6 growth: ns/item at {last} keys / ns/item at {first} keys (per repetition; bar <= 1.3x)"
+    );
+    println!(
+        "  {:<32} {:>10} {:>10} {:>10}",
+        "implementation", "median", "min", "max"
+    );
+    for (imp, mut v) in growth {
+        if v.is_empty() {
+            continue;
+        }
+        let med = median(&mut v);
+        println!(
+            "  {:<32} {:>9.2}x {:>9.2}x {:>9.2}x",
+            imp.label(),
+            med,
+            v[0],
+            v[v.len() - 1]
+        );
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -644,18 +722,52 @@ fn main() {
         ));
     }
 
-    for (title, sc) in &scenarios {
-        if only.as_deref().is_some_and(|o| !title.contains(o)) {
-            continue;
-        }
-        let mut samples: HashMap<&'static str, Vec<Sample>> = HashMap::new();
-        for _ in 0..reps {
-            for &imp in &imps {
-                if let Some(s) = run(imp, *sc) {
-                    samples.entry(imp.label()).or_default().push(s);
-                }
+    let wanted = |title: &str| only.as_deref().is_none_or(|o| title.contains(o));
+    // S6's sizes are interleaved within each repetition, so that a change of load on the
+    // shared machine hits every size alike; the growth ratio is then taken per repetition.
+    let mut pre: HashMap<String, Samples> = HashMap::new();
+    for _ in 0..reps {
+        for (title, sc) in scenarios.iter().filter(|(t, _)| t.starts_with("S6")) {
+            if wanted(title) {
+                let into = pre.entry(title.clone()).or_default();
+                sample_once(&imps, *sc, into);
             }
         }
+    }
+    let s6_ns = |title: &str, imp: Impl| -> Vec<f64> {
+        pre.get(title)
+            .and_then(|m| m.get(imp.label()))
+            .map(|v| v.iter().map(ns_per_item).collect())
+            .unwrap_or_default()
+    };
+    let s6_growth: Vec<(Impl, Vec<f64>)> = match (
+        scenarios.iter().find(|(t, _)| t.starts_with("S6")),
+        scenarios.last(),
+    ) {
+        (Some((first, _)), Some((last, _))) if first != last => imps
+            .iter()
+            .map(|&imp| {
+                let (a, b) = (s6_ns(first, imp), s6_ns(last, imp));
+                (imp, a.iter().zip(&b).map(|(a, b)| b / a).collect())
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+
+    for (title, sc) in &scenarios {
+        if !wanted(title) {
+            continue;
+        }
+        let samples = match pre.remove(title) {
+            Some(s) => s,
+            None => {
+                let mut samples = Samples::new();
+                for _ in 0..reps {
+                    sample_once(&imps, *sc, &mut samples);
+                }
+                samples
+            }
+        };
         let is_s6 = title.starts_with("S6");
         let mut rows = Vec::new();
         for &imp in &imps {
@@ -664,7 +776,7 @@ fn main() {
             };
             let metric = |s: &Sample| -> f64 {
                 match sc {
-                    _ if is_s6 => s.wall.as_nanos() as f64 / s.count.max(1) as f64,
+                    _ if is_s6 => ns_per_item(s),
                     Scenario::S1(_) | Scenario::S3(_) => {
                         s.count as f64 / s.wall.as_secs_f64() / 1e6
                     }
@@ -677,7 +789,14 @@ fn main() {
             let mut cpus: Vec<f64> = v.iter().map(|s| s.cpu.as_secs_f64() * 1e3).collect();
             let med = median(&mut vals);
             let extra = match sc {
-                Scenario::S4(_) => format!("CPU {:.0} ms (median)", median(&mut cpus)),
+                Scenario::S4(_) => {
+                    let mut adds: Vec<f64> = v.iter().map(|s| s.adds.as_secs_f64() * 1e3).collect();
+                    format!(
+                        "CPU {:.0} ms, adds {:.0} ms (medians)",
+                        median(&mut cpus),
+                        median(&mut adds)
+                    )
+                }
                 Scenario::S3(_) if imp == Impl::Kube => "1 consumer (one stream)".into(),
                 _ => String::new(),
             };
@@ -702,6 +821,7 @@ fn main() {
         };
         print_rows(title, unit, higher, &rows);
     }
+    print_growth(&s6, s6_growth);
 
     if only.as_deref().is_some_and(|o| !"Memory".contains(o)) {
         return;

@@ -1,7 +1,7 @@
 //! Delays: the deadline heap and the one timer task per queue that moves items into the
 //! queue when their time comes (client-go's `delaying_queue.go`).
 //!
-//! A queue keeps, under its own lock, a [`DelayHeap`]: slot numbers bucketed by 1 ms tick
+//! A queue keeps, under its own lock, a [`DelayHeap`]: slot numbers bucketed by 250 µs tick
 //! (deadlines rounded up, so never early). The slot itself remembers its earliest pending
 //! deadline, so a later, longer delay for the same key is ignored and a shorter one simply
 //! wins (stale bucket entries are skipped when their tick comes up). The timer task sleeps until the earliest deadline and is woken early only
@@ -20,9 +20,12 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// The timer's resolution: deadlines are rounded **up** to whole ticks, so an item is
-/// never ready early and at most one tick late (tokio's timer has 1 ms resolution too).
-const TICK: Duration = Duration::from_millis(1);
+/// The wheel's resolution: deadlines are rounded **up** to whole ticks, so an item is
+/// never ready early. tokio's timer wakes the task on whole milliseconds of its own clock;
+/// a tick finer than that keeps the two roundings from adding up (with 1 ms ticks on a
+/// grid offset from tokio's, an item was up to 2 ms late, 1 ms on average; now at most
+/// 1.25 ms, about 0.6 ms on average), while still batching the items of one wake-up.
+const TICK: Duration = Duration::from_micros(250);
 
 /// Pending deadlines of one queue, bucketed by tick: adding is a push onto the tick's
 /// vector and firing takes a whole tick at once (no per-item heap sifting).
@@ -56,7 +59,11 @@ impl DelayHeap {
     }
 
     fn deadline(&self, tick: u64) -> Instant {
-        self.base + TICK * u32::try_from(tick).unwrap_or(u32::MAX)
+        // Saturates at ~584 years; `checked_add` fails only past the platform's limit.
+        let d = Duration::from_nanos(tick.saturating_mul(TICK.as_nanos() as u64));
+        self.base
+            .checked_add(d)
+            .unwrap_or_else(|| self.base + Duration::from_secs(100 * 365 * 86_400))
     }
 
     /// Records that slot `idx` is due at `at`; returns whether the timer must be woken
