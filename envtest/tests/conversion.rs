@@ -17,11 +17,14 @@ use async_trait::async_trait;
 use ctrl_envtest::Environment;
 use ctrl_runtime::http::{Handler, Request, Response};
 use ctrl_runtime::webhook::admission::{
-    CustomValidator, Request as AdmissionRequest, ValidationError, Warnings, validating_webhook,
+    CustomDefaulter, CustomValidator, Request as AdmissionRequest, ValidationError, Warnings,
+    defaulting_webhook, validating_webhook,
 };
 use ctrl_runtime::webhook::conversion::{self, ConversionError, Convertible, Hub};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{CustomResource, ResourceExt};
@@ -725,4 +728,61 @@ async fn kubectl_reads_and_writes_through_the_conversion_webhook() {
         .await;
     assert!(out.ok, "{out:?}");
     assert_eq!(s.v1().get("b").await.unwrap().spec.size, "3Mi");
+}
+
+/// A defaulting webhook written for v2 only: sizes below 10 are raised to 10.
+struct MinSize;
+
+#[async_trait]
+impl CustomDefaulter<v2::Volume> for MinSize {
+    async fn default(
+        &self,
+        _req: &AdmissionRequest,
+        v: &mut v2::Volume,
+    ) -> Result<(), ValidationError> {
+        v.spec.size.value = v.spec.size.value.max(10);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_mutation_made_at_another_version_is_converted_back_before_it_is_stored() {
+    let s = setup_server(
+        |server| {
+            server.register("/convert", volumes()).unwrap();
+            server
+                .register("/mutate", defaulting_webhook::<v2::Volume, _>(MinSize))
+                .unwrap();
+        },
+        Seen::default(),
+    )
+    .await;
+    let config: MutatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": "min-size"},
+        "webhooks": [{
+            "name": "min.conv.ctrl.dev",
+            "clientConfig": {"url": format!("{}/mutate", s.hook.url), "caBundle": s.hook.ca_bundle},
+            "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["conv.ctrl.dev"], "apiVersions": ["v2"], "resources": ["volumes"]}],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        }],
+    }))
+    .unwrap();
+    Api::<MutatingWebhookConfiguration>::all(s.env.client())
+        .create(&PostParams::default(), &config)
+        .await
+        .unwrap();
+    let pp = PostParams::default();
+    // At the storage version: converted to v2 for the webhook, its patch converted back.
+    let made = s.v1().create(&pp, &at_v1("small", "5Mi")).await.unwrap();
+    assert_eq!(made.spec.size, "10Mi");
+    // At v2 (the request converts to v1, the webhook sees v2 again).
+    let made = s.v2().create(&pp, &at_v2("tiny", 1, "Gi")).await.unwrap();
+    assert_eq!(size2(&made), (10, "Gi"));
+    assert_eq!(s.v1().get("tiny").await.unwrap().spec.size, "10Gi");
+    // Updates too.
+    let mut big = s.v1().create(&pp, &at_v1("big", "50Gi")).await.unwrap();
+    big.spec.size = "2Gi".into();
+    let updated = s.v1().replace("big", &pp, &big).await.unwrap();
+    assert_eq!(updated.spec.size, "10Gi");
 }
