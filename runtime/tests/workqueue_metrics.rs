@@ -187,3 +187,25 @@ async fn text_exposition_has_controller_runtime_names_and_labels() {
         && l.contains(&format!("name=\"{name}\""))
         && l.contains("priority=\"\"")));
 }
+
+#[test]
+fn histogram_buckets_hold_values_up_to_their_bound() {
+    let name = format!("rlq-metrics-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let h = prometheus_metrics_provider().new_latency_metric(&name);
+    // 0 and 1e-8 in the first bucket; just above 1e-8 in the second; 1e-3 exactly in
+    // the 1e-3 bucket; 0.5 in the 1 s one; 5000 s only in +Inf.
+    for v in [0.0, 1e-8, 1.1e-8, 1e-3, 0.5, 5000.0] {
+        h.observe(v);
+    }
+    let (_, m) = find("workqueue_queue_duration_seconds", &name).expect("histogram");
+    let cumulative: Vec<u64> = m
+        .get_histogram()
+        .get_bucket()
+        .iter()
+        .map(|b| b.cumulative_count())
+        .collect();
+    assert_eq!(cumulative, vec![2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 5]);
+    assert_eq!(m.get_histogram().get_sample_count(), 6);
+    let sum = m.get_histogram().get_sample_sum();
+    assert!((sum - 5000.501_000_021).abs() < 1e-6, "sum {sum}");
+}

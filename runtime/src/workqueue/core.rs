@@ -112,20 +112,18 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         }
     }
 
-    /// Hands out the item in `idx` (already taken off its ready list, at priority `prio`)
-    /// at `now`: marks it processing; returns the key and its queue latency (metrics only).
-    pub(crate) fn start_processing(
-        &mut self,
-        idx: u32,
-        prio: i32,
-        now: u64,
-    ) -> Option<(T, Option<f64>)> {
+    /// Hands out the item in `idx` (already taken off its ready list, at priority `prio`):
+    /// marks it processing; returns the key and its queue latency (metrics only). The clock
+    /// is read here, only when an item is really handed out (never for a `get` that finds
+    /// the queue empty), and serves as both the end of its wait and the start of its work.
+    pub(crate) fn start_processing(&mut self, idx: u32, prio: i32) -> Option<(T, Option<f64>)> {
         let n = self.table.get_mut(idx)?;
         n.val.flags |= PROCESSING;
         self.processing += 1;
         let mut latency = None;
         if let Some(m) = &mut self.metrics {
             m.depth(prio).dec();
+            let now = now_ns();
             let e = &mut n.val;
             e.start_ns = now;
             if e.add_ns != 0 {

@@ -162,7 +162,7 @@ impl<T: QueueKey> State<T> {
         (woken, timer)
     }
 
-    fn pop(&mut self, now: u64) -> Option<(T, i32, Option<f64>)> {
+    fn pop(&mut self) -> Option<(T, i32, Option<f64>)> {
         let mut found = None;
         let mut emptied = None;
         for (prio, bucket) in self.buckets.iter_mut() {
@@ -192,7 +192,7 @@ impl<T: QueueKey> State<T> {
         n.val.flags &= !(IN_BUCKET | QUEUED);
         let prio = n.val.x.priority;
         self.ready -= 1;
-        let (key, latency) = self.core.start_processing(idx, prio, now)?;
+        let (key, latency) = self.core.start_processing(idx, prio)?;
         Some((key, prio, latency))
     }
 
@@ -357,10 +357,7 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// returns it with its priority, or `None` once shut down and empty.
     pub async fn get_with_priority(&self) -> Option<(T, i32)> {
         self.inner
-            .get(|s, now| {
-                s.pop(now)
-                    .map(|(item, prio, latency)| ((item, prio), latency))
-            })
+            .get(|s| s.pop().map(|(item, prio, latency)| ((item, prio), latency)))
             .await
     }
 

@@ -108,11 +108,11 @@ impl<T: QueueKey> State<T> {
     }
 
     /// `Get` without waiting: the next key, marked as processing, with its queue latency.
-    pub(crate) fn pop(&mut self, now: u64) -> Option<(T, Option<f64>)> {
+    pub(crate) fn pop(&mut self) -> Option<(T, Option<f64>)> {
         let idx = self.fifo.pop_front()?;
         let node = self.core.table.get_mut(idx)?;
         node.val.flags &= !DIRTY;
-        self.core.start_processing(idx, 0, now)
+        self.core.start_processing(idx, 0)
     }
 
     /// `Done`: the key is no longer processed; queued again if it was re-added.

@@ -105,7 +105,7 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Waits for the next item and marks it as being processed; `None` once the queue is
     /// shut down and empty.
     pub async fn get(&self) -> Option<T> {
-        self.inner.get(|s, now| s.pop(now)).await
+        self.inner.get(|s| s.pop()).await
     }
 
     /// Marks `item` as done; if it was re-added while processed, it is queued again.

@@ -98,12 +98,11 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
     /// queue is shut down and `pop` yields nothing.
     pub(crate) async fn get<R>(
         &self,
-        mut pop: impl FnMut(&mut S, u64) -> Option<(R, Option<f64>)>,
+        mut pop: impl FnMut(&mut S) -> Option<(R, Option<f64>)>,
     ) -> Option<R> {
         let (item, latency) = take_or_wait(&self.notify, |register| {
-            let now = self.now();
             let mut s = self.state.lock();
-            if let Some(got) = pop(&mut s, now) {
+            if let Some(got) = pop(&mut s) {
                 return Some(Some(got));
             }
             let core = s.core_mut();
