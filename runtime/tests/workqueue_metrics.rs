@@ -207,5 +207,5 @@ fn histogram_buckets_hold_values_up_to_their_bound() {
     assert_eq!(cumulative, vec![2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 5]);
     assert_eq!(m.get_histogram().get_sample_count(), 6);
     let sum = m.get_histogram().get_sample_sum();
-    assert!((sum - 5000.501_000_021).abs() < 1e-6, "sum {sum}");
+    assert!((sum - 5_000.501_000_021).abs() < 1e-6, "sum {sum}");
 }
