@@ -5,7 +5,8 @@
 //! - `record`: [`LeaderElectionRecord`], the holder/duration/times/transitions a Lease carries;
 //! - `lock`: [`LeaseLock`], reads and writes it with optimistic concurrency;
 //! - `elector`: [`LeaderElector`], acquire / renew / release with client-go's timing rules;
-//! - `observe`: what a candidate has seen of the lock, kept current by a watch;
+//! - `observe`: what a candidate has seen of the lock (its own reads and writes only), and a
+//!   watch that wakes a waiting candidate when the lease is freed;
 //! - `resourcelock`: [`new_resource_lock`], the lock from manager options (id, namespace, identity);
 //! - `metrics`: the `leader_election_master_status{name}` gauge.
 //!
