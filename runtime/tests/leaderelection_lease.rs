@@ -128,18 +128,41 @@ async fn conflicts_are_retried_and_a_release_clears_the_holder() {
     env.faults()
         .fail_next(3, updates.clone(), FaultStatus::conflict());
     let audit = Audit::default();
-    let r = Replica::start(&env, 0, le_options("conflict", true), &audit);
+    // A renew deadline with room for three renewal attempts (two conflicts, then a
+    // success, a retry period apart) on a loaded machine.
+    let opts = Options {
+        lease_duration: Duration::from_secs(3),
+        renew_deadline: Duration::from_secs(2),
+        ..le_options("conflict", true)
+    };
+    let r = Replica::start(&env, 0, opts, &audit);
     audit.next_start(0, Duration::from_secs(10)).await;
     // Conflicts while renewing are retried too; the manager keeps running.
     env.faults()
         .fail_next(2, updates.clone(), FaultStatus::conflict());
-    tokio::time::sleep(LEASE).await;
+    let injected = || {
+        env.faults()
+            .count_requests(|q| q.injected && q.resource.as_deref() == Some("leases"))
+    };
+    let renew_time = || async {
+        let lease = api.get("conflict").await.expect("get");
+        lease.spec.and_then(|s| s.renew_time)
+    };
+    let renewed_after_the_conflicts = async {
+        while injected() < 5 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let before = renew_time().await;
+        while renew_time().await == before {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), renewed_after_the_conflicts)
+        .await
+        .expect("a renewal succeeded after the two conflicts");
     assert!(!r.handle.is_finished(), "a 409 stopped the leader");
     assert_eq!(audit.current(), Some(0));
-    let injected = env
-        .faults()
-        .count_requests(|q| q.injected && q.resource.as_deref() == Some("leases"));
-    assert_eq!(injected, 5);
+    assert_eq!(injected(), 5);
     r.stop().await.expect("clean stop");
     let spec = api.get("conflict").await.expect("get").spec.expect("spec");
     assert_eq!(spec.holder_identity.as_deref(), Some(""));
@@ -196,28 +219,33 @@ async fn options_are_checked_when_the_manager_is_built() {
 async fn caches_and_other_runnables_run_everywhere_and_only_the_leader_is_elected() {
     let env = env().await;
     let audit = Audit::default();
-    let mut replicas = Vec::new();
+    let mut managers = Vec::new();
     let mut others = Vec::new();
+    // Every manager is built before any starts (see `Replica::build`).
     for i in 0..2 {
-        let r = Replica::start(&env, i, le_options("gating", false), &audit);
+        let mgr = Replica::build(&env, i, le_options("gating", false), &audit);
         let ran = Arc::new(AtomicBool::new(false));
         let flag = ran.clone();
-        r.mgr
-            .add(
-                RunnableFunc::new(move |ctx| {
-                    let flag = flag.clone();
-                    async move {
-                        flag.store(true, Ordering::SeqCst);
-                        ctx.cancelled().await;
-                        Ok(())
-                    }
-                })
-                .with_leader_election(false),
-            )
-            .expect("add");
+        mgr.add(
+            RunnableFunc::new(move |ctx| {
+                let flag = flag.clone();
+                async move {
+                    flag.store(true, Ordering::SeqCst);
+                    ctx.cancelled().await;
+                    Ok(())
+                }
+            })
+            .with_leader_election(false),
+        )
+        .expect("add");
         others.push(ran);
-        replicas.push(r);
+        managers.push(mgr);
     }
+    let replicas: Vec<Replica> = managers
+        .into_iter()
+        .enumerate()
+        .map(|(i, mgr)| Replica::run(i, mgr))
+        .collect();
     audit.next_start(0, Duration::from_secs(10)).await;
     let leader = audit.current().expect("leader");
     let standby = 1 - leader;

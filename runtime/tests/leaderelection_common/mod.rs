@@ -142,8 +142,22 @@ pub struct Replica {
 impl Replica {
     /// Starts replica `idx` with `opts`, its leader-only runnable logging to `audit`.
     pub fn start(env: &Environment, idx: usize, opts: Options, audit: &Audit) -> Replica {
+        Replica::run(idx, Replica::build(env, idx, opts, audit))
+    }
+
+    /// Builds replica `idx`'s manager (with its audited leader-only runnable) without
+    /// starting it. Building a leader elector sets the process-wide
+    /// `leader_election_master_status{name}` gauge to 0, as client-go's
+    /// `NewLeaderElector` does: a test that reads the gauge builds every replica
+    /// before it starts any, or a replica built late hides the leader.
+    pub fn build(env: &Environment, idx: usize, opts: Options, audit: &Audit) -> Manager {
         let mgr = Manager::new(env.client(), opts).expect("manager");
         mgr.add(audit.runnable(idx)).expect("add");
+        mgr
+    }
+
+    /// Starts replica `idx` from its built manager.
+    pub fn run(idx: usize, mgr: Manager) -> Replica {
         let ctx = CancellationToken::new();
         let handle = {
             let (mgr, ctx) = (mgr.clone(), ctx.clone());
