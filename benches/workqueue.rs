@@ -508,6 +508,37 @@ fn memory(imp: Impl, n: usize) -> usize {
     })
 }
 
+/// S2's dedup hit alone: `add_ref` of an already queued key, in one thread, no consumer.
+/// Against S2 it shows what the queue costs per add and what the consumer running on the
+/// other worker (lock and cache-line hand-offs) adds to it.
+fn print_hit_cost(nkeys: usize, adds: usize) {
+    fn hits<Q: BenchQueue>(q: Q, ks: &[String], adds: usize) -> f64 {
+        for k in ks {
+            q.add_ref(k);
+        }
+        let t = std::time::Instant::now();
+        for i in 0..adds {
+            q.add_ref(std::hint::black_box(&ks[i % ks.len()]));
+        }
+        t.elapsed().as_nanos() as f64 / adds as f64
+    }
+    let ks = keys(nkeys);
+    println!(
+        "\nS2 dedup hit alone ({nkeys} queued keys, {adds} add_ref in one thread, no consumer)"
+    );
+    for (label, ns) in [
+        (Impl::Rlq.label(), hits(ctrl_queue(false), &ks, adds)),
+        (Impl::RlqMetrics.label(), hits(ctrl_queue(true), &ks, adds)),
+        (Impl::Pq.label(), hits(ctrl_priority(false), &ks, adds)),
+        (Impl::Bare.label(), hits(Bare::new(), &ks, adds)),
+    ] {
+        println!(
+            "  {label:<32} {ns:>8.1} ns/add  = {:>6.1} M adds/s",
+            1e3 / ns
+        );
+    }
+}
+
 /// Samples by implementation label, in repetition order.
 type Samples = HashMap<&'static str, Vec<Sample>>;
 
@@ -822,6 +853,9 @@ fn main() {
         print_rows(title, unit, higher, &rows);
     }
     print_growth(&s6, s6_growth);
+    if wanted("S2") {
+        print_hit_cost(s2_keys, s2_adds * 10);
+    }
 
     if only.as_deref().is_some_and(|o| !"Memory".contains(o)) {
         return;
