@@ -19,7 +19,9 @@
 //! `crd`) to `discovery` or to the `verbs`, which read and write the `store`; the store fans
 //! change events out to `watch` streams. Errors are `Status` bodies (`status`). Metadata rules
 //! live in `meta`, type-specific rules in `kinds`, object validation in `validation`, selectors
-//! in `selector` and `filter`; fault injection and the request log in `faults`.
+//! in `selector` and `filter`; fault injection and the request log in `faults`. Webhook
+//! conversion of custom resources wraps the verbs (`conversion`); admission webhooks are called
+//! from the write paths (`admission`); OpenAPI v3 documents are filled by `openapi`.
 //!
 //! # Behaviour worth knowing
 //!
@@ -40,17 +42,26 @@
 //!   built-ins (`strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; 415 on custom resources) and server-side apply
 //!   (`apply`: managedFields per manager, conflicts, force, removal of dropped fields) are
-//!   served. Protobuf bodies answer 415, protobuf-only `Accept` 406.
+//!   served. Protobuf request bodies of v1 Namespace, ConfigMap, Secret and ServiceAccount
+//!   (what kubectl's `create namespace|configmap|secret|serviceaccount` generators send) are
+//!   decoded with `k8s-pb` (`protobuf`); other protobuf bodies answer 415, protobuf-only
+//!   `Accept` 406.
 //! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);
 //!   custom resources are pruned, defaulted and validated against their CRD version's
 //!   `openAPIV3Schema` (422), with `fieldValidation=Strict` turning dropped unknown fields
-//!   into a 400. CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook` are
-//!   rejected (422); other multi-version CRDs store one object served at every version.
+//!   into a 400. CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook`
+//!   convert through their webhook (`conversion`) wherever a real API server converts; other
+//!   multi-version CRDs store one object served at every version. Admission webhook
+//!   `warnings` reach clients as `Warning: 299` headers.
 //! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`), dryRun,
 //!   finalizers and delete preconditions follow upstream. events.k8s.io/v1 Events are a view
 //!   of the core/v1 Events (one storage, fields mapped), so kube's `Recorder` output shows up
-//!   where `kubectl describe` looks. `as=Table` is served (`table`: Name, then CRD
-//!   `additionalPrinterColumns` or Age) for lists, gets and watches.
+//!   where `kubectl describe` looks. `as=Table` is served (`table`: upstream's printer
+//!   columns for the common built-ins, `-o wide` included, CRD `additionalPrinterColumns`,
+//!   otherwise Name and Age) for lists, gets and watches.
+//! * OpenAPI v3 documents carry full schemas (`openapi`: built-ins from k8s-openapi's schemars
+//!   impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain` works;
+//!   each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 
 mod admission;
