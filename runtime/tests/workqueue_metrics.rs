@@ -209,3 +209,25 @@ fn histogram_buckets_hold_values_up_to_their_bound() {
     let sum = m.get_histogram().get_sample_sum();
     assert!((sum - 5_000.501_000_021).abs() < 1e-6, "sum {sum}");
 }
+
+#[tokio::test]
+async fn batched_counts_are_exact_at_every_read_and_survive_the_queue() {
+    let (q, name) = queue();
+    for k in ["a", "b", "c"] {
+        q.add(k.into());
+    }
+    q.add_after("d".into(), Duration::from_secs(3600));
+    assert_eq!(value("workqueue_adds_total", &name), 3.0);
+    assert_eq!(value("workqueue_depth", &name), 3.0);
+    assert_eq!(value("workqueue_retries_total", &name), 1.0);
+    let a = q.get().await.expect("a");
+    q.add("e".into());
+    assert_eq!(value("workqueue_depth", &name), 3.0, "one out, one in");
+    q.done(&a);
+    drop(q);
+    assert_eq!(
+        value("workqueue_adds_total", &name),
+        4.0,
+        "updates not yet read are handed over when the queue is dropped"
+    );
+}

@@ -96,8 +96,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
     /// clock is read only here, when an item really becomes queued (never on a dedup hit).
     pub(crate) fn count_add(&mut self, idx: u32, prio: i32) {
         let Some(m) = &mut self.metrics else { return };
-        m.adds.inc();
-        m.depth(prio).inc();
+        m.note_add(prio);
         if let Some(n) = self.table.get_mut(idx)
             && n.val.add_ns == 0
         {
@@ -106,9 +105,9 @@ impl<T: QueueKey, X: Default> Core<T, X> {
     }
 
     /// Counts a delayed or rate-limited add in the metrics.
-    pub(crate) fn count_retry(&self) {
-        if let Some(m) = &self.metrics {
-            m.retries.inc();
+    pub(crate) fn count_retry(&mut self) {
+        if let Some(m) = &mut self.metrics {
+            m.note_retry();
         }
     }
 
@@ -122,7 +121,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         self.processing += 1;
         let mut latency = None;
         if let Some(m) = &mut self.metrics {
-            m.depth(prio).dec();
+            m.note_depth(prio, -1);
             let now = now_ns();
             let e = &mut n.val;
             e.start_ns = now;

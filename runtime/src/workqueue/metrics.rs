@@ -172,6 +172,12 @@ impl Collector for HistogramCollector {
 pub trait CounterMetric: Send + Sync {
     /// Adds one.
     fn inc(&self);
+    /// Adds `n` (by default, `n` calls of [`CounterMetric::inc`]).
+    fn inc_by(&self, n: u64) {
+        for _ in 0..n {
+            self.inc();
+        }
+    }
 }
 
 /// A gauge handle that moves by one (`workqueue.GaugeMetric`).
@@ -180,6 +186,13 @@ pub trait GaugeMetric: Send + Sync {
     fn inc(&self);
     /// Subtracts one.
     fn dec(&self);
+    /// Adds `delta`, which may be negative (by default, that many calls of
+    /// [`GaugeMetric::inc`] or [`GaugeMetric::dec`]).
+    fn add(&self, delta: i64) {
+        for _ in 0..delta.unsigned_abs() {
+            if delta > 0 { self.inc() } else { self.dec() }
+        }
+    }
 }
 
 /// A gauge handle that is set (`workqueue.SettableGaugeMetric`).
@@ -215,6 +228,14 @@ pub trait MetricsProvider: Send + Sync {
     ) -> Box<dyn SettableGaugeMetric>;
     /// The total number of retries (delayed or rate-limited adds).
     fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+    /// Whether queues may batch the `adds`, `retries` and `depth` updates: count them in
+    /// plain integers under their lock and hand them over in one call each before every
+    /// collection of the metrics and every 500 ms, instead of one call per change. Only a
+    /// provider whose readers always go through such a collection can say yes; the
+    /// default is no (every change reaches the handles at once).
+    fn batched(&self) -> bool {
+        false
+    }
 }
 
 struct PromVecs {
@@ -278,13 +299,13 @@ fn prom_vecs() -> &'static PromVecs {
         };
         let reg = crate::metrics::registry();
         let collectors: [Box<dyn prometheus::core::Collector>; 7] = [
-            Box::new(vecs.depth.clone()),
-            Box::new(vecs.adds.clone()),
+            Box::new(Flushing(vecs.depth.clone())),
+            Box::new(Flushing(vecs.adds.clone())),
             Box::new(SharedCollector(Arc::clone(&vecs.latency))),
             Box::new(SharedCollector(Arc::clone(&vecs.work_duration))),
             Box::new(vecs.unfinished.clone()),
             Box::new(vecs.longest.clone()),
-            Box::new(vecs.retries.clone()),
+            Box::new(Flushing(vecs.retries.clone())),
         ];
         for c in collectors {
             if let Err(err) = reg.register(c) {
@@ -293,6 +314,20 @@ fn prom_vecs() -> &'static PromVecs {
         }
         vecs
     })
+}
+
+/// A collector of batched metrics: hands every queue's pending updates to the handles
+/// before it is collected, so what is read is exact.
+struct Flushing<C>(C);
+
+impl<C: Collector> Collector for Flushing<C> {
+    fn desc(&self) -> Vec<&Desc> {
+        self.0.desc()
+    }
+    fn collect(&self) -> Vec<MetricFamily> {
+        flush_all();
+        self.0.collect()
+    }
 }
 
 /// Registers an `Arc`'d collector (the registry wants a `Box<dyn Collector>`).
@@ -326,6 +361,9 @@ impl CounterMetric for prometheus::IntCounter {
     fn inc(&self) {
         prometheus::IntCounter::inc(self)
     }
+    fn inc_by(&self, n: u64) {
+        prometheus::IntCounter::inc_by(self, n)
+    }
 }
 impl GaugeMetric for prometheus::IntGauge {
     fn inc(&self) {
@@ -333,6 +371,9 @@ impl GaugeMetric for prometheus::IntGauge {
     }
     fn dec(&self) {
         prometheus::IntGauge::dec(self)
+    }
+    fn add(&self, delta: i64) {
+        prometheus::IntGauge::add(self, delta)
     }
 }
 impl SettableGaugeMetric for prometheus::Gauge {
@@ -371,6 +412,11 @@ impl MetricsProvider for PrometheusProvider {
     fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric> {
         Box::new(prom_vecs().retries.with_label_values(&[name, name]))
     }
+    fn batched(&self) -> bool {
+        // Every read goes through `Registry::gather`, and the three batched families are
+        // registered behind `Flushing`, which flushes every queue first.
+        true
+    }
 }
 
 /// The two histograms of a queue.
@@ -387,6 +433,13 @@ pub(crate) struct QueueMetrics {
     priority_aware: bool,
     /// Depth gauges by priority, resolved on first use (few distinct priorities).
     depth: Vec<(i32, Box<dyn GaugeMetric>)>,
+    /// Whether `adds`, `retries` and `depth` updates are batched (see
+    /// [`MetricsProvider::batched`]).
+    batched: bool,
+    /// Batched updates not handed over yet.
+    pending_adds: u64,
+    pending_retries: u64,
+    pending_depth: Vec<(i32, i64)>,
     pub(crate) adds: Box<dyn CounterMetric>,
     /// The histograms, shared with the queue so it can observe outside its lock.
     pub(crate) hists: Arc<Histograms>,
@@ -409,6 +462,10 @@ impl QueueMetrics {
         let first = provider.new_depth_metric(name, priority_aware.then_some(0));
         Some(Self {
             depth: vec![(0, first)],
+            batched: provider.batched(),
+            pending_adds: 0,
+            pending_retries: 0,
+            pending_depth: Vec::new(),
             adds: provider.new_adds_metric(name),
             hists: Arc::new(Histograms {
                 latency: provider.new_latency_metric(name),
@@ -421,6 +478,58 @@ impl QueueMetrics {
             priority_aware,
             provider,
         })
+    }
+
+    /// An item became queued at `priority`: one more add, one more in depth.
+    pub(crate) fn note_add(&mut self, priority: i32) {
+        if self.batched {
+            self.pending_adds += 1;
+        } else {
+            self.adds.inc();
+        }
+        self.note_depth(priority, 1);
+    }
+
+    /// One more retry.
+    pub(crate) fn note_retry(&mut self) {
+        if self.batched {
+            self.pending_retries += 1;
+        } else {
+            self.retries.inc();
+        }
+    }
+
+    /// The depth at `priority` changed by `delta`.
+    pub(crate) fn note_depth(&mut self, priority: i32, delta: i64) {
+        if !self.batched {
+            self.depth(priority).add(delta);
+            return;
+        }
+        let priority = if self.priority_aware { priority } else { 0 };
+        match self.pending_depth.iter_mut().find(|(p, _)| *p == priority) {
+            Some((_, d)) => *d += delta,
+            None => self.pending_depth.push((priority, delta)),
+        }
+    }
+
+    /// Hands the batched updates to the handles.
+    pub(crate) fn flush(&mut self) {
+        if self.pending_adds > 0 {
+            self.adds.inc_by(std::mem::take(&mut self.pending_adds));
+        }
+        if self.pending_retries > 0 {
+            self.retries
+                .inc_by(std::mem::take(&mut self.pending_retries));
+        }
+        for i in 0..self.pending_depth.len() {
+            let (p, d) = self.pending_depth[i];
+            self.pending_depth[i].1 = 0;
+            // Resolved even for a net change of 0: a priority once used has its series.
+            let gauge = self.depth(p);
+            if d != 0 {
+                gauge.add(d);
+            }
+        }
     }
 
     /// The depth gauge for `priority` (always the single one on plain queues).
@@ -438,19 +547,40 @@ impl QueueMetrics {
     }
 }
 
+impl Drop for QueueMetrics {
+    fn drop(&mut self) {
+        // Batched updates must not be lost with the queue.
+        self.flush();
+    }
+}
+
 /// Something whose unfinished-work gauges need refreshing every 500 ms.
 pub(crate) trait UnfinishedWork: Send + Sync {
     /// Recomputes and sets the unfinished-work and longest-running gauges.
     fn update_unfinished_work(&self, now: Instant);
+    /// Hands batched metric updates to their handles.
+    fn flush_metrics(&self);
 }
 
 /// The queues the updater thread refreshes.
 type Registered = Arc<Mutex<Vec<Weak<dyn UnfinishedWork>>>>;
 
+/// Every queue with metrics, weakly.
+static QUEUES: OnceLock<Registered> = OnceLock::new();
+
+/// Hands every live queue's batched metric updates to their handles.
+fn flush_all() {
+    let Some(queues) = QUEUES.get() else { return };
+    let live: Vec<Arc<dyn UnfinishedWork>> =
+        queues.lock().iter().filter_map(Weak::upgrade).collect();
+    for q in live {
+        q.flush_metrics();
+    }
+}
+
 /// Registers `q` with the process-wide updater thread (started on first use). The thread
 /// holds only a weak reference: dropped queues are forgotten on the next tick.
 pub(crate) fn register_unfinished_work(q: Weak<dyn UnfinishedWork>) {
-    static QUEUES: OnceLock<Registered> = OnceLock::new();
     let queues = QUEUES.get_or_init(|| {
         let queues: Registered = Arc::default();
         let for_thread = Arc::clone(&queues);
@@ -466,6 +596,7 @@ pub(crate) fn register_unfinished_work(q: Weak<dyn UnfinishedWork>) {
                     };
                     let now = Instant::now();
                     for q in live {
+                        q.flush_metrics();
                         q.update_unfinished_work(now);
                     }
                 }

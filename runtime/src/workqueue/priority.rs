@@ -139,8 +139,8 @@ impl<T: QueueKey> State<T> {
             if e.ready_at.is_none() {
                 let in_bucket = e.flags & IN_BUCKET != 0;
                 if let Some(m) = &mut self.core.metrics {
-                    m.depth(old).dec();
-                    m.depth(prio).inc();
+                    m.note_depth(old, -1);
+                    m.note_depth(prio, 1);
                 }
                 // A raised item goes to the back of its new priority; its old bucket
                 // element goes stale (the ticket no longer matches).

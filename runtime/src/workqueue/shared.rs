@@ -205,6 +205,12 @@ impl<S: QueueState<T>, T: QueueKey> TimerTarget for Shared<S, T> {
 }
 
 impl<S: QueueState<T>, T: QueueKey> UnfinishedWork for Shared<S, T> {
+    fn flush_metrics(&self) {
+        if let Some(m) = &mut self.state.lock().core_mut().metrics {
+            m.flush();
+        }
+    }
+
     fn update_unfinished_work(&self, _now: std::time::Instant) {
         let now = now_ns();
         let s = self.state.lock();
