@@ -1,5 +1,6 @@
 //! Criterion micro-benchmarks of the work queues: one add → get → done round trip, a
-//! dedup hit, and a priority round trip, each on a warm queue in one task.
+//! dedup hit (owned and borrowed), and a priority round trip, each on a warm queue in one
+//! task.
 //!
 //! The side-by-side scenario table (S1..S6 against kube-runtime and baselines) is
 //! `cargo bench --bench workqueue`.
@@ -51,6 +52,9 @@ fn bench(c: &mut Criterion) {
     dq.add(ks[0].clone());
     c.bench_function("rate_limiting_queue dedup hit", |b| {
         b.iter(|| dq.add(black_box(ks[0].clone())))
+    });
+    c.bench_function("rate_limiting_queue dedup hit (add_ref)", |b| {
+        b.iter(|| dq.add_ref(black_box(ks[0].as_str())))
     });
 
     let pq: PriorityQueue<String> = PriorityQueue::new(QueueConfig::default());
