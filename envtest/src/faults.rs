@@ -413,6 +413,15 @@ impl Faults {
             return None;
         }
         let (delay, injected) = self.decide(facts);
+        if !delay.is_zero() || injected.is_some() {
+            tracing::debug!(
+                method = facts.method,
+                path = facts.path,
+                delay_ms = delay.as_millis() as u64,
+                code = injected.as_ref().map(|i| i.code),
+                "fault injected"
+            );
+        }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }

@@ -574,15 +574,6 @@ impl FieldSelector {
             (have == t.value) != t.negate
         })
     }
-
-    /// The value `field` must equal for the selector to match, if one term says `field=value`
-    /// (apimachinery's `RequiresExactMatch`), e.g. `metadata.name` for a single-object watch.
-    pub(crate) fn requires_exact_match(&self, field: &str) -> Option<&str> {
-        self.terms
-            .iter()
-            .find(|t| t.field == field && !t.negate)
-            .map(|t| t.value.as_str())
-    }
 }
 
 impl fmt::Display for FieldSelector {
@@ -1227,14 +1218,6 @@ mod tests {
         assert!(!s("spec.hostNetwork=true").matches(&pod));
         assert!(s("spec.schedulerName=").matches(&pod));
         assert!(!s("metadata.name!=p").matches(&pod));
-        assert_eq!(
-            s("metadata.name=p").requires_exact_match("metadata.name"),
-            Some("p")
-        );
-        assert_eq!(
-            s("metadata.name!=p").requires_exact_match("metadata.name"),
-            None
-        );
 
         let ev = json!({
             "type": "Warning",

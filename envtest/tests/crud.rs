@@ -257,3 +257,43 @@ async fn generate_name_suffix() {
         "{name}"
     );
 }
+
+/// A CRD whose schema is not structural is rejected (422) with the apiextensions server's
+/// field paths, and nothing is registered; the same CRD with types is accepted.
+#[tokio::test]
+async fn non_structural_crd_schemas_are_invalid() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let env = common::env().await;
+    let api: Api<CustomResourceDefinition> = Api::all(env.client());
+    let mut crd = common::widget_crd(false);
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "spec": {"properties": {"size": {"type": "integer"}}},
+        "tags": {"type": "array"},
+    }});
+    crd.spec.versions[0].schema =
+        Some(serde_json::from_value(serde_json::json!({ "openAPIV3Schema": schema })).unwrap());
+    let st = status_of(api.create(&PostParams::default(), &crd).await.unwrap_err());
+    assert_eq!(st.code, 422, "{}", st.message);
+    let fields: Vec<String> = st
+        .details
+        .unwrap()
+        .causes
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+    assert!(
+        fields
+            .contains(&"spec.versions[0].schema.openAPIV3Schema.properties[spec].type".to_string()),
+        "{fields:?}"
+    );
+    assert!(
+        fields.contains(
+            &"spec.versions[0].schema.openAPIV3Schema.properties[tags].items".to_string()
+        ),
+        "{fields:?}"
+    );
+    assert!(api.get_opt("widgets.example.com").await.unwrap().is_none());
+    api.create(&PostParams::default(), &common::widget_crd(false))
+        .await
+        .unwrap();
+}

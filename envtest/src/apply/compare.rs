@@ -56,6 +56,10 @@ impl Walk<'_, '_> {
             .flat_map(|m| m.keys())
             .collect();
         for k in keys {
+            // Ownership is never tracked for the managedFields themselves.
+            if k == "managedFields" && self.at.len() == 1 && self.at[0] == "f:metadata" {
+                continue;
+            }
             let (o, n) = (old.and_then(|v| v.get(k)), new.and_then(|v| v.get(k)));
             self.at.push(format!("f:{k}"));
             self.field(k, o, n);

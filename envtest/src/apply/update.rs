@@ -57,13 +57,7 @@ pub(crate) fn record_update(
 ) {
     let shape = Shape { rt };
     let mut entries = base_entries(cur, given, who.subresource.is_some());
-    let without_fields = |v: &Value| {
-        let mut v = v.clone();
-        meta::remove_meta(&mut v, "managedFields");
-        v
-    };
-    let old = cur.map(without_fields);
-    let mut cmp = compare::compare(&shape, old.as_ref(), &without_fields(new));
+    let mut cmp = compare::compare(&shape, cur, new);
     for s in [&mut cmp.added, &mut cmp.modified, &mut cmp.removed] {
         s.retain(|p| !stripped(p));
     }

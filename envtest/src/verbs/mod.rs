@@ -338,6 +338,23 @@ pub(crate) fn ensure_namespace(
     }
 }
 
+/// The structural checks of every version's `openAPIV3Schema` of a CRD (`schema::check_schema`),
+/// as the apiextensions server validates them on create and update.
+fn crd_schema_causes(crd: &Value) -> Vec<crate::validation::FieldCause> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let s = v.pointer("/schema/openAPIV3Schema")?;
+            let base = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            Some(crate::schema::check_schema(s, &base))
+        })
+        .flatten()
+        .collect()
+}
+
 /// Generic metadata/data validation, then the CRD schema for custom resources.
 pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     if let Some(decode) = rt.decode {
@@ -348,8 +365,11 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
             ))
         })?;
     }
-    let causes =
+    let mut causes =
         crate::validation::validate_object(&rt.group, &rt.plural, &rt.kind, rt.namespaced, obj);
+    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+        causes.extend(crd_schema_causes(obj));
+    }
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             &rt.group,
