@@ -71,7 +71,6 @@ mod conversion;
 mod crd;
 mod discovery;
 mod env;
-#[allow(dead_code)] // helper module: not every item is wired yet
 mod faults;
 mod filter;
 mod gc;
@@ -82,16 +81,13 @@ mod openapi;
 mod protobuf;
 mod registry;
 mod router;
-#[allow(dead_code)] // helper module: not every item is wired yet
 mod schema;
-#[allow(dead_code)] // helper module: not every item is wired yet
 mod selector;
 mod server;
 mod status;
 mod store;
 mod strategic;
 mod table;
-#[allow(dead_code)] // helper module: not every item is wired yet
 mod validation;
 mod verbs;
 mod watch;

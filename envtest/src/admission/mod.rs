@@ -18,8 +18,9 @@
 //! Configurations are ordinary objects: create them through the API, or give them
 //! to [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
 //! Simplifications: webhooks see the object before the server sets uid /
-//! resourceVersion on a create; server-side apply (`application/apply-patch+yaml`)
-//! bypasses webhooks; only `clientConfig.url` is supported (not `service`).
+//! resourceVersion on a create; only `clientConfig.url` is supported (not `service`).
+//! Server-side apply is admitted by `crate::apply::admit`: its computed result is reviewed
+//! as the CREATE or UPDATE it amounts to.
 
 pub(crate) mod client;
 mod rules;
