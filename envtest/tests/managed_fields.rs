@@ -247,6 +247,19 @@ async fn client_sent_managed_fields_replace_or_reset_tracking() {
         fields(entry(&all, "imported")),
         json!({"f:data": {"f:a": {}}})
     );
+
+    // An entry sent without `time` comes back without one (not an unparsable empty Time).
+    let mut cm = replaced.clone();
+    cm.metadata.managed_fields = Some(vec![
+        serde_json::from_value(json!({
+            "manager": "untimed", "operation": "Update", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}},
+        }))
+        .unwrap(),
+    ]);
+    let replaced = api.replace("x", &PostParams::default(), &cm).await.unwrap();
+    let all = entries(&replaced.metadata);
+    assert_eq!(entry(&all, "untimed").time, None, "{all:?}");
 }
 
 fn deployment(replicas: i32) -> Deployment {

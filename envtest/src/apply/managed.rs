@@ -24,8 +24,13 @@ impl Entry {
     fn to_json(&self) -> Value {
         let mut v = json!({
             "manager": self.manager, "operation": self.operation, "apiVersion": self.api_version,
-            "time": self.time, "fieldsType": "FieldsV1", "fieldsV1": fieldset::to_fields_v1(&self.set),
+            "fieldsType": "FieldsV1", "fieldsV1": fieldset::to_fields_v1(&self.set),
         });
+        // `time` is omitted when unknown (a client-supplied entry without one), as upstream's
+        // omitempty does: an empty string is not a valid Time.
+        if !self.time.is_empty() {
+            v["time"] = json!(self.time);
+        }
         if let Some(s) = &self.subresource {
             v["subresource"] = json!(s);
         }
