@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use ctrl_builder::WebhookBuilder;
 use ctrl_envtest::Environment;
-use ctrl_runtime::manager::{Manager, Options};
+use ctrl_runtime::manager::{Manager, Options, Runnable};
 use ctrl_runtime::webhook::admission::{
     CustomDefaulter, CustomValidator, Request, ValidationError, Warnings,
 };
@@ -103,14 +103,10 @@ async fn run(n: usize) {
     let c = ctx.clone();
     let m = mgr.clone();
     tokio::spawn(async move { m.start(c).await });
-    let probe = http::Request::new(bytes::Bytes::new());
-    let checker = server.started_checker();
-    while ctrl_runtime::healthz::Checker::check(&checker, &probe)
-        .await
-        .is_err()
-    {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    assert!(
+        Runnable::wait_ready(&server, ctx.clone()).await,
+        "webhook server did not start"
+    );
 
     let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
     let hook = |name: &str, path: &str| {

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use ctrl_builder::WebhookBuilder;
 use ctrl_envtest::Environment;
-use ctrl_runtime::manager::{Manager, Options as MgrOptions};
+use ctrl_runtime::manager::{Manager, Options as MgrOptions, Runnable};
 use ctrl_runtime::webhook::admission::{
     self, CustomDefaulter, CustomValidator, Request, Response, ValidationError, Warnings,
 };
@@ -149,17 +149,10 @@ async fn setup() -> Setup {
     let ctx = CancellationToken::new();
     let c = ctx.clone();
     tokio::spawn(async move { mgr.start(c).await });
-    let checker = server.started_checker();
-    let probe = http::Request::new(bytes::Bytes::new());
-    for _ in 0..200 {
-        if ctrl_runtime::healthz::Checker::check(&checker, &probe)
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    assert!(
+        Runnable::wait_ready(&server, ctx.clone()).await,
+        "webhook server did not start"
+    );
     Setup {
         env,
         url: format!("https://127.0.0.1:{}", addr.port()),

@@ -4,9 +4,8 @@
 //! `#[path = "common/webhook_server.rs"] mod webhook_server;`.
 #![allow(dead_code)]
 
-use std::time::Duration;
-
 use base64::Engine;
+use ctrl_runtime::manager::Runnable;
 use ctrl_runtime::webhook::{self, Server, certs};
 use tokio_util::sync::CancellationToken;
 
@@ -43,17 +42,10 @@ pub async fn start(setup: impl FnOnce(&Server)) -> Running {
     let ctx = CancellationToken::new();
     let (s, c) = (server.clone(), ctx.clone());
     tokio::spawn(async move { s.serve(c).await });
-    let checker = server.started_checker();
-    let probe = http::Request::new(bytes::Bytes::new());
-    for _ in 0..500 {
-        if ctrl_runtime::healthz::Checker::check(&checker, &probe)
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    assert!(
+        Runnable::wait_ready(&server, ctx.clone()).await,
+        "webhook server did not start"
+    );
     Running {
         server,
         url: format!("https://127.0.0.1:{}", addr.port()),
