@@ -2,9 +2,13 @@
 //! operations (client-go's `metrics_test.go`, controller-runtime's metric names).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ctrl_runtime::workqueue::{QueueConfig, RateLimitingQueue, prometheus_metrics_provider};
+use ctrl_runtime::workqueue::{
+    BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric, MetricsProvider,
+    QueueConfig, RateLimitingQueue, SettableGaugeMetric, prometheus_metrics_provider,
+};
 use prometheus::proto::{Metric, MetricType};
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -230,4 +234,136 @@ async fn batched_counts_are_exact_at_every_read_and_survive_the_queue() {
         4.0,
         "updates not yet read are handed over when the queue is dropped"
     );
+}
+
+/// The cumulative bucket counts and the sum of a queue's histogram.
+fn histogram(family: &str, name: &str) -> (Vec<u64>, u64, f64) {
+    let (_, m) = find(family, name).expect("histogram");
+    let h = m.get_histogram();
+    let cumulative = h
+        .get_bucket()
+        .iter()
+        .map(|b| b.cumulative_count())
+        .collect();
+    (cumulative, h.get_sample_count(), h.get_sample_sum())
+}
+
+#[tokio::test]
+async fn batched_durations_land_in_their_buckets_with_their_sums() {
+    let (q, name) = queue();
+    q.add("slow".into());
+    tokio::time::sleep(Duration::from_millis(15)).await;
+    let k = q.get().await.expect("slow");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    q.done(&k);
+
+    // Waited at least 15 ms: nothing at or below 10 ms, one in a bucket above.
+    let (cum, count, sum) = histogram("workqueue_queue_duration_seconds", &name);
+    assert_eq!(count, 1);
+    assert_eq!(cum[6], 0, "le=0.01 holds nothing: {cum:?}");
+    assert_eq!(cum[11], 1, "le=1000 holds it: {cum:?}");
+    assert!(sum >= 0.015, "queue duration sum {sum}");
+
+    // Worked at least 2 ms: nothing at or below 1 ms.
+    let (cum, count, sum) = histogram("workqueue_work_duration_seconds", &name);
+    assert_eq!(count, 1);
+    assert_eq!(cum[5], 0, "le=0.001 holds nothing: {cum:?}");
+    assert!(sum >= 0.002, "work duration sum {sum}");
+}
+
+/// A provider that records every call its handles get, unbatched.
+#[derive(Default)]
+struct Recorder(Arc<Mutex<Vec<String>>>);
+
+struct Handle(&'static str, Arc<Mutex<Vec<String>>>);
+
+impl Handle {
+    fn note(&self, what: String) {
+        self.1.lock().expect("recorder lock").push(what);
+    }
+}
+
+impl CounterMetric for Handle {
+    fn inc(&self) {
+        self.note(format!("{} inc", self.0));
+    }
+}
+impl GaugeMetric for Handle {
+    fn inc(&self) {
+        self.note(format!("{} inc", self.0));
+    }
+    fn dec(&self) {
+        self.note(format!("{} dec", self.0));
+    }
+}
+impl SettableGaugeMetric for Handle {
+    fn set(&self, _: f64) {}
+}
+impl HistogramMetric for Handle {
+    fn observe(&self, v: f64) {
+        assert!(v >= 0.0, "negative duration {v}");
+        self.note(format!("{} observe", self.0));
+    }
+}
+
+impl MetricsProvider for Recorder {
+    fn new_depth_metric(&self, _: &str, _: Option<i32>) -> Box<dyn GaugeMetric> {
+        Box::new(Handle("depth", Arc::clone(&self.0)))
+    }
+    fn new_adds_metric(&self, _: &str) -> Box<dyn CounterMetric> {
+        Box::new(Handle("adds", Arc::clone(&self.0)))
+    }
+    fn new_latency_metric(&self, _: &str) -> Box<dyn HistogramMetric> {
+        Box::new(Handle("latency", Arc::clone(&self.0)))
+    }
+    fn new_work_duration_metric(&self, _: &str) -> Box<dyn HistogramMetric> {
+        Box::new(Handle("work", Arc::clone(&self.0)))
+    }
+    fn new_unfinished_work_seconds_metric(&self, _: &str) -> Box<dyn SettableGaugeMetric> {
+        Box::new(Handle("unfinished", Arc::clone(&self.0)))
+    }
+    fn new_longest_running_processor_seconds_metric(
+        &self,
+        _: &str,
+    ) -> Box<dyn SettableGaugeMetric> {
+        Box::new(Handle("longest", Arc::clone(&self.0)))
+    }
+    fn new_retries_metric(&self, _: &str) -> Box<dyn CounterMetric> {
+        Box::new(Handle("retries", Arc::clone(&self.0)))
+    }
+}
+
+#[tokio::test]
+async fn an_unbatched_provider_sees_every_change_as_it_happens() {
+    let rec = Recorder::default();
+    let log = Arc::clone(&rec.0);
+    let q = RateLimitingQueue::new(QueueConfig::new("recorded").with_metrics(Arc::new(rec)));
+    let seen = || std::mem::take(&mut *log.lock().expect("recorder lock"));
+    q.add("a".to_string());
+    q.add("a".to_string());
+    assert_eq!(seen(), ["adds inc", "depth inc"], "a dedup hit is no add");
+    let a = q.get().await.expect("a");
+    assert_eq!(seen(), ["depth dec", "latency observe"]);
+    q.done(&a);
+    assert_eq!(seen(), ["work observe"]);
+    q.add_after("b".to_string(), Duration::ZERO);
+    assert_eq!(seen(), ["retries inc", "adds inc", "depth inc"]);
+}
+
+#[test]
+fn the_default_bucketed_observe_keeps_counts() {
+    struct Values(Mutex<Vec<f64>>);
+    impl HistogramMetric for Values {
+        fn observe(&self, v: f64) {
+            self.0.lock().expect("values lock").push(v);
+        }
+    }
+    let h = Values(Mutex::new(Vec::new()));
+    let mut counts: BucketCounts = [0; 13];
+    counts[0] = 1;
+    counts[2] = 2;
+    counts[12] = 1;
+    h.observe_bucketed(&counts, 1234.5);
+    let got = h.0.into_inner().expect("values lock");
+    assert_eq!(got, [DURATION_BUCKETS[0], 1e-6, 1e-6, 1000.0]);
 }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::QueueKey;
 use super::delaying::DelayHeap;
-use super::metrics::{QueueMetrics, now_ns, secs_between};
+use super::metrics::{QueueMetrics, now_ns};
 use super::table::{KeyArg, Table};
 
 /// The flag bit of an item handed out and not `done` yet (the same in both queues).
@@ -112,37 +112,33 @@ impl<T: QueueKey, X: Default> Core<T, X> {
     }
 
     /// Hands out the item in `idx` (already taken off its ready list, at priority `prio`):
-    /// marks it processing; returns the key and its queue latency (metrics only). The clock
-    /// is read here, only when an item is really handed out (never for a `get` that finds
-    /// the queue empty), and serves as both the end of its wait and the start of its work.
-    pub(crate) fn start_processing(&mut self, idx: u32, prio: i32) -> Option<(T, Option<f64>)> {
+    /// marks it processing and returns its key; records its queue latency (metrics only).
+    /// The clock is read here, only when an item is really handed out (never for a `get`
+    /// that finds the queue empty), and serves as both the end of its wait and the start
+    /// of its work.
+    pub(crate) fn start_processing(&mut self, idx: u32, prio: i32) -> Option<T> {
         let n = self.table.get_mut(idx)?;
         n.val.flags |= PROCESSING;
         self.processing += 1;
-        let mut latency = None;
         if let Some(m) = &mut self.metrics {
             m.note_depth(prio, -1);
             let now = now_ns();
             let e = &mut n.val;
             e.start_ns = now;
             if e.add_ns != 0 {
-                latency = Some(secs_between(e.add_ns, now));
+                m.note_latency(e.add_ns, now);
                 e.add_ns = 0;
             }
             e.proc_pos = self.proc_list.len() as u32;
             self.proc_list.push(idx);
         }
-        Some((n.key.clone(), latency))
+        Some(n.key.clone())
     }
 
-    /// `done` for `key` at `now`: `None` if it was not being processed, else its slot and
-    /// its work duration (metrics only).
-    pub(crate) fn finish_processing(
-        &mut self,
-        hash: u64,
-        key: &T,
-        now: u64,
-    ) -> Option<(u32, Option<f64>)> {
+    /// `done` for `key` at `now` (a [`now_ns`] timestamp read before the lock, 0 without
+    /// metrics): `None` if it was not being processed, else its slot; records its work
+    /// duration (metrics only).
+    pub(crate) fn finish_processing(&mut self, hash: u64, key: &T, now: u64) -> Option<u32> {
         let idx = self.table.find(hash, key)?;
         let e = &mut self.table.get_mut(idx)?.val;
         if e.flags & PROCESSING == 0 {
@@ -150,10 +146,9 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         }
         e.flags &= !PROCESSING;
         self.processing -= 1;
-        let mut work = None;
-        if self.metrics.is_some() {
+        if let Some(m) = &mut self.metrics {
             if e.start_ns != 0 {
-                work = Some(secs_between(e.start_ns, now));
+                m.note_work(e.start_ns, now);
                 e.start_ns = 0;
             }
             let pos = e.proc_pos as usize;
@@ -164,7 +159,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
                 n.val.proc_pos = pos as u32;
             }
         }
-        Some((idx, work))
+        Some(idx)
     }
 
     /// Whether a draining shutdown waits for nothing any more.

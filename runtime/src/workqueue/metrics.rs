@@ -59,14 +59,58 @@ pub(crate) fn secs_between(from: u64, to: u64) -> f64 {
     (to - from) as f64 * secs_per_tick()
 }
 
-/// controller-runtime's buckets: `ExponentialBuckets(10e-9, 10, 12)`, 1e-8 s .. 1e3 s.
-const BUCKETS: [f64; 12] = [
+/// The upper bounds (seconds) of the queue and work duration histograms:
+/// controller-runtime's `ExponentialBuckets(10e-9, 10, 12)`, 1e-8 s .. 1e3 s. Batched
+/// observations ([`HistogramMetric::observe_bucketed`]) come as counts per bound, plus one
+/// count for `+Inf`.
+pub const DURATION_BUCKETS: [f64; 12] = [
     1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0,
 ];
 
-/// A lock-free histogram over [`BUCKETS`]: one relaxed `fetch_add` on the bucket and
+/// Counts per duration bucket: one per bound of [`DURATION_BUCKETS`], then `+Inf`.
+pub type BucketCounts = [u64; 13];
+
+/// The bucket bounds in raw clock ticks, measured once: a batched observation finds its
+/// bucket with a few integer comparisons, no float conversion.
+fn bucket_ticks() -> &'static [u64; 12] {
+    static TICKS: OnceLock<[u64; 12]> = OnceLock::new();
+    TICKS.get_or_init(|| DURATION_BUCKETS.map(|b| (b / secs_per_tick()) as u64))
+}
+
+/// Observations not handed to a histogram yet (batched providers): plain counters kept
+/// under the queue lock, handed over by [`QueueMetrics::flush`].
+#[derive(Default)]
+struct PendingHistogram {
+    counts: BucketCounts,
+    sum_ticks: u64,
+}
+
+impl PendingHistogram {
+    /// Records the duration between two [`now_ns`] timestamps.
+    fn observe(&mut self, from: u64, to: u64) {
+        let d = to.saturating_sub(from);
+        // Durations are mostly short: scanning from the smallest bound takes a few steps.
+        let idx = bucket_ticks()
+            .iter()
+            .position(|&b| d <= b)
+            .unwrap_or(DURATION_BUCKETS.len());
+        self.counts[idx] += 1;
+        self.sum_ticks = self.sum_ticks.saturating_add(d);
+    }
+
+    /// Hands the pending observations to `h` and clears them.
+    fn flush_into(&mut self, h: &dyn HistogramMetric) {
+        if self.counts.iter().any(|&c| c > 0) {
+            h.observe_bucketed(&self.counts, self.sum_ticks as f64 * secs_per_tick());
+            *self = Self::default();
+        }
+    }
+}
+
+/// A lock-free histogram over [`DURATION_BUCKETS`]: one relaxed `fetch_add` on the bucket and
 /// one on the sum (in nanoseconds) per observation, against the four atomic updates and
-/// float CAS loop of `prometheus::Histogram`. Read by [`HistogramCollector`] at scrape.
+/// float CAS loop of `prometheus::Histogram`; a batch adds each non-empty bucket once.
+/// Read by [`HistogramCollector`] at scrape.
 #[derive(Default)]
 pub(crate) struct AtomicHistogram {
     /// Non-cumulative counts; the last one is `+Inf`.
@@ -82,24 +126,38 @@ impl AtomicHistogram {
         let idx = if ns <= 10 {
             0
         } else {
-            ((ns - 1).ilog10() as usize).min(BUCKETS.len())
+            ((ns - 1).ilog10() as usize).min(DURATION_BUCKETS.len())
         };
         self.buckets[idx].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    fn observe_counts(&self, counts: &BucketCounts, sum: f64) {
+        for (b, &c) in self.buckets.iter().zip(counts) {
+            if c > 0 {
+                b.fetch_add(c, Ordering::Relaxed);
+            }
+        }
+        let ns = if sum > 0.0 {
+            (sum * 1e9).round() as u64
+        } else {
+            0
+        };
         self.sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     fn snapshot(&self) -> proto::Histogram {
         let mut h = proto::Histogram::default();
         let mut cumulative = 0u64;
-        let mut buckets = Vec::with_capacity(BUCKETS.len());
-        for (i, bound) in BUCKETS.iter().enumerate() {
+        let mut buckets = Vec::with_capacity(DURATION_BUCKETS.len());
+        for (i, bound) in DURATION_BUCKETS.iter().enumerate() {
             cumulative += self.buckets[i].load(Ordering::Relaxed);
             let mut b = proto::Bucket::default();
             b.set_upper_bound(*bound);
             b.set_cumulative_count(cumulative);
             buckets.push(b);
         }
-        cumulative += self.buckets[BUCKETS.len()].load(Ordering::Relaxed);
+        cumulative += self.buckets[DURATION_BUCKETS.len()].load(Ordering::Relaxed);
         h.set_bucket(buckets);
         h.set_sample_count(cumulative);
         h.set_sample_sum(self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9);
@@ -110,6 +168,9 @@ impl AtomicHistogram {
 impl HistogramMetric for Arc<AtomicHistogram> {
     fn observe(&self, v: f64) {
         self.observe_secs(v)
+    }
+    fn observe_bucketed(&self, counts: &BucketCounts, sum: f64) {
+        self.observe_counts(counts, sum)
     }
 }
 
@@ -205,6 +266,21 @@ pub trait SettableGaugeMetric: Send + Sync {
 pub trait HistogramMetric: Send + Sync {
     /// Records one observation.
     fn observe(&self, v: f64);
+    /// Records a batch of duration observations already sorted into
+    /// [`DURATION_BUCKETS`]: `counts[i]` observations no larger than bound `i` (and larger
+    /// than bound `i - 1`), `counts[12]` larger than every bound; `sum` is their total in
+    /// seconds. Queues call it only when their provider says [`MetricsProvider::batched`].
+    /// The default observes each bucket's bound (the largest bound for `+Inf`) once per
+    /// count, which keeps counts exact but not the sum: batched providers override it.
+    fn observe_bucketed(&self, counts: &BucketCounts, sum: f64) {
+        let _ = sum;
+        for (i, &c) in counts.iter().enumerate() {
+            let bound = DURATION_BUCKETS[i.min(DURATION_BUCKETS.len() - 1)];
+            for _ in 0..c {
+                self.observe(bound);
+            }
+        }
+    }
 }
 
 /// Makes the metric handles of a named queue (client-go's `MetricsProvider` plus
@@ -228,11 +304,13 @@ pub trait MetricsProvider: Send + Sync {
     ) -> Box<dyn SettableGaugeMetric>;
     /// The total number of retries (delayed or rate-limited adds).
     fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric>;
-    /// Whether queues may batch the `adds`, `retries` and `depth` updates: count them in
-    /// plain integers under their lock and hand them over in one call each before every
-    /// collection of the metrics and every 500 ms, instead of one call per change. Only a
-    /// provider whose readers always go through such a collection can say yes; the
-    /// default is no (every change reaches the handles at once).
+    /// Whether queues may batch their updates: count adds, retries, depth changes and
+    /// duration observations in plain integers under their lock and hand them over in one
+    /// call each ([`CounterMetric::inc_by`], [`GaugeMetric::add`],
+    /// [`HistogramMetric::observe_bucketed`]) before every collection of the metrics and
+    /// every 500 ms, instead of one call per change. Only a provider whose readers always
+    /// go through such a collection can say yes; the default is no (every change reaches
+    /// the handles at once).
     fn batched(&self) -> bool {
         false
     }
@@ -301,8 +379,8 @@ fn prom_vecs() -> &'static PromVecs {
         let collectors: [Box<dyn prometheus::core::Collector>; 7] = [
             Box::new(Flushing(vecs.depth.clone())),
             Box::new(Flushing(vecs.adds.clone())),
-            Box::new(SharedCollector(Arc::clone(&vecs.latency))),
-            Box::new(SharedCollector(Arc::clone(&vecs.work_duration))),
+            Box::new(Flushing(SharedCollector(Arc::clone(&vecs.latency)))),
+            Box::new(Flushing(SharedCollector(Arc::clone(&vecs.work_duration)))),
             Box::new(vecs.unfinished.clone()),
             Box::new(vecs.longest.clone()),
             Box::new(Flushing(vecs.retries.clone())),
@@ -419,12 +497,6 @@ impl MetricsProvider for PrometheusProvider {
     }
 }
 
-/// The two histograms of a queue.
-pub(crate) struct Histograms {
-    pub(crate) latency: Box<dyn HistogramMetric>,
-    pub(crate) work_duration: Box<dyn HistogramMetric>,
-}
-
 /// The resolved handles of one queue. Queues keep an `Option<QueueMetrics>`: `None` costs
 /// nothing per operation.
 pub(crate) struct QueueMetrics {
@@ -440,9 +512,11 @@ pub(crate) struct QueueMetrics {
     pending_adds: u64,
     pending_retries: u64,
     pending_depth: Vec<(i32, i64)>,
+    pending_latency: PendingHistogram,
+    pending_work: PendingHistogram,
     pub(crate) adds: Box<dyn CounterMetric>,
-    /// The histograms, shared with the queue so it can observe outside its lock.
-    pub(crate) hists: Arc<Histograms>,
+    latency: Box<dyn HistogramMetric>,
+    work_duration: Box<dyn HistogramMetric>,
     pub(crate) unfinished: Box<dyn SettableGaugeMetric>,
     pub(crate) longest: Box<dyn SettableGaugeMetric>,
     pub(crate) retries: Box<dyn CounterMetric>,
@@ -466,11 +540,11 @@ impl QueueMetrics {
             pending_adds: 0,
             pending_retries: 0,
             pending_depth: Vec::new(),
+            pending_latency: PendingHistogram::default(),
+            pending_work: PendingHistogram::default(),
             adds: provider.new_adds_metric(name),
-            hists: Arc::new(Histograms {
-                latency: provider.new_latency_metric(name),
-                work_duration: provider.new_work_duration_metric(name),
-            }),
+            latency: provider.new_latency_metric(name),
+            work_duration: provider.new_work_duration_metric(name),
             unfinished: provider.new_unfinished_work_seconds_metric(name),
             longest: provider.new_longest_running_processor_seconds_metric(name),
             retries: provider.new_retries_metric(name),
@@ -512,8 +586,28 @@ impl QueueMetrics {
         }
     }
 
+    /// An item queued at `from` was handed out at `to` ([`now_ns`] timestamps).
+    pub(crate) fn note_latency(&mut self, from: u64, to: u64) {
+        if self.batched {
+            self.pending_latency.observe(from, to);
+        } else {
+            self.latency.observe(secs_between(from, to));
+        }
+    }
+
+    /// An item handed out at `from` was done at `to` ([`now_ns`] timestamps).
+    pub(crate) fn note_work(&mut self, from: u64, to: u64) {
+        if self.batched {
+            self.pending_work.observe(from, to);
+        } else {
+            self.work_duration.observe(secs_between(from, to));
+        }
+    }
+
     /// Hands the batched updates to the handles.
     pub(crate) fn flush(&mut self) {
+        self.pending_latency.flush_into(&*self.latency);
+        self.pending_work.flush_into(&*self.work_duration);
         if self.pending_adds > 0 {
             self.adds.inc_by(std::mem::take(&mut self.pending_adds));
         }

@@ -24,8 +24,8 @@ mod shared;
 mod table;
 
 pub use metrics::{
-    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
-    prometheus_metrics_provider,
+    BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric, MetricsProvider,
+    SettableGaugeMetric, prometheus_metrics_provider,
 };
 pub use priority::PriorityQueue;
 pub use rate_limiter::{

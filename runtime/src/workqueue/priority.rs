@@ -162,7 +162,7 @@ impl<T: QueueKey> State<T> {
         (woken, timer)
     }
 
-    fn pop(&mut self) -> Option<(T, i32, Option<f64>)> {
+    fn pop(&mut self) -> Option<(T, i32)> {
         let mut found = None;
         let mut emptied = None;
         for (prio, bucket) in self.buckets.iter_mut() {
@@ -192,13 +192,13 @@ impl<T: QueueKey> State<T> {
         n.val.flags &= !(IN_BUCKET | QUEUED);
         let prio = n.val.x.priority;
         self.ready -= 1;
-        let (key, latency) = self.core.start_processing(idx, prio)?;
-        Some((key, prio, latency))
+        let key = self.core.start_processing(idx, prio)?;
+        Some((key, prio))
     }
 
-    fn done(&mut self, hash: u64, key: &T, now: u64) -> (usize, bool, Option<f64>, Option<T>) {
-        let Some((idx, observe)) = self.core.finish_processing(hash, key, now) else {
-            return (0, false, None, None);
+    fn done(&mut self, hash: u64, key: &T, now: u64) -> (usize, bool, Option<T>) {
+        let Some(idx) = self.core.finish_processing(hash, key, now) else {
+            return (0, false, None);
         };
         let mut woken = 0;
         let mut freed = None;
@@ -212,7 +212,7 @@ impl<T: QueueKey> State<T> {
             Some((f, _)) if f & QUEUED == 0 => freed = self.core.table.remove(idx),
             _ => {}
         }
-        (woken, self.core.drained(), observe, freed)
+        (woken, self.core.drained(), freed)
     }
 }
 
@@ -356,9 +356,7 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// Waits for the ready item with the highest priority and marks it as processing;
     /// returns it with its priority, or `None` once shut down and empty.
     pub async fn get_with_priority(&self) -> Option<(T, i32)> {
-        self.inner
-            .get(|s| s.pop().map(|(item, prio, latency)| ((item, prio), latency)))
-            .await
+        self.inner.get(State::pop).await
     }
 
     /// Like [`get_with_priority`](Self::get_with_priority) without the priority.
@@ -370,9 +368,9 @@ impl<T: QueueKey> PriorityQueue<T> {
     pub fn done(&self, item: &T) {
         let now = self.inner.now();
         let hash = self.inner.hash(item);
-        let (n, drained, observe, freed) = self.inner.state.lock().done(hash, item, now);
+        let (n, drained, freed) = self.inner.state.lock().done(hash, item, now);
         drop(freed);
-        self.inner.after_done(n, drained, observe);
+        self.inner.after_done(n, drained);
     }
 
     /// Clears the rate limiter's memory of `item`.

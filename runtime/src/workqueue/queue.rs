@@ -33,12 +33,11 @@ pub(crate) struct State<T> {
     fifo: VecDeque<u32>,
 }
 
-/// What `done` hands back: waiters to wake, whether a drain finished, the work duration
-/// to observe, and the key if its slot was freed (all for after the lock is released).
+/// What `done` hands back: waiters to wake, whether a drain finished, and the key if its
+/// slot was freed (all for after the lock is released).
 pub(crate) struct DoneResult<T> {
     pub(crate) wake: usize,
     pub(crate) drained: bool,
-    pub(crate) observe: Option<f64>,
     pub(crate) freed: Option<T>,
 }
 
@@ -107,8 +106,8 @@ impl<T: QueueKey> State<T> {
         self.core.take_waiter()
     }
 
-    /// `Get` without waiting: the next key, marked as processing, with its queue latency.
-    pub(crate) fn pop(&mut self) -> Option<(T, Option<f64>)> {
+    /// `Get` without waiting: the next key, marked as processing.
+    pub(crate) fn pop(&mut self) -> Option<T> {
         let idx = self.fifo.pop_front()?;
         let node = self.core.table.get_mut(idx)?;
         node.val.flags &= !DIRTY;
@@ -120,13 +119,11 @@ impl<T: QueueKey> State<T> {
         let mut res = DoneResult {
             wake: 0,
             drained: false,
-            observe: None,
             freed: None,
         };
-        let Some((idx, observe)) = self.core.finish_processing(hash, key, now) else {
+        let Some(idx) = self.core.finish_processing(hash, key, now) else {
             return res;
         };
-        res.observe = observe;
         if let Some(node) = self.core.table.get(idx) {
             if node.val.flags & DIRTY != 0 {
                 self.fifo.push_back(idx);

@@ -105,7 +105,7 @@ impl<T: QueueKey> RateLimitingQueue<T> {
     /// Waits for the next item and marks it as being processed; `None` once the queue is
     /// shut down and empty.
     pub async fn get(&self) -> Option<T> {
-        self.inner.get(|s| s.pop()).await
+        self.inner.get(State::pop).await
     }
 
     /// Marks `item` as done; if it was re-added while processed, it is queued again.
@@ -114,7 +114,7 @@ impl<T: QueueKey> RateLimitingQueue<T> {
         let hash = self.inner.hash(item);
         let res = self.inner.state.lock().done(hash, item, now);
         drop(res.freed);
-        self.inner.after_done(res.wake, res.drained, res.observe);
+        self.inner.after_done(res.wake, res.drained);
     }
 
     /// Clears the rate limiter's memory of `item` (call it once `item` succeeded).

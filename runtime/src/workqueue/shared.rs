@@ -1,6 +1,6 @@
 //! What [`super::RateLimitingQueue`] and [`super::PriorityQueue`] share around their own
 //! state machines: the lock, the waiting of `get`, shutdown and drain, the timer task's
-//! firing loop, the rate limiter and the metric handles used outside the lock.
+//! firing loop and the rate limiter.
 //!
 //! The state under the lock is a [`QueueState`] (see `super::core`); everything here is
 //! generic over it, so the two queues differ only in how they order ready items.
@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::core::QueueState;
 use super::delaying::{TimerTarget, spawn_timer};
-use super::metrics::{Histograms, UnfinishedWork, now_ns, register_unfinished_work, secs_between};
+use super::metrics::{UnfinishedWork, now_ns, register_unfinished_work, secs_between};
 use super::table::{Borrowed, KeyArg};
 use super::{QueueKey, RateLimiter};
 
@@ -33,7 +33,6 @@ pub(crate) struct Shared<S, T> {
     metrics_on: bool,
     /// The key table's hasher: keys are hashed before the lock is taken.
     hasher: DefaultHashBuilder,
-    hists: Option<Arc<Histograms>>,
 }
 
 impl<S, T> Drop for Shared<S, T> {
@@ -47,9 +46,8 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
     /// Wraps `state`; registers with the unfinished-work updater when metrics are on.
     pub(crate) fn new(state: S, limiter: Arc<dyn RateLimiter<T>>) -> Arc<Self> {
         let core = state.core();
-        let hists = core.metrics.as_ref().map(|m| Arc::clone(&m.hists));
         let hasher = core.table.hasher().clone();
-        let metrics_on = hists.is_some();
+        let metrics_on = core.metrics.is_some();
         let shared = Arc::new(Self {
             state: Mutex::new(state),
             notify: Notify::new(),
@@ -58,7 +56,6 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
             limiter,
             metrics_on,
             hasher,
-            hists,
         });
         if metrics_on {
             let weak: Weak<dyn UnfinishedWork> =
@@ -94,13 +91,10 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
         self.add(self.hash(item), Borrowed(item));
     }
 
-    /// Waits until `pop` yields an item (with its queue latency for the metrics), or the
-    /// queue is shut down and `pop` yields nothing.
-    pub(crate) async fn get<R>(
-        &self,
-        mut pop: impl FnMut(&mut S) -> Option<(R, Option<f64>)>,
-    ) -> Option<R> {
-        let (item, latency) = take_or_wait(&self.notify, |register| {
+    /// Waits until `pop` yields an item, or the queue is shut down and `pop` yields
+    /// nothing.
+    pub(crate) async fn get<R>(&self, mut pop: impl FnMut(&mut S) -> Option<R>) -> Option<R> {
+        take_or_wait(&self.notify, |register| {
             let mut s = self.state.lock();
             if let Some(got) = pop(&mut s) {
                 return Some(Some(got));
@@ -114,11 +108,7 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
             }
             None
         })
-        .await?;
-        if let (Some(v), Some(h)) = (latency, &self.hists) {
-            h.latency.observe(v);
-        }
-        Some(item)
+        .await
     }
 
     /// After an add or a timer tick, once the lock is released: wake `n` waiters.
@@ -128,12 +118,9 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
         }
     }
 
-    /// After `done`, once the lock is released: record the work duration, wake waiters and
-    /// a draining `shut_down_with_drain`.
-    pub(crate) fn after_done(&self, wake_n: usize, drained: bool, work_secs: Option<f64>) {
-        if let (Some(v), Some(h)) = (work_secs, &self.hists) {
-            h.work_duration.observe(v);
-        }
+    /// After `done`, once the lock is released: wake waiters and a draining
+    /// `shut_down_with_drain`.
+    pub(crate) fn after_done(&self, wake_n: usize, drained: bool) {
         self.wake_getters(wake_n);
         if drained {
             self.drained.notify_waiters();
