@@ -45,6 +45,11 @@ pub(crate) struct Core<T, X> {
     pub(crate) shutting_down: bool,
     draining: bool,
     pub(crate) metrics: Option<QueueMetrics>,
+    /// A metrics timestamp the timer reads once for a whole batch of due items: the start
+    /// of the queue wait of every item it makes ready; 0 otherwise (an add reads the clock
+    /// only on a miss, under the lock: reading it before the lock would cost every dedup
+    /// hit a clock read, measured 0.84x -> 0.75x of metrics off on S2).
+    pub(crate) stamp: u64,
 }
 
 /// A queue's state as the shared machinery (`super::shared`) sees it.
@@ -74,6 +79,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
             shutting_down: false,
             draining: false,
             metrics,
+            stamp: 0,
         }
     }
 
@@ -92,15 +98,15 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         }
     }
 
-    /// The item in `idx` became queued at priority `prio`: count it in the metrics. The
-    /// clock is read only here, when an item really becomes queued (never on a dedup hit).
+    /// The item in `idx` became queued at priority `prio`: count it in the metrics. Its
+    /// queue wait starts at [`Core::stamp`], or now if no stamp was taken.
     pub(crate) fn count_add(&mut self, idx: u32, prio: i32) {
         let Some(m) = &mut self.metrics else { return };
         m.note_add(prio);
         if let Some(n) = self.table.get_mut(idx)
             && n.val.add_ns == 0
         {
-            n.val.add_ns = now_ns();
+            n.val.add_ns = if self.stamp != 0 { self.stamp } else { now_ns() };
         }
     }
 
@@ -113,16 +119,14 @@ impl<T: QueueKey, X: Default> Core<T, X> {
 
     /// Hands out the item in `idx` (already taken off its ready list, at priority `prio`):
     /// marks it processing and returns its key; records its queue latency (metrics only).
-    /// The clock is read here, only when an item is really handed out (never for a `get`
-    /// that finds the queue empty), and serves as both the end of its wait and the start
-    /// of its work.
-    pub(crate) fn start_processing(&mut self, idx: u32, prio: i32) -> Option<T> {
+    /// `now` (a [`now_ns`] timestamp read by `get` before it took the lock, 0 without
+    /// metrics) is both the end of the item's wait and the start of its work.
+    pub(crate) fn start_processing(&mut self, idx: u32, prio: i32, now: u64) -> Option<T> {
         let n = self.table.get_mut(idx)?;
         n.val.flags |= PROCESSING;
         self.processing += 1;
         if let Some(m) = &mut self.metrics {
             m.note_depth(prio, -1);
-            let now = now_ns();
             let e = &mut n.val;
             e.start_ns = now;
             if e.add_ns != 0 {

@@ -162,7 +162,7 @@ impl<T: QueueKey> State<T> {
         (woken, timer)
     }
 
-    fn pop(&mut self) -> Option<(T, i32)> {
+    fn pop(&mut self, now: u64) -> Option<(T, i32)> {
         let mut found = None;
         let mut emptied = None;
         for (prio, bucket) in self.buckets.iter_mut() {
@@ -192,7 +192,7 @@ impl<T: QueueKey> State<T> {
         n.val.flags &= !(IN_BUCKET | QUEUED);
         let prio = n.val.x.priority;
         self.ready -= 1;
-        let key = self.core.start_processing(idx, prio)?;
+        let key = self.core.start_processing(idx, prio, now)?;
         Some((key, prio))
     }
 

@@ -106,12 +106,13 @@ impl<T: QueueKey> State<T> {
         self.core.take_waiter()
     }
 
-    /// `Get` without waiting: the next key, marked as processing.
-    pub(crate) fn pop(&mut self) -> Option<T> {
+    /// `Get` without waiting: the next key, marked as processing (`now`: see
+    /// `Core::start_processing`).
+    pub(crate) fn pop(&mut self, now: u64) -> Option<T> {
         let idx = self.fifo.pop_front()?;
         let node = self.core.table.get_mut(idx)?;
         node.val.flags &= !DIRTY;
-        self.core.start_processing(idx, 0)
+        self.core.start_processing(idx, 0, now)
     }
 
     /// `Done`: the key is no longer processed; queued again if it was re-added.

@@ -10,7 +10,7 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Weak};
 
 use hashbrown::DefaultHashBuilder;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -25,7 +25,7 @@ const FIRE_BATCH: usize = 256;
 
 /// A queue's lock and everything around it.
 pub(crate) struct Shared<S, T> {
-    pub(crate) state: Mutex<S>,
+    pub(crate) state: StateLock<S>,
     notify: Notify,
     drained: Notify,
     timer_wake: Arc<Notify>,
@@ -49,7 +49,7 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
         let hasher = core.table.hasher().clone();
         let metrics_on = core.metrics.is_some();
         let shared = Arc::new(Self {
-            state: Mutex::new(state),
+            state: StateLock(Mutex::new(state)),
             notify: Notify::new(),
             drained: Notify::new(),
             timer_wake: Arc::new(Notify::new()),
@@ -92,11 +92,13 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
     }
 
     /// Waits until `pop` yields an item, or the queue is shut down and `pop` yields
-    /// nothing.
-    pub(crate) async fn get<R>(&self, mut pop: impl FnMut(&mut S) -> Option<R>) -> Option<R> {
+    /// nothing. `pop` gets the metrics timestamp of the attempt, read before the lock is
+    /// taken so the clock read does not lengthen the hold.
+    pub(crate) async fn get<R>(&self, mut pop: impl FnMut(&mut S, u64) -> Option<R>) -> Option<R> {
         take_or_wait(&self.notify, |register| {
+            let now = self.now();
             let mut s = self.state.lock();
-            if let Some(got) = pop(&mut s) {
+            if let Some(got) = pop(&mut s, now) {
                 return Some(Some(got));
             }
             let core = s.core_mut();
@@ -173,6 +175,8 @@ impl<S: QueueState<T>, T: QueueKey> TimerTarget for Shared<S, T> {
         }
         let mut woken = 0;
         let mut moved = 0usize;
+        // One timestamp for the queue wait of every item a batch makes ready.
+        s.core_mut().stamp = self.now();
         while let Some((tick, idx)) = s.core_mut().delays.pop_due(now) {
             if s.core().due(tick, idx) {
                 woken += s.fire_slot(idx);
@@ -181,9 +185,12 @@ impl<S: QueueState<T>, T: QueueKey> TimerTarget for Shared<S, T> {
             if moved.is_multiple_of(FIRE_BATCH) {
                 // Long batches: let getters start and let blocked adders in.
                 self.wake_getters(std::mem::take(&mut woken));
+                s.core_mut().stamp = 0;
                 parking_lot::MutexGuard::bump(&mut s);
+                s.core_mut().stamp = self.now();
             }
         }
+        s.core_mut().stamp = 0;
         let next = s.core_mut().delays.arm();
         drop(s);
         self.wake_getters(woken);
@@ -234,3 +241,20 @@ async fn take_or_wait<R>(notify: &Notify, mut attempt: impl FnMut(bool) -> Optio
         notified.await;
     }
 }
+
+/// The queue lock.
+pub(crate) struct StateLock<S>(Mutex<S>);
+
+impl<S> StateLock<S> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, S> {
+        let spins: usize = *SPINS;
+        for _ in 0..spins {
+            if let Some(g) = self.0.try_lock() {
+                return g;
+            }
+            std::hint::spin_loop();
+        }
+        self.0.lock()
+    }
+}
+static SPINS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| std::env::var("SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
