@@ -106,7 +106,11 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         if let Some(n) = self.table.get_mut(idx)
             && n.val.add_ns == 0
         {
-            n.val.add_ns = if self.stamp != 0 { self.stamp } else { now_ns() };
+            n.val.add_ns = if self.stamp != 0 {
+                self.stamp
+            } else {
+                now_ns()
+            };
         }
     }
 

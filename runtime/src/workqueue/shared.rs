@@ -10,7 +10,7 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Weak};
 
 use hashbrown::DefaultHashBuilder;
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -25,7 +25,7 @@ const FIRE_BATCH: usize = 256;
 
 /// A queue's lock and everything around it.
 pub(crate) struct Shared<S, T> {
-    pub(crate) state: StateLock<S>,
+    pub(crate) state: Mutex<S>,
     notify: Notify,
     drained: Notify,
     timer_wake: Arc<Notify>,
@@ -49,7 +49,7 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
         let hasher = core.table.hasher().clone();
         let metrics_on = core.metrics.is_some();
         let shared = Arc::new(Self {
-            state: StateLock(Mutex::new(state)),
+            state: Mutex::new(state),
             notify: Notify::new(),
             drained: Notify::new(),
             timer_wake: Arc::new(Notify::new()),
@@ -241,20 +241,3 @@ async fn take_or_wait<R>(notify: &Notify, mut attempt: impl FnMut(bool) -> Optio
         notified.await;
     }
 }
-
-/// The queue lock.
-pub(crate) struct StateLock<S>(Mutex<S>);
-
-impl<S> StateLock<S> {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, S> {
-        let spins: usize = *SPINS;
-        for _ in 0..spins {
-            if let Some(g) = self.0.try_lock() {
-                return g;
-            }
-            std::hint::spin_loop();
-        }
-        self.0.lock()
-    }
-}
-static SPINS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| std::env::var("SPINS").ok().and_then(|v| v.parse().ok()).unwrap_or(0));
