@@ -177,12 +177,18 @@ async fn s2<Q: BenchQueue>(q: Q, ks: Vec<String>, adds: usize) -> usize {
     });
     let qc = q.clone();
     let cons = tokio::spawn(async move {
+        let mut handed_out = 0usize;
         while let Some(k) = qc.get().await {
             qc.done(&k);
+            handed_out += 1;
         }
+        handed_out
     });
     prod.await.expect("producer");
-    cons.await.expect("consumer");
+    let handed_out = cons.await.expect("consumer");
+    if std::env::var_os("WORKQUEUE_BENCH_DEBUG").is_some() {
+        eprintln!("  s2: the consumer got {handed_out} items for {adds} adds");
+    }
     adds
 }
 
