@@ -23,12 +23,10 @@ pub(crate) struct Entry<X> {
     pub(crate) flags: u8,
     /// The earliest pending deadline of the key, if any.
     pub(crate) ready_at: Option<Instant>,
-    /// Position in `Core::proc_list` while processing (metrics only).
-    proc_pos: u32,
+    /// Its entry in `Core::in_flight` while processing (metrics only).
+    in_flight: u32,
     /// When the key was queued (metrics only; 0 = unset).
     add_ns: u64,
-    /// When its processing started (metrics only; 0 = unset).
-    start_ns: u64,
     /// The queue's own per-key state.
     pub(crate) x: X,
 }
@@ -38,8 +36,8 @@ pub(crate) struct Core<T, X> {
     pub(crate) table: Table<T, Entry<X>>,
     pub(crate) delays: DelayHeap,
     processing: usize,
-    /// Slots being processed, for the unfinished-work gauges (metrics only).
-    proc_list: Vec<u32>,
+    /// When each item being processed started (metrics only).
+    in_flight: InFlight,
     /// Waiters in `get` that no one has woken yet.
     idle: usize,
     pub(crate) shutting_down: bool,
@@ -74,7 +72,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
             table: Table::new(),
             delays: DelayHeap::new(),
             processing: 0,
-            proc_list: Vec::new(),
+            in_flight: InFlight::default(),
             idle: 0,
             shutting_down: false,
             draining: false,
@@ -132,13 +130,11 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         if let Some(m) = &mut self.metrics {
             m.note_depth(prio, -1);
             let e = &mut n.val;
-            e.start_ns = now;
             if e.add_ns != 0 {
                 m.note_latency(e.add_ns, now);
                 e.add_ns = 0;
             }
-            e.proc_pos = self.proc_list.len() as u32;
-            self.proc_list.push(idx);
+            e.in_flight = self.in_flight.insert(now);
         }
         Some(n.key.clone())
     }
@@ -154,18 +150,10 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         }
         e.flags &= !PROCESSING;
         self.processing -= 1;
-        if let Some(m) = &mut self.metrics {
-            if e.start_ns != 0 {
-                m.note_work(e.start_ns, now);
-                e.start_ns = 0;
-            }
-            let pos = e.proc_pos as usize;
-            self.proc_list.swap_remove(pos);
-            if let Some(&moved) = self.proc_list.get(pos)
-                && let Some(n) = self.table.get_mut(moved)
-            {
-                n.val.proc_pos = pos as u32;
-            }
+        if let Some(m) = &mut self.metrics
+            && let Some(start) = self.in_flight.remove(e.in_flight)
+        {
+            m.note_work(start, now);
         }
         Some(idx)
     }
@@ -218,9 +206,45 @@ impl<T: QueueKey, X: Default> Core<T, X> {
 
     /// The processing start timestamps of in-flight items (metrics only).
     pub(crate) fn processing_starts(&self) -> impl Iterator<Item = u64> + '_ {
-        self.proc_list
-            .iter()
-            .filter_map(|&idx| self.table.get(idx).map(|n| n.val.start_ns))
-            .filter(|&t| t != 0)
+        self.in_flight.starts.iter().copied().filter(|&t| t != 0)
+    }
+}
+
+/// The start timestamps of the items being processed, for the work duration and the
+/// unfinished-work gauges: a slab whose entry number the item's slot keeps, so `done`
+/// clears its own entry and touches no other item's slot (with a `swap_remove` list the
+/// moved entry's slot had to be updated: a cache line another consumer's core owns).
+#[derive(Default)]
+struct InFlight {
+    /// Start timestamps; 0 marks a free entry ([`now_ns`] is never 0).
+    starts: Vec<u64>,
+    free: Vec<u32>,
+}
+
+impl InFlight {
+    /// Records a start; returns its entry.
+    fn insert(&mut self, start: u64) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.starts[i as usize] = start;
+                i
+            }
+            None => {
+                self.starts.push(start);
+                // u32 entries: never more than the number of concurrent workers.
+                (self.starts.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Clears entry `i`; returns its start if it held one.
+    fn remove(&mut self, i: u32) -> Option<u64> {
+        let slot = self.starts.get_mut(i as usize)?;
+        let start = std::mem::take(slot);
+        if start == 0 {
+            return None;
+        }
+        self.free.push(i);
+        Some(start)
     }
 }
