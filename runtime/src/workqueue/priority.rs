@@ -288,7 +288,6 @@ impl<T: QueueKey> PriorityQueue<T> {
         let prio = opts.priority.unwrap_or(0);
         let mut wake_n = 0;
         let mut timer = (false, false);
-        let mut rejected = Vec::new();
         for key in items {
             let mut after = opts.after.unwrap_or(Duration::ZERO);
             if opts.rate_limited {
@@ -299,18 +298,17 @@ impl<T: QueueKey> PriorityQueue<T> {
             }
             let ready_at = (!after.is_zero()).then(|| Instant::now() + after);
             let hash = self.inner.hash(&key);
-            let (rej, (n, t)) = self
+            // The guard is a temporary: a key the queue did not store is dropped after the
+            // lock is released.
+            let (rejected, (n, t)) = self
                 .inner
                 .state
                 .lock()
                 .add(hash, Owned(key), prio, ready_at);
+            drop(rejected);
             wake_n += n;
             timer = (timer.0 | t.0, timer.1 | t.1);
-            if let Some(r) = rej {
-                rejected.push(r);
-            }
         }
-        drop(rejected);
         self.inner.wake_getters(wake_n);
         self.inner.timer(timer);
     }
