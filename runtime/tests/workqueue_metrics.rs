@@ -367,3 +367,49 @@ fn the_default_bucketed_observe_keeps_counts() {
     let got = h.0.into_inner().expect("values lock");
     assert_eq!(got, [DURATION_BUCKETS[0], 1e-6, 1e-6, 1000.0]);
 }
+
+#[tokio::test]
+async fn longest_running_follows_the_oldest_item_still_in_flight() {
+    let (q, name) = queue();
+    q.add("a".into());
+    let a = q.get().await.expect("a");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for k in ["b", "c"] {
+        q.add(k.into());
+    }
+    let b_started = std::time::Instant::now();
+    let b = q.get().await.expect("b");
+    let c = q.get().await.expect("c");
+    // `a` finishes first; `d` then takes the in-flight entry `a` left free.
+    q.done(&a);
+    q.add("d".into());
+    let d = q.get().await.expect("d");
+    let (_, count, sum) = histogram("workqueue_work_duration_seconds", &name);
+    assert_eq!(count, 1);
+    assert!(sum >= 0.3, "a worked at least 300 ms: {sum}");
+
+    // Wait for a refresh of the gauges that no longer counts `a`.
+    let mut longest = f64::NAN;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        longest = value("workqueue_longest_running_processor_seconds", &name);
+        if longest > 0.0 && longest < 0.3 {
+            break;
+        }
+    }
+    let b_age = b_started.elapsed().as_secs_f64();
+    assert!(
+        longest > 0.0 && longest <= b_age,
+        "longest {longest} should be b's age (at most {b_age}), not a's"
+    );
+    let unfinished = value("workqueue_unfinished_work_seconds", &name);
+    assert!(
+        unfinished >= longest,
+        "unfinished {unfinished} < longest {longest}"
+    );
+    for k in [b, c, d] {
+        q.done(&k);
+    }
+    let (_, count, _) = histogram("workqueue_work_duration_seconds", &name);
+    assert_eq!(count, 4);
+}
