@@ -23,7 +23,7 @@ use super::{QueueKey, RateLimiter};
 /// How many due items the timer moves per lock hold before it lets getters and adders in
 /// (a hold of a few hundred microseconds at most). Each hand-off to a parked waiter costs
 /// two context switches: with 256 the S4 bench spent 98-108 ms CPU (plain) and 114-140 ms
-/// (priority), with 2048 82-94 ms and 102-113 ms, and items were handed out closer to
+/// (priority), with 2048 82-94 ms and 99-113 ms, and items were handed out closer to
 /// their deadlines; 32 took 153 ms.
 const FIRE_BATCH: usize = 2048;
 
