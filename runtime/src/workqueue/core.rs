@@ -43,11 +43,6 @@ pub(crate) struct Core<T, X> {
     pub(crate) shutting_down: bool,
     draining: bool,
     pub(crate) metrics: Option<QueueMetrics>,
-    /// A metrics timestamp the timer reads once for a whole batch of due items: the start
-    /// of the queue wait of every item it makes ready; 0 otherwise (an add reads the clock
-    /// only on a miss, under the lock: reading it before the lock would cost every dedup
-    /// hit a clock read, measured 0.84x -> 0.75x of metrics off on S2).
-    pub(crate) stamp: u64,
 }
 
 /// A queue's state as the shared machinery (`super::shared`) sees it.
@@ -61,9 +56,10 @@ pub(crate) trait QueueState<T: QueueKey>: Send + 'static {
     /// `Add` now (priority 0): returns the key back when it was not stored (duplicate or
     /// shut down), so the caller drops it outside the lock, and the waiters to wake.
     fn add_now<K: KeyArg<T>>(&mut self, hash: u64, key: K) -> (Option<K>, usize);
-    /// The timer found the deadline of slot `idx` due: make the item ready. Returns the
-    /// number of `get` waiters to wake.
-    fn fire_slot(&mut self, idx: u32) -> usize;
+    /// The timer found the deadline of slot `idx` due: make the item ready, its queue wait
+    /// starting at `at` (see [`Core::count_add`]). Returns the number of `get` waiters to
+    /// wake.
+    fn fire_slot(&mut self, idx: u32, at: u64) -> usize;
 }
 
 impl<T: QueueKey, X: Default> Core<T, X> {
@@ -77,7 +73,6 @@ impl<T: QueueKey, X: Default> Core<T, X> {
             shutting_down: false,
             draining: false,
             metrics,
-            stamp: 0,
         }
     }
 
@@ -97,18 +92,17 @@ impl<T: QueueKey, X: Default> Core<T, X> {
     }
 
     /// The item in `idx` became queued at priority `prio`: count it in the metrics. Its
-    /// queue wait starts at [`Core::stamp`], or now if no stamp was taken.
-    pub(crate) fn count_add(&mut self, idx: u32, prio: i32) {
+    /// queue wait starts at `at`, a [`now_ns`] timestamp the timer reads once for a whole
+    /// batch of due items, or 0: read the clock now. An add passes 0, so it reads the clock
+    /// only on a miss, under the lock; reading it before the lock would cost every dedup hit
+    /// a clock read (S2 with metrics went from 0.84x to 0.75x of metrics off).
+    pub(crate) fn count_add(&mut self, idx: u32, prio: i32, at: u64) {
         let Some(m) = &mut self.metrics else { return };
         m.note_add(prio);
         if let Some(n) = self.table.get_mut(idx)
             && n.val.add_ns == 0
         {
-            n.val.add_ns = if self.stamp != 0 {
-                self.stamp
-            } else {
-                now_ns()
-            };
+            n.val.add_ns = if at != 0 { at } else { now_ns() };
         }
     }
 

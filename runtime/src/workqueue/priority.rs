@@ -82,9 +82,9 @@ impl<T: QueueKey> State<T> {
         self.core.take_waiter()
     }
 
-    /// The item in `idx` becomes ready: counted in `len` and the metrics, and put in its
-    /// bucket unless it is being processed.
-    fn become_ready(&mut self, idx: u32) -> usize {
+    /// The item in `idx` becomes ready: counted in `len` and the metrics (queued at `at`,
+    /// see `Core::count_add`), and put in its bucket unless it is being processed.
+    fn become_ready(&mut self, idx: u32, at: u64) -> usize {
         self.new_ticket(idx);
         let Some(n) = self.core.table.get_mut(idx) else {
             return 0;
@@ -92,7 +92,7 @@ impl<T: QueueKey> State<T> {
         n.val.ready_at = None;
         let (flags, prio) = (n.val.flags, n.val.x.priority);
         self.ready += 1;
-        self.core.count_add(idx, prio);
+        self.core.count_add(idx, prio, at);
         if flags & PROCESSING == 0 {
             self.push_bucket(idx)
         } else {
@@ -128,7 +128,7 @@ impl<T: QueueKey> State<T> {
             e.flags |= QUEUED;
             e.x.priority = prio;
             return match ready_at {
-                None => (self.become_ready(idx), (false, false)),
+                None => (self.become_ready(idx, 0), (false, false)),
                 Some(at) => (0, self.core.delay(idx, at)),
             };
         }
@@ -154,7 +154,7 @@ impl<T: QueueKey> State<T> {
         let mut timer = (false, false);
         if let Some(cur) = cur {
             match ready_at {
-                None => woken += self.become_ready(idx),
+                None => woken += self.become_ready(idx, 0),
                 Some(at) if at < cur => timer = self.core.delay(idx, at),
                 Some(_) => {}
             }
@@ -228,13 +228,17 @@ impl<T: QueueKey> QueueState<T> for State<T> {
         let (rejected, (n, _)) = self.add(hash, key, 0, None);
         (rejected, n)
     }
-    fn fire_slot(&mut self, idx: u32) -> usize {
+    fn fire_slot(&mut self, idx: u32, at: u64) -> usize {
         let queued = self
             .core
             .table
             .get(idx)
             .is_some_and(|n| n.val.flags & QUEUED != 0);
-        if queued { self.become_ready(idx) } else { 0 }
+        if queued {
+            self.become_ready(idx, at)
+        } else {
+            0
+        }
     }
 }
 

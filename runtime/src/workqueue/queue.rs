@@ -59,7 +59,7 @@ impl<T: QueueKey> State<T> {
             return (Some(key), 0);
         }
         let (idx, rejected) = self.core.slot(hash, key);
-        (rejected, self.add_idx(idx))
+        (rejected, self.add_idx(idx, 0))
     }
 
     /// `AddAfter` with a positive delay, due at `at`: keeps the earliest deadline. Returns
@@ -87,9 +87,9 @@ impl<T: QueueKey> State<T> {
         (rejected, self.core.delay(idx, at))
     }
 
-    /// `Add` for a key already in the table (e.g. one whose delay expired). Returns the
-    /// number of waiters to wake.
-    fn add_idx(&mut self, idx: u32) -> usize {
+    /// `Add` for a key already in the table (e.g. one whose delay expired), queued at `at`
+    /// (see `Core::count_add`). Returns the number of waiters to wake.
+    fn add_idx(&mut self, idx: u32, at: u64) -> usize {
         let Some(node) = self.core.table.get_mut(idx) else {
             return 0;
         };
@@ -98,7 +98,7 @@ impl<T: QueueKey> State<T> {
             return 0;
         }
         node.val.flags |= DIRTY;
-        self.core.count_add(idx, 0);
+        self.core.count_add(idx, 0, at);
         if flags & PROCESSING != 0 {
             return 0;
         }
@@ -149,10 +149,10 @@ impl<T: QueueKey> QueueState<T> for State<T> {
     fn add_now<K: KeyArg<T>>(&mut self, hash: u64, key: K) -> (Option<K>, usize) {
         self.add(hash, key)
     }
-    fn fire_slot(&mut self, idx: u32) -> usize {
+    fn fire_slot(&mut self, idx: u32, at: u64) -> usize {
         if let Some(node) = self.core.table.get_mut(idx) {
             node.val.ready_at = None;
         }
-        self.add_idx(idx)
+        self.add_idx(idx, at)
     }
 }

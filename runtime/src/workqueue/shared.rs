@@ -180,21 +180,19 @@ impl<S: QueueState<T>, T: QueueKey> TimerTarget for Shared<S, T> {
         let mut woken = 0;
         let mut moved = 0usize;
         // One timestamp for the queue wait of every item a batch makes ready.
-        s.core_mut().stamp = self.now();
+        let mut at = self.now();
         while let Some((tick, idx)) = s.core_mut().delays.pop_due(now) {
             if s.core().due(tick, idx) {
-                woken += s.fire_slot(idx);
+                woken += s.fire_slot(idx, at);
             }
             moved += 1;
             if moved.is_multiple_of(FIRE_BATCH) {
                 // Long batches: let getters start and let blocked adders in.
                 self.wake_getters(std::mem::take(&mut woken));
-                s.core_mut().stamp = 0;
                 parking_lot::MutexGuard::bump(&mut s);
-                s.core_mut().stamp = self.now();
+                at = self.now();
             }
         }
-        s.core_mut().stamp = 0;
         let next = s.core_mut().delays.arm();
         drop(s);
         self.wake_getters(woken);
