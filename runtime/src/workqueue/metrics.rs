@@ -77,17 +77,32 @@ fn bucket_ticks() -> &'static [u64; 12] {
     TICKS.get_or_init(|| DURATION_BUCKETS.map(|b| (b / secs_per_tick()) as u64))
 }
 
-/// Observations not handed to a histogram yet (batched providers): plain counters kept
-/// under the queue lock, handed over by [`QueueMetrics::flush`].
-#[derive(Default)]
-struct PendingHistogram {
+/// A queue's duration histogram handle and, for batched providers, the observations not
+/// handed to it yet: plain counters kept under the queue lock, handed over by
+/// [`QueueMetrics::flush`].
+struct DurationMetric {
+    handle: Box<dyn HistogramMetric>,
+    batched: bool,
     counts: BucketCounts,
     sum_ticks: u64,
 }
 
-impl PendingHistogram {
+impl DurationMetric {
+    fn new(handle: Box<dyn HistogramMetric>, batched: bool) -> Self {
+        Self {
+            handle,
+            batched,
+            counts: [0; 13],
+            sum_ticks: 0,
+        }
+    }
+
     /// Records the duration between two [`now_ns`] timestamps.
     fn observe(&mut self, from: u64, to: u64) {
+        if !self.batched {
+            self.handle.observe(secs_between(from, to));
+            return;
+        }
         let d = to.saturating_sub(from);
         // Durations are mostly short: scanning from the smallest bound takes a few steps.
         let idx = bucket_ticks()
@@ -98,11 +113,13 @@ impl PendingHistogram {
         self.sum_ticks = self.sum_ticks.saturating_add(d);
     }
 
-    /// Hands the pending observations to `h` and clears them.
-    fn flush_into(&mut self, h: &dyn HistogramMetric) {
+    /// Hands the pending observations to the handle and clears them.
+    fn flush(&mut self) {
         if self.counts.iter().any(|&c| c > 0) {
-            h.observe_bucketed(&self.counts, self.sum_ticks as f64 * secs_per_tick());
-            *self = Self::default();
+            let sum = self.sum_ticks as f64 * secs_per_tick();
+            self.handle.observe_bucketed(&self.counts, sum);
+            self.counts = [0; 13];
+            self.sum_ticks = 0;
         }
     }
 }
@@ -512,11 +529,9 @@ pub(crate) struct QueueMetrics {
     pending_adds: u64,
     pending_retries: u64,
     pending_depth: Vec<(i32, i64)>,
-    pending_latency: PendingHistogram,
-    pending_work: PendingHistogram,
     pub(crate) adds: Box<dyn CounterMetric>,
-    latency: Box<dyn HistogramMetric>,
-    work_duration: Box<dyn HistogramMetric>,
+    latency: DurationMetric,
+    work_duration: DurationMetric,
     pub(crate) unfinished: Box<dyn SettableGaugeMetric>,
     pub(crate) longest: Box<dyn SettableGaugeMetric>,
     pub(crate) retries: Box<dyn CounterMetric>,
@@ -534,17 +549,16 @@ impl QueueMetrics {
             return None;
         }
         let first = provider.new_depth_metric(name, priority_aware.then_some(0));
+        let batched = provider.batched();
         Some(Self {
             depth: vec![(0, first)],
-            batched: provider.batched(),
+            batched,
             pending_adds: 0,
             pending_retries: 0,
             pending_depth: Vec::new(),
-            pending_latency: PendingHistogram::default(),
-            pending_work: PendingHistogram::default(),
             adds: provider.new_adds_metric(name),
-            latency: provider.new_latency_metric(name),
-            work_duration: provider.new_work_duration_metric(name),
+            latency: DurationMetric::new(provider.new_latency_metric(name), batched),
+            work_duration: DurationMetric::new(provider.new_work_duration_metric(name), batched),
             unfinished: provider.new_unfinished_work_seconds_metric(name),
             longest: provider.new_longest_running_processor_seconds_metric(name),
             retries: provider.new_retries_metric(name),
@@ -588,26 +602,18 @@ impl QueueMetrics {
 
     /// An item queued at `from` was handed out at `to` ([`now_ns`] timestamps).
     pub(crate) fn note_latency(&mut self, from: u64, to: u64) {
-        if self.batched {
-            self.pending_latency.observe(from, to);
-        } else {
-            self.latency.observe(secs_between(from, to));
-        }
+        self.latency.observe(from, to);
     }
 
     /// An item handed out at `from` was done at `to` ([`now_ns`] timestamps).
     pub(crate) fn note_work(&mut self, from: u64, to: u64) {
-        if self.batched {
-            self.pending_work.observe(from, to);
-        } else {
-            self.work_duration.observe(secs_between(from, to));
-        }
+        self.work_duration.observe(from, to);
     }
 
     /// Hands the batched updates to the handles.
     pub(crate) fn flush(&mut self) {
-        self.pending_latency.flush_into(&*self.latency);
-        self.pending_work.flush_into(&*self.work_duration);
+        self.latency.flush();
+        self.work_duration.flush();
         if self.pending_adds > 0 {
             self.adds.inc_by(std::mem::take(&mut self.pending_adds));
         }
