@@ -649,7 +649,8 @@ fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
 
 /// What to run: `cargo bench --bench workqueue -- [FILTER] [--reps N] [--impl TEXT]`.
 /// FILTER keeps the scenarios whose title contains it (`S4`, `S6`, `Memory`); `--impl`
-/// keeps the implementations whose label contains TEXT (`ctrl`, `bare`). The environment
+/// keeps the implementations whose label contains TEXT (`ctrl`, `bare`), or, with a
+/// leading `=`, the one whose label is the rest (`=ctrl RateLimitingQueue`). The environment
 /// variables `WORKQUEUE_BENCH_ONLY`, `WORKQUEUE_BENCH_REPS` and `WORKQUEUE_BENCH_IMPL` do
 /// the same.
 struct Args {
@@ -678,7 +679,12 @@ fn args() -> Args {
     }
     let imps = IMPLS
         .into_iter()
-        .filter(|i| imp.as_deref().is_none_or(|t| i.label().contains(t)))
+        .filter(|i| {
+            imp.as_deref().is_none_or(|t| match t.strip_prefix('=') {
+                Some(exact) => i.label() == exact,
+                None => i.label().contains(t),
+            })
+        })
         .collect();
     Args {
         full,
