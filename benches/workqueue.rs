@@ -68,7 +68,12 @@ impl Impl {
 #[derive(Clone, Copy)]
 enum Scenario {
     S1(usize),
-    S2 { keys: usize, adds: usize },
+    /// `yield_every`: how many adds the producer makes between yields (see [`cooperate`]).
+    S2 {
+        keys: usize,
+        adds: usize,
+        yield_every: usize,
+    },
     S3(usize),
     S4(usize),
     S5(usize),
@@ -123,15 +128,24 @@ fn delays(n: usize, horizon: Duration) -> Vec<Duration> {
 
 // ---- scenarios over the get/done protocol ----
 
-/// Producers yield to the scheduler every 256 adds, as event handlers do between watch
-/// events. Without it a tight producer loop keeps the tasks it wakes (consumers, the
-/// timer) in its worker's non-stealable LIFO slot until it ends, for every
+/// Producers yield to the scheduler every [`YIELD_EVERY`] adds, as event handlers do
+/// between watch events. Without it a tight producer loop keeps the tasks it wakes
+/// (consumers, the timer) in its worker's non-stealable LIFO slot until it ends, for every
 /// implementation alike.
 async fn cooperate(i: usize) {
-    if i % 256 == 255 {
+    if i > 0 && i.is_multiple_of(YIELD_EVERY.load(Ordering::Relaxed)) {
         tokio::task::yield_now().await;
     }
 }
+
+/// How many adds a producer makes between yields in the current run: 256 (tokio's own
+/// cooperative budget is 128 operations per poll), except in the S2 variants that show how
+/// S2 depends on it: its consumer runs once per yield and drains every key re-added since
+/// (see docs/workqueue.md).
+static YIELD_EVERY: AtomicUsize = AtomicUsize::new(DEFAULT_YIELD_EVERY);
+
+/// The producers' yield interval of every scenario but the S2 variants.
+const DEFAULT_YIELD_EVERY: usize = 256;
 
 async fn s1<Q: BenchQueue>(q: Q, ks: Vec<String>) -> usize {
     let n = ks.len();
@@ -431,6 +445,11 @@ fn scenario_inputs(sc: Scenario) -> (Vec<String>, Vec<Duration>) {
 }
 
 fn run(imp: Impl, sc: Scenario) -> Option<Sample> {
+    let yield_every = match sc {
+        Scenario::S2 { yield_every, .. } => yield_every,
+        _ => DEFAULT_YIELD_EVERY,
+    };
+    YIELD_EVERY.store(yield_every, Ordering::Relaxed);
     let rt = runtime();
     let (ks, ds) = scenario_inputs(sc);
     let cpu0 = cpu_time();
@@ -743,6 +762,7 @@ fn main() {
             Scenario::S2 {
                 keys: s2_keys,
                 adds: s2_adds,
+                yield_every: DEFAULT_YIELD_EVERY,
             },
         ),
         (
@@ -758,6 +778,20 @@ fn main() {
             Scenario::S5(n5),
         ),
     ];
+    // S2's rate is set by how often its producer yields (the consumer drains once per
+    // yield): the same scenario with rarer yields, for every implementation alike.
+    for yield_every in [1024, 4096] {
+        scenarios.push((
+            format!(
+                "S2 dedup, the producer yielding every {yield_every} adds, not {DEFAULT_YIELD_EVERY} (M adds/s)"
+            ),
+            Scenario::S2 {
+                keys: s2_keys,
+                adds: s2_adds,
+                yield_every,
+            },
+        ));
+    }
     for &n in &s6 {
         scenarios.push((
             format!("S6 scaling: S1 at {n} keys (ns per item)"),
