@@ -6,6 +6,8 @@
 //! buckets per priority) each wrap a [`Core`] and implement [`QueueState`]; the lock, the
 //! waiting of `get` and the timer task around them are in [`super::shared`].
 
+use std::num::NonZeroU64;
+
 use tokio::time::Instant;
 
 use super::QueueKey;
@@ -21,8 +23,10 @@ pub(crate) const PROCESSING: u8 = 2;
 pub(crate) struct Entry<X> {
     /// The queue's flag bits ([`PROCESSING`] and its own).
     pub(crate) flags: u8,
-    /// The earliest pending deadline of the key, if any.
-    pub(crate) ready_at: Option<Instant>,
+    /// The earliest pending deadline of the key, if any, as the delay wheel's tick (see
+    /// [`Core::tick_of`]): 8 bytes where an `Instant` takes 16, and the wheel fires whole
+    /// ticks anyway.
+    pub(crate) ready_tick: Option<NonZeroU64>,
     /// Its entry in `Core::in_flight` while processing (metrics only).
     in_flight: u32,
     /// When the key was queued (metrics only; 0 = unset).
@@ -157,13 +161,19 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         self.draining && self.processing == 0
     }
 
-    /// Records that slot `idx` is due at `at` (the caller checked it is earlier than any
+    /// The delay wheel's tick of a deadline: deadlines in one tick fire together, so two
+    /// deadlines of a key are compared by tick.
+    pub(crate) fn tick_of(&self, at: Instant) -> NonZeroU64 {
+        self.delays.tick_of(at)
+    }
+
+    /// Records that slot `idx` is due in `tick` (the caller checked it is earlier than any
     /// pending deadline). Returns (start the timer task, wake the timer task).
-    pub(crate) fn delay(&mut self, idx: u32, at: Instant) -> (bool, bool) {
+    pub(crate) fn delay(&mut self, idx: u32, tick: NonZeroU64) -> (bool, bool) {
         if let Some(n) = self.table.get_mut(idx) {
-            n.val.ready_at = Some(at);
+            n.val.ready_tick = Some(tick);
         }
-        let wake = self.delays.push(at, idx);
+        let wake = self.delays.push(tick, idx);
         let start = !self.delays.started;
         self.delays.started = true;
         (start, wake && !start)
@@ -174,8 +184,8 @@ impl<T: QueueKey, X: Default> Core<T, X> {
     pub(crate) fn due(&self, tick: u64, idx: u32) -> bool {
         self.table
             .get(idx)
-            .and_then(|n| n.val.ready_at)
-            .is_some_and(|r| self.delays.tick_of(r) == tick)
+            .and_then(|n| n.val.ready_tick)
+            .is_some_and(|r| r.get() == tick)
     }
 
     /// Items handed out and not done yet.

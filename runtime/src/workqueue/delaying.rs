@@ -14,6 +14,7 @@
 //! a future that any executor can poll.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -53,15 +54,16 @@ impl DelayHeap {
         }
     }
 
-    /// The tick a deadline falls in (rounded up). In `u64` nanoseconds (584 years): a
-    /// `u128` division is a library call, this one a multiply by a constant.
-    pub(crate) fn tick_of(&self, at: Instant) -> u64 {
+    /// The tick a deadline falls in (rounded up, and at least 1, so a slot stores its
+    /// deadline in 8 bytes with `None` free). In `u64` nanoseconds (584 years): a `u128`
+    /// division is a library call, this one a multiply by a constant.
+    pub(crate) fn tick_of(&self, at: Instant) -> NonZeroU64 {
         let d = at.saturating_duration_since(self.base);
         let ns = d
             .as_secs()
             .saturating_mul(1_000_000_000)
             .saturating_add(u64::from(d.subsec_nanos()));
-        ns.div_ceil(TICK_NS)
+        NonZeroU64::new(ns.div_ceil(TICK_NS)).unwrap_or(NonZeroU64::MIN)
     }
 
     fn deadline(&self, tick: u64) -> Instant {
@@ -72,10 +74,10 @@ impl DelayHeap {
             .unwrap_or_else(|| self.base + Duration::from_secs(100 * 365 * 86_400))
     }
 
-    /// Records that slot `idx` is due at `at`; returns whether the timer must be woken
-    /// (the new deadline is earlier than what it sleeps towards).
-    pub(crate) fn push(&mut self, at: Instant, idx: u32) -> bool {
-        let tick = self.tick_of(at);
+    /// Records that slot `idx` is due in `tick` (see [`Self::tick_of`]); returns whether the
+    /// timer must be woken (the new deadline is earlier than what it sleeps towards).
+    pub(crate) fn push(&mut self, tick: NonZeroU64, idx: u32) -> bool {
+        let tick = tick.get();
         self.ticks.entry(tick).or_default().push(idx);
         let wake = self.timer_next.is_none_or(|n| tick < n);
         if wake {

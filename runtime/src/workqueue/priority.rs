@@ -17,6 +17,7 @@ use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::Hash;
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,7 +90,7 @@ impl<T: QueueKey> State<T> {
         let Some(n) = self.core.table.get_mut(idx) else {
             return 0;
         };
-        n.val.ready_at = None;
+        n.val.ready_tick = None;
         let (flags, prio) = (n.val.flags, n.val.x.priority);
         self.ready += 1;
         self.core.count_add(idx, prio, at);
@@ -116,10 +117,12 @@ impl<T: QueueKey> State<T> {
             self.core.count_retry();
         }
         let (idx, rejected) = self.core.slot(hash, key);
-        (rejected, self.add_idx(idx, prio, ready_at))
+        let ready = ready_at.map(|at| self.core.tick_of(at));
+        (rejected, self.add_idx(idx, prio, ready))
     }
 
-    fn add_idx(&mut self, idx: u32, prio: i32, ready_at: Option<Instant>) -> AddResult {
+    /// [`Self::add`] for a key in slot `idx`, ready now or in wheel tick `ready`.
+    fn add_idx(&mut self, idx: u32, prio: i32, ready: Option<NonZeroU64>) -> AddResult {
         let Some(n) = self.core.table.get_mut(idx) else {
             return (0, (false, false));
         };
@@ -127,16 +130,16 @@ impl<T: QueueKey> State<T> {
         if e.flags & QUEUED == 0 {
             e.flags |= QUEUED;
             e.x.priority = prio;
-            return match ready_at {
+            return match ready {
                 None => (self.become_ready(idx, 0), (false, false)),
-                Some(at) => (0, self.core.delay(idx, at)),
+                Some(tick) => (0, self.core.delay(idx, tick)),
             };
         }
         let mut woken = 0;
         if prio > e.x.priority {
             let old = e.x.priority;
             e.x.priority = prio;
-            if e.ready_at.is_none() {
+            if e.ready_tick.is_none() {
                 let in_bucket = e.flags & IN_BUCKET != 0;
                 if let Some(m) = &mut self.core.metrics {
                     m.note_depth(old, -1);
@@ -150,12 +153,12 @@ impl<T: QueueKey> State<T> {
                 }
             }
         }
-        let cur = self.core.table.get(idx).and_then(|n| n.val.ready_at);
+        let cur = self.core.table.get(idx).and_then(|n| n.val.ready_tick);
         let mut timer = (false, false);
         if let Some(cur) = cur {
-            match ready_at {
+            match ready {
                 None => woken += self.become_ready(idx, 0),
-                Some(at) if at < cur => timer = self.core.delay(idx, at),
+                Some(tick) if tick < cur => timer = self.core.delay(idx, tick),
                 Some(_) => {}
             }
         }
@@ -206,7 +209,7 @@ impl<T: QueueKey> State<T> {
             .core
             .table
             .get(idx)
-            .map(|n| (n.val.flags, n.val.ready_at))
+            .map(|n| (n.val.flags, n.val.ready_tick))
         {
             Some((f, None)) if f & QUEUED != 0 => woken = self.push_bucket(idx),
             Some((f, _)) if f & QUEUED == 0 => freed = self.core.table.remove(idx),

@@ -75,16 +75,17 @@ impl<T: QueueKey> State<T> {
         }
         self.core.count_retry();
         let (idx, rejected) = self.core.slot(hash, key);
+        let tick = self.core.tick_of(at);
         let later = self
             .core
             .table
             .get(idx)
-            .and_then(|n| n.val.ready_at)
-            .is_some_and(|r| r <= at);
+            .and_then(|n| n.val.ready_tick)
+            .is_some_and(|r| r <= tick);
         if later {
             return (rejected, (false, false));
         }
-        (rejected, self.core.delay(idx, at))
+        (rejected, self.core.delay(idx, tick))
     }
 
     /// `Add` for a key already in the table (e.g. one whose delay expired), queued at `at`
@@ -129,7 +130,7 @@ impl<T: QueueKey> State<T> {
             if node.val.flags & DIRTY != 0 {
                 self.fifo.push_back(idx);
                 res.wake = self.core.take_waiter();
-            } else if node.val.ready_at.is_none() {
+            } else if node.val.ready_tick.is_none() {
                 res.freed = self.core.table.remove(idx);
             }
         }
@@ -151,7 +152,7 @@ impl<T: QueueKey> QueueState<T> for State<T> {
     }
     fn fire_slot(&mut self, idx: u32, at: u64) -> usize {
         if let Some(node) = self.core.table.get_mut(idx) {
-            node.val.ready_at = None;
+            node.val.ready_tick = None;
         }
         self.add_idx(idx, at)
     }
