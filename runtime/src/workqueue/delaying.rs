@@ -2,10 +2,11 @@
 //! queue when their time comes (client-go's `delaying_queue.go`).
 //!
 //! A queue keeps, under its own lock, a [`DelayHeap`]: slot numbers bucketed by 250 µs tick
-//! (deadlines rounded up, so never early). The slot itself remembers its earliest pending
-//! deadline, so a later, longer delay for the same key is ignored and a shorter one simply
-//! wins (stale bucket entries are skipped when their tick comes up). The timer task sleeps until the earliest deadline and is woken early only
-//! when an add brings a deadline earlier than the one it sleeps towards.
+//! (deadlines rounded up, so never early). The slot itself remembers the tick of its
+//! earliest pending deadline, so a delay for the same key that falls in that tick or later
+//! is ignored and one that falls earlier wins (stale bucket entries are skipped when their
+//! tick comes up). The timer task sleeps until the earliest deadline and is woken early
+//! only when an add brings a deadline earlier than the one it sleeps towards.
 //!
 //! **Runtime:** the timer task is started on the first positive delay, on the current
 //! tokio runtime if there is one (so `tokio::time::pause` drives it in tests), otherwise on
