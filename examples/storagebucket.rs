@@ -6,6 +6,7 @@
 //! ```sh
 //! cargo run --example storagebucket                       # local demo, no cluster needed
 //! cargo run --example storagebucket -- --run-for 10s      # ... that exits 0 after 10 s
+//! cargo run --example storagebucket -- --no-demo          # ... with no sample buckets
 //! cargo run --example storagebucket -- --print-crd        # the CRD, for kubectl apply -f -
 //! cargo run --example storagebucket -- --kubeconfig ~/.kube/config   # a real cluster
 //! cargo run --example storagebucket -- --kubeconfig KC --leader-elect   # one of N replicas
@@ -20,17 +21,22 @@
 //! a replica that loses it exits non-zero. The modules are in
 //! `examples/storagebucket/`.
 
+#[path = "contract/mod.rs"]
+mod contract;
 #[path = "storagebucket/mod.rs"]
 mod operator;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use ctrl::manager::{Args, Options, load_config, shutdown_signal};
+use contract::cli::{ExampleArgs, cluster_configured, local, parse_duration};
+use contract::{logging, run};
+use ctrl::manager::{Args, Options, load_config};
 use ctrl::webhook;
 use operator::leader::LeaderElectionFlags;
-use operator::{controller, crd, demo, logging, setup};
+use operator::{controller, crd, demo, setup};
 use tokio_util::sync::CancellationToken;
 
 /// The operator's command line: kubebuilder's manager flags plus its own.
@@ -40,6 +46,8 @@ use tokio_util::sync::CancellationToken;
     about = "The StorageBucket operator (a ctrl example)"
 )]
 struct Cli {
+    #[command(flatten)]
+    example: ExampleArgs,
     #[command(flatten)]
     manager: Args,
     #[command(flatten)]
@@ -54,47 +62,9 @@ struct Cli {
     /// How often every bucket is probed.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     probe_interval: Duration,
-    /// Exit (with status 0) after this long, e.g. `10s`, `2m`.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    run_for: Option<Duration>,
-    /// Print the StorageBucket CRD as YAML and exit.
-    #[arg(long)]
-    print_crd: bool,
     /// Demo only: how often the local object store's health flips (`0s`: never).
     #[arg(long, value_name = "DURATION", default_value = "7s", value_parser = parse_duration)]
     flip_every: Duration,
-    /// Demo only: where to write the kubeconfig for kubectl.
-    #[arg(long, value_name = "PATH")]
-    write_kubeconfig: Option<PathBuf>,
-}
-
-/// Parses `1500ms`, `10s`, `2m`, `1h` or a bare number of seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))
-}
-
-/// Whether a cluster is configured: `--kubeconfig`, `KUBECONFIG`, or a pod's
-/// service account. (`~/.kube/config` alone does not count: the demo never
-/// touches a cluster you did not name.)
-fn cluster_configured(cli: &Cli) -> bool {
-    cli.manager.kubeconfig.is_some()
-        || std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty())
-        || kube::Config::incluster().is_ok()
 }
 
 /// Says which Lease this replica competes for, when leader election is on.
@@ -108,62 +78,19 @@ fn log_leader_election(opts: &Options) {
     }
 }
 
-/// A local default like `:8080` would collide between demo runs: use a free port.
-fn local(addr: &str, default: &str) -> String {
-    if addr == default {
-        "127.0.0.1:0".into()
-    } else {
-        addr.into()
-    }
-}
-
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
-    if cli.print_crd {
-        return match crd::crd_yaml() {
-            Ok(yaml) => {
-                print!("{yaml}");
-                std::process::ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("cannot print the CRD: {e}");
-                std::process::ExitCode::FAILURE
-            }
-        };
+    if cli.example.print_crd {
+        return run::print_crds(&[crd::crd()]);
     }
-    let demo = !cluster_configured(&cli);
-    logging::init(demo);
-    match run(cli, demo).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!(target: "storagebucket::main", "{error}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
+    logging::init("storagebucket", demo);
+    run::exit(start(cli, demo).await)
 }
 
-async fn run(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    // Ctrl-C / SIGTERM, or the end of --run-for, stops everything gracefully.
-    let stop = CancellationToken::new();
-    let signal = shutdown_signal();
-    {
-        let (stop, run_for) = (stop.clone(), cli.run_for);
-        tokio::spawn(async move {
-            let deadline = async {
-                match run_for {
-                    Some(d) => tokio::time::sleep(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = signal.cancelled() => tracing::info!(target: "storagebucket::main", "signal received, shutting down"),
-                _ = deadline => tracing::info!(target: "storagebucket::main", "--run-for elapsed, shutting down"),
-            }
-            stop.cancel();
-        });
-    }
-
+async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let stop = run::stop_token(cli.example.run_for);
     let cfg = controller::Config {
         probe_interval: cli.probe_interval,
         ..Default::default()
@@ -186,10 +113,7 @@ async fn run(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Sen
         return Ok(mgr.start(stop).await?);
     }
 
-    let kubeconfig = cli
-        .write_kubeconfig
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("storagebucket.kubeconfig"));
+    let kubeconfig = cli.example.kubeconfig_path("storagebucket");
     let world = demo::start(&kubeconfig, cli.flip_every, stop.clone()).await?;
     let (server, ca_pem) = demo::webhook_server()?;
     demo::install_webhooks(world.env.client(), &server, &ca_pem).await?;
@@ -208,12 +132,23 @@ async fn run(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Sen
         let (mgr, stop) = (mgr.clone(), stop.clone());
         tokio::spawn(async move { mgr.start(stop).await })
     };
-    tokio::select! {
-        _ = mgr.elected() => world.create_samples().await?,
-        _ = stop.cancelled() => {}
+    if !cli.example.no_demo {
+        create_samples_when_elected(&mgr, &world, &stop).await?;
     }
     running.await??;
     world.env.stop();
-    tracing::info!(target: "storagebucket::main", "stopped");
     Ok(())
+}
+
+/// Creates the sample buckets once this replica leads (at once without leader
+/// election), unless stopped first.
+async fn create_samples_when_elected(
+    mgr: &ctrl::manager::Manager,
+    world: &demo::World,
+    stop: &CancellationToken,
+) -> Result<(), kube::Error> {
+    tokio::select! {
+        _ = mgr.elected() => world.create_samples().await,
+        _ = stop.cancelled() => Ok(()),
+    }
 }

@@ -6,6 +6,8 @@
 
 mod common;
 #[allow(dead_code)]
+#[path = "../examples/contract/mod.rs"]
+mod contract;
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
 
@@ -182,7 +184,7 @@ async fn a_bad_endpoint_is_reported_not_retried_into_a_crash() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_world_and_the_printed_crd() {
     // --print-crd prints a CRD that parses back and that envtest installs.
-    let yaml = crd::crd_yaml().expect("crd yaml");
+    let yaml = contract::run::crds_yaml(&[crd::crd()]).expect("crd yaml");
     let parsed: CustomResourceDefinition = serde_saphyr::from_str(&yaml).expect("parse crd yaml");
     assert_eq!(
         parsed.metadata.name.as_deref(),

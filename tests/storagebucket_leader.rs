@@ -7,6 +7,8 @@
 
 mod common;
 #[allow(dead_code)]
+#[path = "../examples/contract/mod.rs"]
+mod contract;
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
 

@@ -110,8 +110,3 @@ impl StorageBucket {
 pub fn crd() -> CustomResourceDefinition {
     StorageBucket::crd()
 }
-
-/// The CRD as YAML.
-pub fn crd_yaml() -> Result<String, serde_saphyr::SerializeError> {
-    serde_saphyr::to_string(&crd())
-}

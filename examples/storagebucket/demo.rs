@@ -85,10 +85,8 @@ pub async fn start(
     flip_every: Duration,
     stop: CancellationToken,
 ) -> Result<World, Box<dyn std::error::Error + Send + Sync>> {
-    let env = Environment::builder().crd(crd::crd()).start().await?;
-    env.write_kubeconfig(kubeconfig)
-        .map_err(|e| format!("cannot write the kubeconfig {}: {e}", kubeconfig.display()))?;
-    tracing::info!(target: "storagebucket::envtest", "API server (ctrl-envtest) at {}, StorageBucket CRD installed", env.url());
+    let builder = Environment::builder().crd(crd::crd());
+    let env = crate::contract::envtest::start(builder, kubeconfig, "StorageBucket CRD").await?;
     let kc = kubeconfig.display();
     tracing::info!(target: "storagebucket::envtest", "watch it:  kubectl --kubeconfig {kc} get storagebuckets -w -o '{WATCH_COLUMNS}'");
     tracing::info!(target: "storagebucket::envtest", "details:   kubectl --kubeconfig {kc} describe storagebucket photos");

@@ -2,14 +2,14 @@
 //! test (`tests/storagebucket.rs`) both use: the custom resource ([`crd`]), the
 //! HTTP probe ([`probe`]), the controller and its ticker ([`controller`]), the
 //! admission webhooks ([`webhooks`]), leader-election flags ([`leader`]), the
-//! manager wiring ([`setup`]), a local object store ([`store`]), the no-cluster
-//! demo ([`demo`]) and log output ([`logging`]).
+//! manager wiring ([`setup`]), a local object store ([`store`]) and the no-cluster
+//! demo ([`demo`]). What every example shares (flags, log output, the local API
+//! server) is in `examples/contract/`.
 
 pub mod controller;
 pub mod crd;
 pub mod demo;
 pub mod leader;
-pub mod logging;
 pub mod probe;
 pub mod setup;
 pub mod store;

@@ -1,8 +1,8 @@
-//! Log output. Against a real cluster the operator logs in tracing's usual format,
+//! Log output. Against a real cluster an example logs in tracing's usual format,
 //! with the controller's structured fields (controller, namespace, name,
 //! reconcileID). The local demo prints one short line per thing a person watching
 //! wants to see: seconds since start, a topic (the last part of the log target:
-//! `reconcile`, `status`, `store`, ...), and the message.
+//! `reconcile`, `status`, `envtest`, ...), and the message.
 
 use std::fmt;
 use std::time::Instant;
@@ -14,17 +14,23 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-/// The demo's default filter: the example's own lines, and only problems from the
-/// libraries. `RUST_LOG` overrides it.
-pub const DEMO_FILTER: &str = "storagebucket=info,warn";
+/// The demo's default filter for example `name`: the example's own lines, and only
+/// problems from the libraries. `RUST_LOG` overrides it.
+pub fn demo_filter(name: &str) -> String {
+    format!("{name}=info,warn")
+}
 
 /// The default filter against a cluster. `RUST_LOG` overrides it.
 pub const CLUSTER_FILTER: &str = "info";
 
-/// Installs the global subscriber: [`Pretty`] lines for the demo, tracing's full
-/// format otherwise. Does nothing if one is installed already.
-pub fn init(demo: bool) {
-    let default = if demo { DEMO_FILTER } else { CLUSTER_FILTER };
+/// Installs the global subscriber for example `name`: [`Pretty`] lines for the
+/// demo, tracing's full format otherwise. Does nothing if one is installed already.
+pub fn init(name: &str, demo: bool) {
+    let default = if demo {
+        demo_filter(name)
+    } else {
+        CLUSTER_FILTER.to_string()
+    };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

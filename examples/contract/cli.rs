@@ -1,0 +1,73 @@
+//! The flags every example has ([`ExampleArgs`], flattened into its clap `Cli` next
+//! to `ctrl::manager::Args`), and the decisions they feed: whether a cluster is
+//! configured, and which local address a default port becomes in the demo.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The example contract's flags.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExampleArgs {
+    /// Exit (with status 0) after this long, e.g. `10s`, `2m`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub run_for: Option<Duration>,
+    /// Start everything but create no sample objects.
+    #[arg(long)]
+    pub no_demo: bool,
+    /// Print the example's CRDs as YAML and exit.
+    #[arg(long)]
+    pub print_crd: bool,
+    /// Local API server only: where to write the kubeconfig for kubectl (default: a
+    /// file named after the example in the temp dir).
+    #[arg(long, value_name = "PATH")]
+    pub write_kubeconfig: Option<PathBuf>,
+}
+
+impl ExampleArgs {
+    /// Where the local API server's kubeconfig goes for example `name`.
+    pub fn kubeconfig_path(&self, name: &str) -> PathBuf {
+        self.write_kubeconfig
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join(format!("{name}.kubeconfig")))
+    }
+}
+
+/// Parses `1500ms`, `10s`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (try 500ms, 10s, 2m)"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))
+}
+
+/// Whether a cluster is configured: `--kubeconfig` (`kubeconfig`), `KUBECONFIG`, or
+/// a pod's service account. (`~/.kube/config` alone does not count: an example
+/// never touches a cluster you did not name.)
+pub fn cluster_configured(kubeconfig: Option<&Path>) -> bool {
+    kubeconfig.is_some()
+        || std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty())
+        || kube::Config::incluster().is_ok()
+}
+
+/// In the local demo a default like `:8080` would collide between runs (and with
+/// other examples): the default becomes a free loopback port; an address given on
+/// the command line is kept.
+pub fn local(addr: &str, default: &str) -> String {
+    if addr == default {
+        "127.0.0.1:0".into()
+    } else {
+        addr.into()
+    }
+}

@@ -1,0 +1,20 @@
+//! What every ctrl example shares: the contract tests and tooling rely on.
+//!
+//! - With no cluster configured ([`cli::cluster_configured`]) an example starts
+//!   ctrl-envtest in process, installs its CRDs and prints a line containing
+//!   `--kubeconfig <path>` ([`envtest::start`]).
+//! - `--kubeconfig` / `KUBECONFIG` / in-cluster runs it against that cluster.
+//! - `--no-demo` starts everything but creates no sample objects; `--run-for
+//!   <duration>` exits 0 after that long ([`run::stop_token`]); `--print-crd` prints
+//!   its CRDs ([`run::print_crds`]) — all in [`cli::ExampleArgs`].
+//! - Log output: short lines for the local demo, tracing's full format against a
+//!   cluster ([`logging`]).
+//!
+//! Each example mounts this folder with `#[path = "contract/mod.rs"] mod contract;`, so
+//! its log targets start with the example's own name.
+#![allow(dead_code)] // each example uses a different part
+
+pub mod cli;
+pub mod envtest;
+pub mod logging;
+pub mod run;
