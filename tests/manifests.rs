@@ -6,9 +6,9 @@
 //! shows every object.
 
 mod common;
-#[allow(dead_code)]
 #[path = "../examples/contract/mod.rs"]
 mod contract;
+#[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
 

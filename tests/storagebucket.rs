@@ -5,9 +5,9 @@
 //! at the example's types or internals.
 
 mod common;
-#[allow(dead_code)]
 #[path = "../examples/contract/mod.rs"]
 mod contract;
+#[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
 

@@ -6,9 +6,9 @@
 //! carries on; a leader that cannot renew stops with an error.
 
 mod common;
-#[allow(dead_code)]
 #[path = "../examples/contract/mod.rs"]
 mod contract;
+#[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
 

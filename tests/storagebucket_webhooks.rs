@@ -4,9 +4,9 @@
 //! Everything is checked through a plain kube client, as a user would see it.
 
 mod common;
-#[allow(dead_code)]
 #[path = "../examples/contract/mod.rs"]
 mod contract;
+#[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
 
