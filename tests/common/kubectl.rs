@@ -40,6 +40,15 @@ impl Kubectl {
         Self { dir, kubeconfig }
     }
 
+    /// kubectl with the kubeconfig at `kubeconfig` (written by someone else, e.g. a
+    /// running example), and fresh caches.
+    pub fn at(kubeconfig: &Path) -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+            kubeconfig: kubeconfig.to_path_buf(),
+        }
+    }
+
     /// Runs kubectl with `args` (60 s at most); returns (success, stdout, stderr).
     pub async fn run(&self, args: &[&str]) -> (bool, String, String) {
         let child = Command::new("kubectl")

@@ -1,0 +1,172 @@
+//! The contract every example keeps, checked on the built example binaries as a
+//! person or a tool would drive them: `--print-crd` prints CRDs that parse; with no
+//! cluster configured the example starts ctrl-envtest, installs its CRDs and prints a
+//! line containing `--kubeconfig <path>` that kubectl can use; `--no-demo` creates
+//! no sample objects; `--run-for` exits 0 after that long.
+//!
+//! The binaries are the ones `cargo test --all-targets` (the README's test command)
+//! builds into `target/<profile>/examples/`; run alone, build them first with
+//! `cargo build --examples`.
+
+#[allow(dead_code)]
+#[path = "common/kubectl.rs"]
+mod kubectl;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use kubectl::Kubectl;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// One example: its name, the CRDs it installs, and the resources its demo would
+/// create samples of.
+struct Example {
+    name: &'static str,
+    crds: &'static [&'static str],
+    samples: &'static [&'static str],
+}
+
+const EXAMPLES: &[Example] = &[Example {
+    name: "storagebucket",
+    crds: &["storagebuckets.storage.example.com"],
+    samples: &["storagebuckets"],
+}];
+
+/// How long each example runs under `--run-for`.
+const RUN_FOR: Duration = Duration::from_secs(8);
+
+/// The built binary of example `name`, or a loud failure saying how to build it.
+fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let bin = profile_dir.join("examples").join(name);
+    assert!(
+        bin.is_file(),
+        "{} is not built: run `cargo build --examples` (or `cargo test --all-targets`, which builds them)",
+        bin.display()
+    );
+    bin
+}
+
+/// `bin` with `args`, with no cluster configured (no `KUBECONFIG`), piped output.
+fn spawn(bin: &Path, args: &[&str]) -> Child {
+    Command::new(bin)
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()))
+}
+
+/// The path after `--kubeconfig ` in the first output line that has one; the lines
+/// read so far on failure.
+async fn kubeconfig_line(child: &mut Child) -> Result<PathBuf, String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut seen = String::new();
+    let find = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some((_, rest)) = line.split_once("--kubeconfig ") {
+                let path = rest.split_whitespace().next().unwrap_or_default();
+                return Some(PathBuf::from(path));
+            }
+        }
+        None
+    };
+    let found = tokio::time::timeout(Duration::from_secs(30), find).await;
+    // Keep draining stdout so the example never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    match found {
+        Ok(Some(path)) => Ok(path),
+        _ => Err(seen),
+    }
+}
+
+#[test]
+fn print_crd_prints_parseable_crds() {
+    for ex in EXAMPLES {
+        let out = std::process::Command::new(binary(ex.name))
+            .arg("--print-crd")
+            .output()
+            .expect("run --print-crd");
+        assert!(out.status.success(), "{} --print-crd failed", ex.name);
+        let text = String::from_utf8(out.stdout).expect("utf-8 YAML");
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("YAML documents");
+        let names: Vec<&str> = docs
+            .iter()
+            .filter_map(|d| d["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(names, ex.crds, "{} --print-crd", ex.name);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_demo_serves_kubectl_and_run_for_exits_zero() {
+    if !kubectl::found() {
+        return;
+    }
+    let runs = EXAMPLES.iter().map(check_no_demo);
+    futures::future::join_all(runs).await;
+}
+
+/// Runs `ex` with `--no-demo --run-for`, then drives it with kubectl: its CRDs are
+/// there, no sample objects are; then it exits 0 on time.
+async fn check_no_demo(ex: &Example) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kc = dir.path().join("kubeconfig");
+    let run_for = format!("{}s", RUN_FOR.as_secs());
+    let mut child = spawn(
+        &binary(ex.name),
+        &[
+            "--no-demo",
+            "--run-for",
+            &run_for,
+            "--write-kubeconfig",
+            kubectl::path_str(&kc),
+        ],
+    );
+    let path = match kubeconfig_line(&mut child).await {
+        Ok(path) => path,
+        Err(seen) => panic!(
+            "{}: no `--kubeconfig <path>` line; output:\n{seen}",
+            ex.name
+        ),
+    };
+    assert_eq!(path, kc, "{}: the printed kubeconfig", ex.name);
+    let kubectl = Kubectl::at(&path);
+    for crd in ex.crds {
+        kubectl.ok(&["get", "crd", crd, "-o", "name"]).await;
+    }
+    // Give a demo that ignored --no-demo time to create its samples.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for resource in ex.samples {
+        let listed = kubectl.ok(&["get", resource, "-A", "-o", "name"]).await;
+        assert!(
+            listed.trim().is_empty(),
+            "{} --no-demo created {resource}: {listed}",
+            ex.name
+        );
+    }
+    let status = tokio::time::timeout(RUN_FOR + Duration::from_secs(20), child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("{}: still running long after --run-for {run_for}", ex.name))
+        .expect("wait");
+    assert!(
+        status.success(),
+        "{}: --run-for exited with {status}",
+        ex.name
+    );
+}
