@@ -6,7 +6,15 @@ pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client};
 pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
-pub use ctrl_runtime::{healthz, manager};
+pub use ctrl_runtime::{healthz, log, manager};
+
+/// The cancellation token every `reconcile` receives and `Manager::start` stops on
+/// (tokio-util's), so that an operator needs no dependency of its own for it.
+pub use tokio_util::sync::CancellationToken;
+
+/// The attribute for implementing ctrl's async traits (`Reconciler`, `Runnable`,
+/// `EventHandler`, ...) by hand: `#[ctrl::async_trait]`.
+pub use async_trait::async_trait;
 
 /// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,
 /// `ctrl.SetupSignalHandler`).
