@@ -36,7 +36,11 @@ fn production_defaults_without_flags() {
 
 #[test]
 fn zap_devel_switches_every_default() {
-    for args in [&["--zap-devel"][..], &["--zap-devel=true"], &["--zap-devel", "true"]] {
+    for args in [
+        &["--zap-devel"][..],
+        &["--zap-devel=true"],
+        &["--zap-devel", "true"],
+    ] {
         let s = parse(args).expect("parse").settings();
         assert_eq!(s.encoder, Encoder::Console, "{args:?}");
         assert_eq!(s.level, Level::Debug, "{args:?}");
@@ -99,7 +103,11 @@ fn log_levels_take_zaps_names_and_verbosities() {
 fn bad_values_are_refused_with_the_choices() {
     for (flag, value, says) in [
         ("--zap-encoder", "yaml", "json, console"),
-        ("--zap-stacktrace-level", "debug", "info, warn, error, panic"),
+        (
+            "--zap-stacktrace-level",
+            "debug",
+            "info, warn, error, panic",
+        ),
         ("--zap-time-encoding", "unix", "rfc3339nano"),
     ] {
         let err = parse(&[flag, value]).expect_err(value).to_string();
@@ -134,6 +142,11 @@ fn rust_log_replaces_the_level() {
     assert_eq!(f.to_string(), "info");
     let f = log::filter(Level::Info, Some("kube=debug"));
     assert_eq!(f.to_string(), "kube=debug");
+    // At debug, the HTTP stack stays at info unless RUST_LOG says otherwise.
+    let f = log::filter(Level::Debug, None).to_string();
+    assert!(f.contains("hyper=info") && f.contains("debug"), "{f}");
+    let f = log::filter(Level::Debug, Some("debug")).to_string();
+    assert_eq!(f, "debug");
 }
 
 /// A writer that keeps what is written, for the tests to read.
@@ -187,10 +200,18 @@ fn production_writes_json_lines_from_info_with_a_stacktrace_on_errors() {
     assert_eq!(lines[0]["level"], "INFO");
     assert_eq!(lines[0]["message"], "Reconciler is called");
     assert_eq!(lines[0]["name"], "nginx");
-    assert!(lines[0]["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert!(
+        lines[0]["timestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
     assert!(lines[0].get("stacktrace").is_none(), "{out}");
     assert_eq!(lines[1]["level"], "ERROR");
-    assert!(lines[1]["stacktrace"].as_str().is_some_and(|s| !s.is_empty()));
+    assert!(
+        lines[1]["stacktrace"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+    );
 }
 
 #[test]
@@ -203,7 +224,11 @@ fn development_writes_console_lines_from_debug() {
     let out = output(&opts);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
-    assert!(lines.iter().all(|l| serde_json::from_str::<serde_json::Value>(l).is_err()));
+    assert!(
+        lines
+            .iter()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
+    );
     assert!(lines[0].contains("DEBUG") && lines[0].contains("debug line step=1"));
     assert!(lines[1].contains("INFO") && lines[1].contains("Reconciler is called name=\"nginx\""));
     assert!(lines[2].contains("ERROR"));
@@ -231,4 +256,55 @@ fn the_epoch_time_encoding_shows_in_json() {
         serde_json::from_str(out.lines().next().unwrap_or_default()).expect("json");
     let ts = first["timestamp"].as_str().unwrap_or_default();
     assert!(ts.parse::<f64>().is_ok_and(|t| t > 1.6e9), "{ts}");
+}
+
+// A program with no `about` (and no doc comment) of its own, with the manager's
+// flags only.
+#[derive(Parser, Debug)]
+#[command(name = "bare")]
+struct ManagerOnly {
+    #[command(flatten)]
+    manager: ctrl_runtime::manager::Args,
+}
+
+// ... and with the zap flags only.
+#[derive(Parser, Debug)]
+#[command(name = "bare")]
+struct LogOnly {
+    #[command(flatten)]
+    log: log::Args,
+}
+
+/// My operator's own words.
+#[derive(Parser, Debug)]
+#[command(name = "documented")]
+struct Documented {
+    #[command(flatten)]
+    manager: ctrl_runtime::manager::Args,
+    #[command(flatten)]
+    log: log::Args,
+}
+
+#[test]
+fn flattened_args_keep_their_doc_comments_out_of_help() {
+    use clap::CommandFactory;
+    let helps = [
+        ManagerOnly::command().render_long_help().to_string(),
+        ManagerOnly::command().render_help().to_string(),
+        LogOnly::command().render_long_help().to_string(),
+        Cli::command().render_long_help().to_string(),
+        Documented::command().render_long_help().to_string(),
+    ];
+    for help in helps {
+        assert!(
+            help.contains("--leader-elect") || help.contains("--zap-devel"),
+            "{help}"
+        );
+        for leaked in ["kubebuilder scaffolds", "The `--zap-*` flags", "```"] {
+            assert!(!help.contains(leaked), "{leaked:?} in:\n{help}");
+        }
+    }
+    // The program's own doc comment stays its help text.
+    let help = Documented::command().render_help().to_string();
+    assert!(help.starts_with("My operator's own words"), "{help}");
 }

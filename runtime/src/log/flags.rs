@@ -22,9 +22,11 @@ use super::{Encoder, Level, Options, StacktraceLevel, TimeEncoding};
 /// assert!(opts.development);
 /// assert_eq!(opts.settings().encoder, Encoder::Json);
 /// ```
-// `about = None`: this struct's doc comment must not become the program's `--help` text.
+// `about = None`: this struct's doc comment must not become the program's `--help`
+// text; the group id keeps it apart from other structs named `Args` (the manager's).
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 #[command(about = None, long_about = None)]
+#[group(id = "zap-flags")]
 pub struct Args {
     /// Development Mode defaults (encoder=console, logLevel=debug,
     /// stackTraceLevel=warn). Production Mode defaults (encoder=json,

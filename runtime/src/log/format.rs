@@ -131,7 +131,8 @@ where
             return writeln!(writer, "{}", trace.trim_end());
         }
         let mut line = String::new();
-        self.inner.format_event(ctx, Writer::new(&mut line), event)?;
+        self.inner
+            .format_event(ctx, Writer::new(&mut line), event)?;
         match serde_json::from_str::<serde_json::Value>(&line) {
             Ok(serde_json::Value::Object(mut fields)) => {
                 fields.insert("stacktrace".into(), trace.into());

@@ -40,7 +40,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use tracing::Subscriber;
-use tracing_subscriber::filter::EnvFilter;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::{Layer, SubscriberExt};
 use tracing_subscriber::registry::Registry;
@@ -133,13 +133,28 @@ impl Options {
     }
 }
 
+/// Crates whose debug lines are about HTTP connections, not about the operator: at
+/// `debug` and beyond they stay at `info` (in Go, client-go's transport does not log
+/// through zap either). `RUST_LOG` can still turn them on.
+pub const QUIET_BELOW_INFO: &[&str] = &["hyper", "hyper_util", "h2", "tower", "rustls"];
+
 /// The filter for `level`, unless `rust_log` (the value of `RUST_LOG`) is set and
 /// not empty: then its directives decide (invalid ones are reported on stderr and
 /// ignored).
 pub fn filter(level: Level, rust_log: Option<&str>) -> EnvFilter {
-    EnvFilter::builder()
-        .with_default_directive(level.filter().into())
-        .parse_lossy(rust_log.unwrap_or_default())
+    let builder = EnvFilter::builder().with_default_directive(level.filter().into());
+    if let Some(directives) = rust_log.filter(|d| !d.trim().is_empty()) {
+        return builder.parse_lossy(directives);
+    }
+    let mut filter = builder.parse_lossy("");
+    if level.filter() > LevelFilter::INFO {
+        for target in QUIET_BELOW_INFO {
+            if let Ok(directive) = format!("{target}=info").parse() {
+                filter = filter.add_directive(directive);
+            }
+        }
+    }
+    filter
 }
 
 /// A subscriber configured by `opts` that writes to `writer` (no ANSI colours), for

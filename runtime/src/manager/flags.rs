@@ -27,7 +27,12 @@ use super::Options;
 /// assert!(opts.leader_election);
 /// assert_eq!(opts.metrics_bind_address, ":9090");
 /// ```
+// `about = None`: this doc comment must not become the `--help` text of a program
+// that has no doc comment of its own; the group id keeps it apart from other structs
+// named `Args` (`crate::log::Args`).
 #[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+#[command(about = None, long_about = None)]
+#[group(id = "manager-flags")]
 pub struct Args {
     /// The address the metrics endpoint binds to. Use "0" to disable the metrics service.
     #[arg(
