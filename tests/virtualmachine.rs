@@ -1,0 +1,146 @@
+//! The virtualmachine example as an integration test: its hand-built controller
+//! (informer, lister, rate-limiting queue, workers) runs against ctrl-envtest and a
+//! fake hypervisor; the test writes VirtualMachines through its own kube client in
+//! the wire format, reads their status the same way, and looks at the hypervisor,
+//! the system outside the cluster the controller drives.
+
+#[allow(dead_code)]
+#[path = "../examples/virtualmachine/mod.rs"]
+mod operator;
+mod support;
+
+use ctrl_envtest::Environment;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use operator::hypervisor::Hypervisor;
+use serde_json::{Value, json};
+use support::eventually;
+use tokio_util::sync::CancellationToken;
+
+const KEY: &str = "default/vm-a";
+
+fn vms(client: kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("cloudnative.tw", "v1alpha1", "VirtualMachine");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "virtualmachines");
+    Api::namespaced_with(client, "default", &ar)
+}
+
+/// Waits until `vm-a`'s status satisfies `ok`; returns the status.
+async fn wait_status(api: &Api<DynamicObject>, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    eventually(what, || async {
+        let vm = api.get_opt("vm-a").await.ok().flatten()?;
+        let status = vm.data.get("status")?.clone();
+        ok(&status).then_some(status)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_becomes_active_follows_a_resize_and_its_server_goes_with_it() {
+    let env = Environment::builder()
+        .crd(operator::crd::crd())
+        .start()
+        .await
+        .expect("envtest");
+    let hypervisor = Hypervisor::new();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn(operator::controller::run(
+        env.client(),
+        hypervisor.clone(),
+        2,
+        stop.clone(),
+    ));
+
+    let api = vms(env.client());
+    let vm: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cloudnative.tw/v1alpha1",
+        "kind": "VirtualMachine",
+        "metadata": { "name": "vm-a" },
+        "spec": { "resource": { "cpu": 2, "memory": 2048, "rootDisk": 40 } },
+    }))
+    .expect("vm json");
+    api.create(&PostParams::default(), &vm)
+        .await
+        .expect("create vm");
+
+    // Active, with the server's state and usage, and the finalizer on.
+    let status = wait_status(&api, "phase Active", |s| s["phase"] == "Active").await;
+    assert_eq!(status["server"]["state"], "Running");
+    assert_eq!(status["server"]["usage"]["cpu"], 40.0);
+    assert!(status["lastUpdateTime"].is_string(), "{status}");
+    let got = api.get("vm-a").await.expect("get vm");
+    assert_eq!(
+        got.metadata.finalizers,
+        Some(vec![operator::crd::FINALIZER.to_string()])
+    );
+    let server = hypervisor.get(KEY).expect("a server for vm-a");
+    assert_eq!((server.resource.cpu, server.resource.memory), (2, 2048));
+
+    // A resize reaches the hypervisor and the status.
+    let resize = json!({ "spec": { "resource": { "cpu": 4, "memory": 4096 } } });
+    api.patch("vm-a", &PatchParams::default(), &Patch::Merge(&resize))
+        .await
+        .expect("resize vm");
+    wait_status(&api, "usage after the resize", |s| {
+        s["server"]["usage"]["cpu"] == 20.0
+    })
+    .await;
+    let server = hypervisor.get(KEY).expect("still a server for vm-a");
+    assert_eq!((server.resource.cpu, server.resource.memory), (4, 4096));
+
+    // Deleting the object deletes the server first (the finalizer), then the object goes.
+    api.delete("vm-a", &DeleteParams::default())
+        .await
+        .expect("delete vm");
+    eventually("vm-a deleted", || async {
+        api.get_opt("vm-a").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert_eq!(hypervisor.get(KEY), None);
+    assert!(hypervisor.keys().is_empty(), "{:?}", hypervisor.keys());
+
+    // Ctrl-C: the queue shuts down, the workers drain, `run` returns cleanly.
+    stop.cancel();
+    running
+        .await
+        .expect("controller task")
+        .expect("controller stopped cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_vm_uses_nothing() {
+    let env = Environment::builder()
+        .crd(operator::crd::crd())
+        .start()
+        .await
+        .expect("envtest");
+    let hypervisor = Hypervisor::new();
+    let stop = CancellationToken::new();
+    let running = tokio::spawn(operator::controller::run(
+        env.client(),
+        hypervisor.clone(),
+        1,
+        stop.clone(),
+    ));
+    let api = vms(env.client());
+    let vm: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cloudnative.tw/v1alpha1",
+        "kind": "VirtualMachine",
+        "metadata": { "name": "vm-a" },
+        "spec": { "resource": { "cpu": 1, "memory": 512, "rootDisk": 10 }, "action": "stop" },
+    }))
+    .expect("vm json");
+    api.create(&PostParams::default(), &vm)
+        .await
+        .expect("create vm");
+    let status = wait_status(&api, "phase Active", |s| s["phase"] == "Active").await;
+    assert_eq!(status["server"]["state"], "Stopped");
+    assert_eq!(status["server"]["usage"]["cpu"], 0.0);
+    assert_eq!(hypervisor.get(KEY).map(|s| s.running), Some(false));
+    stop.cancel();
+    running
+        .await
+        .expect("controller task")
+        .expect("controller stopped cleanly");
+}
