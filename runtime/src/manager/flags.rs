@@ -49,7 +49,8 @@ pub struct Args {
     )]
     pub health_probe_bind_address: String,
     /// Enable leader election for controller manager. Enabling this will ensure there
-    /// is only one active controller manager.
+    /// is only one active controller manager. Needs the Lease's name, which the
+    /// program sets in code (`Options::leader_election_id`).
     #[arg(
         long = "leader-elect",
         value_name = "BOOL",
