@@ -26,10 +26,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use contract::cli::{ExampleArgs, cluster_configured, local};
+use contract::cli::{ExampleArgs, cluster_configured, local_options};
 use contract::{logging, run};
-use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Manager, Options, load_config};
+use ctrl::manager::{Args, BoxError, Manager, Options};
 use operator::{controller, crd, demo};
 
 /// The program's command line: the example contract and kubebuilder's manager flags.
@@ -66,8 +65,7 @@ async fn manager(client: kube::Client, opts: Options) -> Result<Manager, BoxErro
 async fn start(cli: Cli, demo: bool) -> Result<(), BoxError> {
     let stop = run::stop_token(cli.example.run_for);
     if !demo {
-        let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
-        let mgr = manager(client, cli.manager.options()).await?;
+        let mgr = manager(cli.manager.client().await?, cli.manager.options()).await?;
         return Ok(mgr.start(stop).await?);
     }
     let kubeconfig = cli.example.kubeconfig_path("createonly");
@@ -76,35 +74,9 @@ async fn start(cli: Cli, demo: bool) -> Result<(), BoxError> {
     let kc = kubeconfig.display();
     tracing::info!(target: "createonly::envtest", "watch it:  kubectl --kubeconfig {kc} get appservices -w");
     tracing::info!(target: "createonly::envtest", "reconciles: kubectl --kubeconfig {kc} get events --field-selector reason={}", controller::REASON);
-    let opts = Options {
-        metrics_bind_address: local(&cli.manager.metrics_bind_address, ":8080"),
-        health_probe_bind_address: local(&cli.manager.health_probe_bind_address, ":8081"),
-        ..cli.manager.options()
-    };
-    let mgr = manager(env.client(), opts).await?;
-    let running = {
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        tokio::spawn(async move { mgr.start(stop).await })
-    };
-    if !cli.example.no_demo {
-        run_demo(&mgr, env.client(), &stop).await?;
-    }
-    running.await??;
+    let mgr = manager(env.client(), local_options(&cli.manager)).await?;
+    let script = (!cli.example.no_demo).then(|| demo::run(env.client(), Duration::from_secs(2)));
+    run::manager_with_demo(&mgr, &stop, script).await?;
     env.stop();
     Ok(())
-}
-
-/// The demo's script, once the controller runs, unless stopped first.
-async fn run_demo(
-    mgr: &Manager,
-    client: kube::Client,
-    stop: &CancellationToken,
-) -> Result<(), kube::Error> {
-    tokio::select! {
-        r = async {
-            mgr.elected().await;
-            demo::run(client, Duration::from_secs(2)).await
-        } => r,
-        _ = stop.cancelled() => Ok(()),
-    }
 }

@@ -29,10 +29,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use contract::cli::{ExampleArgs, cluster_configured, local};
+use contract::cli::{ExampleArgs, cluster_configured, local_options};
 use contract::run;
-use ctrl::manager::{Args, load_config};
-use ctrl::{CancellationToken, log};
+use ctrl::log;
+use ctrl::manager::Args;
 
 /// The program's command line: the example contract, kubebuilder's manager flags and
 /// controller-runtime's zap flags.
@@ -68,7 +68,7 @@ async fn main() -> ExitCode {
 async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let stop = run::stop_token(cli.example.run_for);
     if !demo {
-        let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
+        let client = cli.manager.client().await?;
         let mgr = operator::manager(client, cli.manager.options()).await?;
         return Ok(mgr.start(stop).await?);
     }
@@ -79,40 +79,15 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         "watch it:  kubectl --kubeconfig {} get pods -w",
         kubeconfig.display()
     );
-    let opts = ctrl::Options {
-        metrics_bind_address: local(&cli.manager.metrics_bind_address, ":8080"),
-        health_probe_bind_address: local(&cli.manager.health_probe_bind_address, ":8081"),
-        ..cli.manager.options()
-    };
-    let mgr = operator::manager(env.client(), opts).await?;
+    let mgr = operator::manager(env.client(), local_options(&cli.manager)).await?;
     if let Some(addr) = mgr.metrics_addr() {
         tracing::info!(
             "metrics:   curl -s http://{addr}/metrics | grep 'controller_runtime_reconcile_total{{controller=\"pod\"'"
         );
     }
-    let running = {
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        tokio::spawn(async move { mgr.start(stop).await })
-    };
-    if !cli.example.no_demo {
-        run_demo(&mgr, env.client(), &stop).await?;
-    }
-    running.await??;
+    let script =
+        (!cli.example.no_demo).then(|| operator::demo(env.client(), Duration::from_secs(2)));
+    run::manager_with_demo(&mgr, &stop, script).await?;
     env.stop();
     Ok(())
-}
-
-/// The kubectl session, once the controller runs, unless stopped first.
-async fn run_demo(
-    mgr: &ctrl::Manager,
-    client: kube::Client,
-    stop: &CancellationToken,
-) -> Result<(), kube::Error> {
-    tokio::select! {
-        r = async {
-            mgr.elected().await;
-            operator::demo(client, Duration::from_secs(2)).await
-        } => r,
-        _ = stop.cancelled() => Ok(()),
-    }
 }

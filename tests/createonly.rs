@@ -12,7 +12,7 @@ mod support;
 
 use std::net::SocketAddr;
 
-use ctrl::manager::{Manager, Options};
+use ctrl::manager::Manager;
 use ctrl_envtest::Environment;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -20,7 +20,6 @@ use operator::controller::{NAME, REASON};
 use operator::crd::{self, AppService, AppServiceSpec};
 use serde_json::json;
 use support::{eventually, reconciles, sample_sum, scrape};
-use tokio_util::sync::CancellationToken;
 
 /// `workqueue_adds_total` of the controller's queue: how many requests the event
 /// handler enqueued (a request already waiting in the queue is not counted again).
@@ -65,21 +64,6 @@ async fn create_and_wait(
     adds(metrics).await
 }
 
-async fn start_manager(env: &Environment, stop: &CancellationToken) -> (Manager, SocketAddr) {
-    let opts = Options {
-        metrics_bind_address: "127.0.0.1:0".into(),
-        health_probe_bind_address: "0".into(),
-        ..Default::default()
-    };
-    let mgr = Manager::new(env.client(), opts).expect("manager");
-    operator::controller::setup(&mgr).await.expect("controller");
-    let metrics = mgr.metrics_addr().expect("metrics server bound");
-    let (m, s) = (mgr.clone(), stop.clone());
-    tokio::spawn(async move { m.start(s).await.expect("manager stopped cleanly") });
-    mgr.elected().await;
-    (mgr, metrics)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_creates_are_reconciled() {
     let env = Environment::builder()
@@ -87,8 +71,10 @@ async fn only_creates_are_reconciled() {
         .start()
         .await
         .expect("envtest");
-    let stop = CancellationToken::new();
-    let (_mgr, metrics) = start_manager(&env, &stop).await;
+    let mgr = Manager::new(env.client(), support::options()).expect("manager");
+    operator::controller::setup(&mgr).await.expect("controller");
+    let running = support::run(&mgr).await;
+    let metrics = running.metrics;
     let client = env.client();
     let api: Api<AppService> = Api::namespaced(client.clone(), "default");
 
@@ -116,7 +102,7 @@ async fn only_creates_are_reconciled() {
     })
     .await;
     assert_eq!(total, 3);
-    stop.cancel();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,13 +11,11 @@ mod support;
 
 use std::net::SocketAddr;
 
-use ctrl::manager::Options;
 use ctrl_envtest::Environment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::{eventually, reconciles};
-use tokio_util::sync::CancellationToken;
 
 /// Waits until the `pod` controller has reconciled `n` times, then checks it did not
 /// reconcile more.
@@ -33,21 +31,11 @@ async fn expect_reconciles(metrics: SocketAddr, n: u64, after: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_pod_event_is_one_counted_reconcile() {
     let env = Environment::builder().start().await.expect("envtest");
-    let opts = Options {
-        metrics_bind_address: "127.0.0.1:0".into(),
-        health_probe_bind_address: "0".into(),
-        ..Default::default()
-    };
-    let mgr = operator::manager(env.client(), opts)
+    let mgr = operator::manager(env.client(), support::options())
         .await
         .expect("manager");
-    let metrics = mgr.metrics_addr().expect("metrics server bound");
-    let stop = CancellationToken::new();
-    let running = {
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        tokio::spawn(async move { mgr.start(stop).await })
-    };
-    mgr.elected().await;
+    let running = support::run(&mgr).await;
+    let metrics = running.metrics;
 
     // No Pod, no reconcile: the counter starts at zero.
     assert_eq!(reconciles(metrics, "pod").await, 0);
@@ -80,12 +68,7 @@ async fn each_pod_event_is_one_counted_reconcile() {
         &[("controller", "pod"), ("result", "success")],
     );
     assert_eq!(ok, 3.0, "{text}");
-
-    stop.cancel();
-    running
-        .await
-        .expect("manager task")
-        .expect("manager stopped cleanly");
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,6 +16,7 @@ use kube::api::{
 use operator::hypervisor::Hypervisor;
 use serde_json::{Value, json};
 use support::eventually;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const KEY: &str = "default/vm-a";
@@ -36,8 +37,16 @@ async fn wait_status(api: &Api<DynamicObject>, what: &str, ok: impl Fn(&Value) -
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_vm_becomes_active_follows_a_resize_and_its_server_goes_with_it() {
+/// The controller running on a fresh ctrl-envtest with a fresh hypervisor.
+struct Running {
+    _env: Environment,
+    api: Api<DynamicObject>,
+    hypervisor: Hypervisor,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), operator::controller::Error>>,
+}
+
+async fn start(threadiness: usize) -> Running {
     let env = Environment::builder()
         .crd(operator::crd::crd())
         .start()
@@ -45,27 +54,56 @@ async fn a_vm_becomes_active_follows_a_resize_and_its_server_goes_with_it() {
         .expect("envtest");
     let hypervisor = Hypervisor::new();
     let stop = CancellationToken::new();
-    let running = tokio::spawn(operator::controller::run(
+    let task = tokio::spawn(operator::controller::run(
         env.client(),
         hypervisor.clone(),
-        2,
+        threadiness,
         stop.clone(),
     ));
+    Running {
+        api: vms(env.client()),
+        _env: env,
+        hypervisor,
+        stop,
+        task,
+    }
+}
 
-    let api = vms(env.client());
-    let vm: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cloudnative.tw/v1alpha1",
-        "kind": "VirtualMachine",
-        "metadata": { "name": "vm-a" },
-        "spec": { "resource": { "cpu": 2, "memory": 2048, "rootDisk": 40 } },
-    }))
-    .expect("vm json");
-    api.create(&PostParams::default(), &vm)
-        .await
-        .expect("create vm");
+impl Running {
+    /// Creates VirtualMachine `vm-a` with `spec` (JSON).
+    async fn create(&self, spec: Value) {
+        let vm: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cloudnative.tw/v1alpha1",
+            "kind": "VirtualMachine",
+            "metadata": { "name": "vm-a" },
+            "spec": spec,
+        }))
+        .expect("vm json");
+        self.api
+            .create(&PostParams::default(), &vm)
+            .await
+            .expect("create vm");
+    }
+
+    /// Ctrl-C: the queue shuts down, the workers drain, `run` returns cleanly.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.task
+            .await
+            .expect("controller task")
+            .expect("controller stopped cleanly");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_becomes_active_follows_a_resize_and_its_server_goes_with_it() {
+    let vm = start(2).await;
+    let (api, hypervisor) = (&vm.api, &vm.hypervisor);
+    vm.create(json!({ "resource": { "cpu": 2, "memory": 2048, "rootDisk": 40 } }))
+        .await;
 
     // Active, with the server's state and usage, and the finalizer on.
-    let status = wait_status(&api, "phase Active", |s| s["phase"] == "Active").await;
+    let status = wait_status(api, "phase Active", |s| s["phase"] == "Active").await;
     assert_eq!(status["server"]["state"], "Running");
     assert_eq!(status["server"]["usage"]["cpu"], 40.0);
     assert!(status["lastUpdateTime"].is_string(), "{status}");
@@ -82,7 +120,7 @@ async fn a_vm_becomes_active_follows_a_resize_and_its_server_goes_with_it() {
     api.patch("vm-a", &PatchParams::default(), &Patch::Merge(&resize))
         .await
         .expect("resize vm");
-    wait_status(&api, "usage after the resize", |s| {
+    wait_status(api, "usage after the resize", |s| {
         s["server"]["usage"]["cpu"] == 20.0
     })
     .await;
@@ -100,47 +138,17 @@ async fn a_vm_becomes_active_follows_a_resize_and_its_server_goes_with_it() {
     assert_eq!(hypervisor.get(KEY), None);
     assert!(hypervisor.keys().is_empty(), "{:?}", hypervisor.keys());
 
-    // Ctrl-C: the queue shuts down, the workers drain, `run` returns cleanly.
-    stop.cancel();
-    running
-        .await
-        .expect("controller task")
-        .expect("controller stopped cleanly");
+    vm.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_vm_uses_nothing() {
-    let env = Environment::builder()
-        .crd(operator::crd::crd())
-        .start()
-        .await
-        .expect("envtest");
-    let hypervisor = Hypervisor::new();
-    let stop = CancellationToken::new();
-    let running = tokio::spawn(operator::controller::run(
-        env.client(),
-        hypervisor.clone(),
-        1,
-        stop.clone(),
-    ));
-    let api = vms(env.client());
-    let vm: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cloudnative.tw/v1alpha1",
-        "kind": "VirtualMachine",
-        "metadata": { "name": "vm-a" },
-        "spec": { "resource": { "cpu": 1, "memory": 512, "rootDisk": 10 }, "action": "stop" },
-    }))
-    .expect("vm json");
-    api.create(&PostParams::default(), &vm)
-        .await
-        .expect("create vm");
-    let status = wait_status(&api, "phase Active", |s| s["phase"] == "Active").await;
+    let vm = start(1).await;
+    vm.create(json!({ "resource": { "cpu": 1, "memory": 512, "rootDisk": 10 }, "action": "stop" }))
+        .await;
+    let status = wait_status(&vm.api, "phase Active", |s| s["phase"] == "Active").await;
     assert_eq!(status["server"]["state"], "Stopped");
     assert_eq!(status["server"]["usage"]["cpu"], 0.0);
-    assert_eq!(hypervisor.get(KEY).map(|s| s.running), Some(false));
-    stop.cancel();
-    running
-        .await
-        .expect("controller task")
-        .expect("controller stopped cleanly");
+    assert_eq!(vm.hypervisor.get(KEY).map(|s| s.running), Some(false));
+    vm.stop().await;
 }

@@ -178,28 +178,14 @@ impl Controller {
         match self.hypervisor.get(key) {
             None => {
                 let s = self.hypervisor.create(key, spec.resource, running);
-                tracing::info!(
-                    "'{key}': created server {} ({} CPU, {} MiB, {} GiB disk, {})",
-                    s.id,
-                    s.resource.cpu,
-                    s.resource.memory,
-                    s.resource.root_disk,
-                    s.state()
-                );
+                tracing::info!("'{key}': created server {s}");
                 s
             }
             Some(s) if s.resource == spec.resource && s.running == running => s,
             Some(s) => {
-                let updated = self.hypervisor.update(key, spec.resource, running);
-                let now = updated.unwrap_or(s);
-                tracing::info!(
-                    "'{key}': server {} now {} CPU, {} MiB, {} GiB disk, {}",
-                    now.id,
-                    now.resource.cpu,
-                    now.resource.memory,
-                    now.resource.root_disk,
-                    now.state()
-                );
+                let now = self.hypervisor.update(key, spec.resource, running);
+                let now = now.unwrap_or(s);
+                tracing::info!("'{key}': server now {now}");
                 now
             }
         }

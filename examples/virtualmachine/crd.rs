@@ -20,6 +20,8 @@ pub const ACTION_STOP: &str = "stop";
 pub const PHASE_ACTIVE: &str = "Active";
 
 /// What a `VirtualMachine` asks for.
+// Two printer columns share `type_ = "string"`, which clippy takes for a repeated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
     group = "cloudnative.tw",

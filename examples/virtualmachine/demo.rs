@@ -109,13 +109,7 @@ async fn show(
     );
     let key = format!("default/{SAMPLE}");
     if let Some(s) = hypervisor.get(&key) {
-        tracing::info!(
-            "hypervisor: {key} is server {} with {} CPU, {} MiB, {} GiB disk",
-            s.id,
-            s.resource.cpu,
-            s.resource.memory,
-            s.resource.root_disk
-        );
+        tracing::info!("hypervisor: {key} is server {s}");
     }
     Ok(())
 }

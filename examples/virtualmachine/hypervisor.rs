@@ -5,6 +5,7 @@
 //! controller did to it.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -40,6 +41,22 @@ impl Server {
             cpu: share(self.resource.cpu, 80.0),
             memory: share(self.resource.memory, 1024.0 * 50.0),
         }
+    }
+}
+
+impl fmt::Display for Server {
+    /// `vm-1a2b3c4d (2 CPU, 2048 MiB, 40 GiB disk, Running)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = &self.resource;
+        write!(
+            f,
+            "{} ({} CPU, {} MiB, {} GiB disk, {})",
+            self.id,
+            r.cpu,
+            r.memory,
+            r.root_disk,
+            self.state()
+        )
     }
 }
 

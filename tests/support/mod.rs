@@ -1,14 +1,17 @@
 //! Helpers the example tests share (podlogger, createonly, virtualmachine): waiting
 //! for a condition, and reading the Prometheus text a manager's metrics server
-//! serves, over plain HTTP as a scraper would.
+//! serves, over plain HTTP as a scraper would, and running a manager for a test.
 #![allow(dead_code)] // each test file uses a different part
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use ctrl::manager::{Error as ManagerError, Manager, Options};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// How long a test waits for something an example does.
 pub const WAIT: Duration = Duration::from_secs(15);
@@ -69,4 +72,48 @@ pub async fn reconciles(addr: SocketAddr, name: &str) -> u64 {
         "controller_runtime_reconcile_total",
         &[("controller", name)],
     ) as u64
+}
+
+/// Manager options for a test: metrics on a free loopback port, no probes.
+pub fn options() -> Options {
+    Options {
+        metrics_bind_address: "127.0.0.1:0".into(),
+        health_probe_bind_address: "0".into(),
+        ..Default::default()
+    }
+}
+
+/// A manager started by [`run`].
+pub struct Running {
+    /// Where its metrics server listens.
+    pub metrics: SocketAddr,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), ManagerError>>,
+}
+
+/// Starts `mgr` (built with [`options`]) and waits until its controllers run.
+pub async fn run(mgr: &Manager) -> Running {
+    let metrics = mgr.metrics_addr().expect("metrics server bound");
+    let stop = CancellationToken::new();
+    let task = {
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        tokio::spawn(async move { mgr.start(stop).await })
+    };
+    mgr.elected().await;
+    Running {
+        metrics,
+        stop,
+        task,
+    }
+}
+
+impl Running {
+    /// Stops the manager and checks that it stopped cleanly.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.task
+            .await
+            .expect("manager task")
+            .expect("manager stopped cleanly");
+    }
 }
