@@ -30,7 +30,9 @@
 //! stack traces from `warn`; production mode (the default) logs `json` from `info`
 //! up, with stack traces on errors. `RUST_LOG`, when set, replaces the level with
 //! its directives. Times are RFC 3339 unless `--zap-time-encoding` says otherwise.
-//! Not ported: zap's sampling in production mode.
+//! JSON lines carry `tracing-subscriber`'s keys (`timestamp`, `level`, `target`,
+//! `message`, the event's fields at the top level, `span` / `spans`), not zap's
+//! (`ts`, `msg`, `logger`). Not ported: zap's sampling in production mode.
 
 mod flags;
 mod format;
