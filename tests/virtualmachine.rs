@@ -9,7 +9,7 @@
 mod operator;
 mod support;
 
-use ctrl_envtest::Environment;
+use ctrl_envtest::{Environment, FaultMatch, FaultStatus, Verb};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
@@ -39,7 +39,7 @@ async fn wait_status(api: &Api<DynamicObject>, what: &str, ok: impl Fn(&Value) -
 
 /// The controller running on a fresh ctrl-envtest with a fresh hypervisor.
 struct Running {
-    _env: Environment,
+    env: Environment,
     api: Api<DynamicObject>,
     hypervisor: Hypervisor,
     stop: CancellationToken,
@@ -62,7 +62,7 @@ async fn start(threadiness: usize) -> Running {
     ));
     Running {
         api: vms(env.client()),
-        _env: env,
+        env,
         hypervisor,
         stop,
         task,
@@ -150,5 +150,32 @@ async fn a_stopped_vm_uses_nothing() {
     assert_eq!(status["server"]["state"], "Stopped");
     assert_eq!(status["server"]["usage"]["cpu"], 0.0);
     assert_eq!(vm.hypervisor.get(KEY).map(|s| s.running), Some(false));
+    vm.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_sync_is_retried_with_backoff() {
+    let vm = start(1).await;
+    // The first two status writes fail with a 500: each failed sync goes back to the
+    // queue with add_rate_limited (5 ms, then 10 ms) and the third one succeeds.
+    let status_patches = FaultMatch::any()
+        .verb(Verb::Patch)
+        .resource("virtualmachines")
+        .subresource("status");
+    let faults = vm.env.faults();
+    faults.fail_next(2, status_patches, FaultStatus::internal_error());
+    vm.create(json!({ "resource": { "cpu": 2, "memory": 1024, "rootDisk": 20 } }))
+        .await;
+    let status = wait_status(&vm.api, "phase Active", |s| s["phase"] == "Active").await;
+    assert_eq!(status["server"]["state"], "Running");
+    let patches = |injected: bool| {
+        faults.count_requests(|r| {
+            r.verb == Some(Verb::Patch)
+                && r.path.ends_with("/vm-a/status")
+                && r.injected == injected
+        })
+    };
+    assert_eq!(patches(true), 2, "{:?}", faults.requests());
+    assert!(patches(false) >= 1, "{:?}", faults.requests());
     vm.stop().await;
 }
