@@ -15,7 +15,8 @@
 //! With no cluster configured it starts ctrl-envtest in process with the AppService
 //! CRD, prints the `--kubeconfig` line for kubectl, then creates
 //! `example-appservice`, scales it and deletes it: three events, one reconcile
-//! (a `Reconciled` Event on the object). The modules are in `examples/createonly/`.
+//! (a `Reconciled` Event on the object). With `--leader-elect` replicas share the
+//! Lease `createonly.app.example.com`. The modules are in `examples/createonly/`.
 
 #[path = "contract/mod.rs"]
 mod contract;
@@ -55,8 +56,12 @@ async fn main() -> ExitCode {
     run::exit(start(cli, demo).await)
 }
 
-/// A manager on `client` with the controller.
-async fn manager(client: kube::Client, opts: Options) -> Result<Manager, BoxError> {
+/// A manager on `client` with the controller; the Lease is `controller::LEASE`
+/// unless `opts` names one.
+async fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError> {
+    if opts.leader_election_id.is_empty() {
+        opts.leader_election_id = controller::LEASE.into();
+    }
     let mgr = Manager::new(client, opts)?;
     controller::setup(&mgr).await?;
     Ok(mgr)

@@ -18,7 +18,8 @@
 //! `kubectl delete pod nginx`; each event is one reconcile, counted by
 //! `controller_runtime_reconcile_total{controller="pod"}` on the metrics endpoint.
 //! (Plain ctrl-envtest runs no kubelet: the Pod stays `Pending`.) It has no CRD:
-//! `--print-crd` prints nothing.
+//! `--print-crd` prints nothing. With `--leader-elect` replicas share the Lease
+//! `podlogger.ctrl.example.com`.
 
 #[path = "contract/mod.rs"]
 mod contract;

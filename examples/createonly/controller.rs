@@ -17,6 +17,10 @@ use super::crd::AppService;
 /// The controller's name: its log field, metrics label and work-queue name.
 pub const NAME: &str = "appServiceController";
 
+/// The Lease replicas share with `--leader-elect` (kubebuilder sets `LeaderElectionID` in
+/// `main` the same way).
+pub const LEASE: &str = "createonly.app.example.com";
+
 /// The Event reason the reconciler records on each AppService it reconciles.
 pub const REASON: &str = "Reconciled";
 

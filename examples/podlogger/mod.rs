@@ -13,12 +13,20 @@ use ctrl::reconcile::{self, Action};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 
+/// The Lease replicas share with `--leader-elect` (kubebuilder sets `LeaderElectionID` in
+/// `main` the same way).
+pub const LEASE: &str = "podlogger.ctrl.example.com";
+
 /// The Pod the demo creates and deletes.
 pub const DEMO_POD: &str = "nginx";
 
 /// A manager on `client` with the Pod controller (named `pod`, after the kind): Go's
 /// `NewControllerManagedBy(mgr).For(&corev1.Pod{}).Complete(reconcile.Func(...))`.
-pub async fn manager(client: kube::Client, opts: Options) -> Result<Manager, BoxError> {
+/// The Lease is [`LEASE`] unless `opts` names one.
+pub async fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError> {
+    if opts.leader_election_id.is_empty() {
+        opts.leader_election_id = LEASE.into();
+    }
     let mgr = Manager::new(client, opts)?;
     ControllerBuilder::new(&mgr)
         .for_::<Pod>()
