@@ -6,7 +6,15 @@ pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client};
 pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
-pub use ctrl_runtime::{healthz, manager};
+pub use ctrl_runtime::{healthz, log, manager};
+
+/// The cancellation token every `reconcile` receives and `Manager::start` stops on
+/// (tokio-util's), so that an operator needs no dependency of its own for it.
+pub use tokio_util::sync::CancellationToken;
+
+/// The attribute for implementing ctrl's async traits (`Reconciler`, `Runnable`,
+/// `EventHandler`, ...) by hand: `#[ctrl::async_trait]`.
+pub use async_trait::async_trait;
 
 /// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,
 /// `ctrl.SetupSignalHandler`).
@@ -16,19 +24,35 @@ pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdo
 pub use ctrl_builder::webhook::WebhookBuilder;
 pub use ctrl_builder::{self as builder, ControllerBuilder};
 
-/// The names most operators need, in one import: `use ctrl::prelude::*;`.
+/// The names most operators need, in one import: `use ctrl::prelude::*;` — the
+/// manager, the builder, reconcilers (request and object), the client, cache and
+/// recorder, handlers, predicates, sources, controller utilities, and the
+/// `CancellationToken` and `#[async_trait]` every reconciler signature uses.
 pub mod prelude {
+    pub use async_trait::async_trait;
+    pub use tokio_util::sync::CancellationToken;
+
     pub use ctrl_runtime::workqueue;
 
+    pub use ctrl_builder::reconciler::object_func;
     pub use ctrl_builder::{ControllerBuilder, webhook::WebhookBuilder};
 
     pub use ctrl_runtime::controller::Controller;
-    pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
+    pub use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Reconciler, Request};
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
     pub use ctrl_runtime::cache::{Cache, ListOptions};
     pub use ctrl_runtime::client::{Client, ignore_already_exists, ignore_not_found};
     pub use ctrl_runtime::healthz;
-    pub use ctrl_runtime::manager::{Manager, Runnable, RunnableFunc, shutdown_signal};
-    pub use ctrl_runtime::recorder;
+    pub use ctrl_runtime::manager::{
+        self, BoxError, Manager, Runnable, RunnableFunc, shutdown_signal,
+    };
+    pub use ctrl_runtime::recorder::{self, EventType, Recorder};
+    pub use ctrl_runtime::{log, metrics};
 }
+
+/// The quickstart's code blocks (`docs/quickstart.md`), compiled and run as doc
+/// tests (`cargo test --doc`): the reconciler runs on ctrl-envtest.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/quickstart.md")]
+pub struct Quickstart;

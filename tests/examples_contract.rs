@@ -29,11 +29,28 @@ struct Example {
     samples: &'static [&'static str],
 }
 
-const EXAMPLES: &[Example] = &[Example {
-    name: "storagebucket",
-    crds: &["storagebuckets.storage.example.com"],
-    samples: &["storagebuckets"],
-}];
+const EXAMPLES: &[Example] = &[
+    Example {
+        name: "storagebucket",
+        crds: &["storagebuckets.storage.example.com"],
+        samples: &["storagebuckets"],
+    },
+    Example {
+        name: "podlogger",
+        crds: &[],
+        samples: &["pods"],
+    },
+    Example {
+        name: "createonly",
+        crds: &["appservices.app.example.com"],
+        samples: &["appservices"],
+    },
+    Example {
+        name: "virtualmachine",
+        crds: &["virtualmachines.cloudnative.tw"],
+        samples: &["virtualmachines"],
+    },
+];
 
 /// How long each example runs under `--run-for`.
 const RUN_FOR: Duration = Duration::from_secs(8);

@@ -71,3 +71,16 @@ pub fn local(addr: &str, default: &str) -> String {
         addr.into()
     }
 }
+
+/// The manager options of the local demo: the flags in `args`, with the default
+/// metrics (`:8080`) and probe (`:8081`) addresses made free loopback ports ([`local`])
+/// and the Lease (with `--leader-elect`) in namespace `default` (there is no pod
+/// namespace to take it from).
+pub fn local_options(args: &ctrl::manager::Args) -> ctrl::manager::Options {
+    ctrl::manager::Options {
+        metrics_bind_address: local(&args.metrics_bind_address, ":8080"),
+        health_probe_bind_address: local(&args.health_probe_bind_address, ":8081"),
+        leader_election_namespace: Some("default".into()),
+        ..args.options()
+    }
+}

@@ -1,6 +1,7 @@
 //! An example's life: `--print-crd` output, and the stop token that Ctrl-C,
 //! SIGTERM or the end of `--run-for` cancel.
 
+use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -67,4 +68,31 @@ pub fn exit(result: Result<(), Box<dyn std::error::Error + Send + Sync>>) -> Exi
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs `mgr` until `stop` and, once it leads (at once without leader election), the
+/// demo's `script`, unless stopped first. Returns when the manager has stopped.
+pub async fn manager_with_demo<F>(
+    mgr: &ctrl::manager::Manager,
+    stop: &CancellationToken,
+    script: Option<F>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    F: Future<Output = Result<(), kube::Error>>,
+{
+    let running = {
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        tokio::spawn(async move { mgr.start(stop).await })
+    };
+    if let Some(script) = script {
+        tokio::select! {
+            r = async {
+                mgr.elected().await;
+                script.await
+            } => r?,
+            _ = stop.cancelled() => {}
+        }
+    }
+    running.await??;
+    Ok(())
 }

@@ -63,8 +63,8 @@ pub async fn install_webhooks(
     Ok(())
 }
 
-/// The columns the printed `kubectl get -w` shows (ctrl-envtest serves no server-side
-/// tables, so the CRD's printer columns would not show).
+/// The columns the printed `kubectl get -w` shows: the probe's outcome, which the
+/// CRD's printer columns (served by ctrl-envtest as by any API server) show only in part.
 pub const WATCH_COLUMNS: &str = "custom-columns=NAME:.metadata.name,AVAILABLE:.status.available,REASON:.status.conditions[0].reason,LAST PROBE:.status.lastProbeTime";
 
 /// The sample buckets the demo creates.

@@ -15,6 +15,7 @@ pub mod handler;
 pub mod healthz;
 pub mod http;
 pub mod leaderelection;
+pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod predicate;

@@ -30,8 +30,10 @@ pub struct Options {
     /// Cancel a reconcile's context after this long (it must observe the context).
     /// Counted in `controller_runtime_reconcile_timeouts_total`. Default none.
     pub reconciliation_timeout: Option<Duration>,
-    /// The queue's rate limiter; default `default_controller_rate_limiter()`
-    /// (5 ms .. 1000 s per item, 10 qps / burst 100 overall).
+    /// The queue's rate limiter. Default: the priority queue (the default queue)
+    /// takes `default_item_rate_limiter()` (per item 5 ms .. 1000 s, no overall
+    /// limit); the rate-limiting queue (`use_priority_queue: false`) takes
+    /// `default_controller_rate_limiter()` (that, and 10 qps / burst 100 overall).
     pub rate_limiter: Option<Arc<dyn RateLimiter<Request>>>,
     /// Whether the controller runs only on the elected leader. Default true.
     pub need_leader_election: bool,

@@ -27,7 +27,12 @@ use super::Options;
 /// assert!(opts.leader_election);
 /// assert_eq!(opts.metrics_bind_address, ":9090");
 /// ```
+// `about = None`: this doc comment must not become the `--help` text of a program
+// that has no doc comment of its own; the group id keeps it apart from other structs
+// named `Args` (`crate::log::Args`).
 #[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+#[command(about = None, long_about = None)]
+#[group(id = "manager-flags")]
 pub struct Args {
     /// The address the metrics endpoint binds to. Use "0" to disable the metrics service.
     #[arg(
@@ -44,7 +49,8 @@ pub struct Args {
     )]
     pub health_probe_bind_address: String,
     /// Enable leader election for controller manager. Enabling this will ensure there
-    /// is only one active controller manager.
+    /// is only one active controller manager. Needs the Lease's name, which the
+    /// program sets in code (`Options::leader_election_id`).
     #[arg(
         long = "leader-elect",
         value_name = "BOOL",
