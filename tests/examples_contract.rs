@@ -86,30 +86,46 @@ fn spawn(bin: &Path, args: &[&str]) -> Child {
         .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()))
 }
 
-/// The path after `--kubeconfig ` in the first output line that has one; the lines
-/// read so far on failure.
+/// The path after `--kubeconfig ` in the first output line (stdout or stderr: an
+/// example logging like zap writes to stderr) that has one; the lines read so far
+/// on failure. Both streams keep being drained, so the example never blocks on a
+/// full pipe.
 async fn kubeconfig_line(child: &mut Child) -> Result<PathBuf, String> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let stdout = child.stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
+    let stderr = child.stderr.take().expect("piped stderr");
+    forward_lines(stdout, tx.clone());
+    forward_lines(stderr, tx);
     let mut seen = String::new();
     let find = async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            seen.push_str(&line);
-            seen.push('\n');
+        while let Some(line) = rx.recv().await {
             if let Some((_, rest)) = line.split_once("--kubeconfig ") {
                 let path = rest.split_whitespace().next().unwrap_or_default();
                 return Some(PathBuf::from(path));
             }
+            seen.push_str(&line);
+            seen.push('\n');
         }
         None
     };
-    let found = tokio::time::timeout(Duration::from_secs(30), find).await;
-    // Keep draining stdout so the example never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    match found {
+    match tokio::time::timeout(Duration::from_secs(30), find).await {
         Ok(Some(path)) => Ok(path),
         _ => Err(seen),
     }
+}
+
+/// Sends every line of `stream` to `tx` until it ends (lines nobody receives any
+/// more are dropped).
+fn forward_lines(
+    stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    tx: tokio::sync::mpsc::UnboundedSender<String>,
+) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let _ = tx.send(line);
+        }
+    });
 }
 
 #[test]
