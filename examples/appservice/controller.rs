@@ -92,7 +92,7 @@ impl Reconciler for AppServiceReconciler {
             .get::<AppService>(&req.namespace, &req.name)
             .await;
         let Some(app) = ignore_not_found(got)? else {
-            tracing::info!(target: "appservice::reconcile", appservice = %key, "{key}: not found, deleted: nothing to do");
+            tracing::debug!(target: "appservice::reconcile", appservice = %key, "{key}: not found, deleted: nothing to do");
             return Ok(Action::done());
         };
         if app.meta().deletion_timestamp.is_some() {

@@ -22,12 +22,12 @@ use super::crd::{self, AppService, AppServiceSpec, CONDITION_AVAILABLE};
 /// The sample the demo creates.
 pub const SAMPLE: &str = "example-appservice";
 
-/// Starts ctrl-envtest with the CRD and the simulated kubelet, writes its
-/// kubeconfig to `kubeconfig` and says how to watch with kubectl.
+/// Starts ctrl-envtest with the CRD and (as in every example) the simulated
+/// kubelet, writes its kubeconfig to `kubeconfig` and says how to watch with kubectl.
 pub async fn start(
     kubeconfig: &Path,
 ) -> Result<Environment, Box<dyn std::error::Error + Send + Sync>> {
-    let builder = Environment::builder().crd(crd::crd()).simulate_pods(true);
+    let builder = Environment::builder().crd(crd::crd());
     let what = "AppService CRD (and a simulated kubelet)";
     let env = crate::contract::envtest::start(builder, kubeconfig, what).await?;
     let kc = kubeconfig.display();
