@@ -254,16 +254,15 @@ impl Kubelet {
         let uid = meta::meta_str(pod, "uid").unwrap_or("").to_string();
         if meta::meta_str(pod, "deletionTimestamp").is_some() {
             if self.stopping.lock().insert(uid.clone()) {
-                self.later(self.stop_after(pod), uid, true);
+                self.later(self.stop_after(pod), pod, uid, true);
             }
             return;
         }
+        let waiting = phase(pod) != "Running" && !finished(pod);
         match node_name(pod) {
             "" => self.bind(pod),
-            NODE_NAME if phase(pod) != "Running" && !finished(pod) => {
-                if self.starting.lock().insert(uid.clone()) {
-                    self.later(self.cfg.start_delay, uid, false);
-                }
+            NODE_NAME if waiting && self.starting.lock().insert(uid.clone()) => {
+                self.later(self.cfg.start_delay, pod, uid, false);
             }
             _ => {}
         }
@@ -283,15 +282,16 @@ impl Kubelet {
 
     /// After `delay`, stops (or runs) the Pod with `uid` as it is then, if it still exists,
     /// and forgets that this was pending.
-    fn later(self: &Arc<Self>, delay: Duration, uid: String, stop: bool) {
+    fn later(self: &Arc<Self>, delay: Duration, pod: &Value, uid: String, stop: bool) {
         let me = self.clone();
+        let key = crate::verbs::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
         tokio::spawn(async move {
             tokio::select! {
                 _ = me.state.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}
             }
             let pending = if stop { &me.stopping } else { &me.starting };
-            if let Some(pod) = me.find(&uid) {
+            if let Some(pod) = me.find(&key, &uid) {
                 if stop {
                     me.stop(&pod);
                 } else {
@@ -302,17 +302,10 @@ impl Kubelet {
         });
     }
 
-    /// The stored Pod with `uid`.
-    fn find(&self, uid: &str) -> Option<Value> {
-        let (_, items) = self
-            .state
-            .store
-            .list(&self.rt.store_key(), None, None)
-            .ok()?;
-        items
-            .iter()
-            .map(|(_, b)| crate::store::parse(b))
-            .find(|p| meta::meta_str(p, "uid") == Some(uid))
+    /// The stored Pod at `key`, if it is still the one with `uid`.
+    fn find(&self, key: &crate::store::ObjKey, uid: &str) -> Option<Value> {
+        let pod = self.state.store.get_value(&self.rt.store_key(), key)?;
+        (meta::meta_str(&pod, "uid") == Some(uid)).then_some(pod)
     }
 
     /// The scheduler's part: `spec.nodeName`, then phase `Pending` with `PodScheduled`.
