@@ -375,4 +375,16 @@ async fn a_bad_grace_period_is_a_400_and_changes_nothing() {
     assert_eq!(code, 400);
     let still = api.get("x").await.expect("get");
     assert!(still.metadata.deletion_timestamp.is_none());
+
+    // A negative grace period counts as 1 s, as upstream's pod strategy has it.
+    let (code, body) = common::raw(
+        &env,
+        "DELETE",
+        "/api/v1/namespaces/default/pods/x",
+        Some(r#"{"gracePeriodSeconds":-5}"#),
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["metadata"]["deletionGracePeriodSeconds"], 1, "{body}");
 }
