@@ -63,7 +63,13 @@ pub async fn run(client: kube::Client, stop: &CancellationToken) -> Result<(), k
     let victim = pod_name(SAMPLE, 1);
     let old_uid = pods.get(&victim).await?.uid();
     tracing::info!(target: "appservice::demo", "deleting Pod default/{victim}");
-    pods.delete(&victim, &DeleteParams::default()).await?;
+    let deleted = pods.delete(&victim, &DeleteParams::default()).await?;
+    if let Some(grace) = deleted
+        .left()
+        .and_then(|p| p.metadata.deletion_grace_period_seconds)
+    {
+        tracing::info!(target: "appservice::demo", "Pod default/{victim} is Terminating (grace {grace} s; the simulated kubelet stops it sooner)");
+    }
     let back = || async {
         let pod = pods.get_opt(&victim).await?;
         Ok(pod.is_some_and(|p| p.uid() != old_uid && ready(&p)))
