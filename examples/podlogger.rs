@@ -17,7 +17,8 @@
 //! does what the article does by hand: `kubectl run nginx --image=nginx`, then
 //! `kubectl delete pod nginx`; each event is one reconcile, counted by
 //! `controller_runtime_reconcile_total{controller="pod"}` on the metrics endpoint.
-//! (Plain ctrl-envtest runs no kubelet: the Pod stays `Pending`.) It has no CRD:
+//! (The examples' ctrl-envtest simulates a kubelet: binding the Pod and reporting it
+//! Running are events too, so the demo shows a few more reconciles.) It has no CRD:
 //! `--print-crd` prints nothing. With `--leader-elect` replicas share the Lease
 //! `podlogger.ctrl.example.com`.
 

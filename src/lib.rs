@@ -3,7 +3,7 @@
 //! This facade re-exports the pieces operator authors use; see [`prelude`].
 
 pub use ctrl_runtime::workqueue;
-pub use ctrl_runtime::{cache, client};
+pub use ctrl_runtime::{cache, client, conditions};
 pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};

@@ -36,6 +36,11 @@ const EXAMPLES: &[Example] = &[
         samples: &["storagebuckets"],
     },
     Example {
+        name: "appservice",
+        crds: &["appservices.app.example.com"],
+        samples: &["appservices", "pods"],
+    },
+    Example {
         name: "podlogger",
         crds: &[],
         samples: &["pods"],

@@ -66,6 +66,8 @@ pub struct EnvironmentBuilder {
     max_watch: Duration,
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
+    simulate_pods: bool,
+    kubelet: crate::kubelet::Config,
 }
 
 impl Default for EnvironmentBuilder {
@@ -82,6 +84,8 @@ impl Default for EnvironmentBuilder {
             max_watch: Duration::from_secs(1800),
             controllers: true,
             webhooks: Vec::new(),
+            simulate_pods: false,
+            kubelet: crate::kubelet::Config::default(),
         }
     }
 }
@@ -159,6 +163,35 @@ impl EnvironmentBuilder {
         self
     }
 
+    /// Runs the simulated kubelet (off by default, as in Go's envtest): a Node named
+    /// [`SIMULATED_NODE`](crate::SIMULATED_NODE) exists; each Pod created is bound to it
+    /// (`spec.nodeName`, phase `Pending`, `PodScheduled`) and after
+    /// [`pod_start_delay`](Self::pod_start_delay) is `Running` with `Ready`,
+    /// `ContainersReady`, `Initialized`, `podIP`, `hostIP`, `startTime` and container
+    /// statuses. Deleting a bound Pod is graceful, as upstream: `deletionTimestamp` and
+    /// `deletionGracePeriodSeconds` are set (grace from the DeleteOptions, else
+    /// `spec.terminationGracePeriodSeconds`, else 30 s; 0 or an unbound Pod goes at once) and
+    /// the Pod is removed after min(grace, [`pod_stop_delay`](Self::pod_stop_delay)):
+    /// containers stop quickly.
+    pub fn simulate_pods(mut self, on: bool) -> Self {
+        self.simulate_pods = on;
+        self
+    }
+
+    /// With [`simulate_pods`](Self::simulate_pods): how long a bound Pod stays `Pending`
+    /// before it runs (default 500 ms).
+    pub fn pod_start_delay(mut self, d: Duration) -> Self {
+        self.kubelet.start_delay = d;
+        self
+    }
+
+    /// With [`simulate_pods`](Self::simulate_pods): the longest a deleted Pod's containers
+    /// take to stop; the Pod goes after min(its grace period, this) (default 1 s).
+    pub fn pod_stop_delay(mut self, d: Duration) -> Self {
+        self.kubelet.stop_delay = d;
+        self
+    }
+
     /// Installs admission webhook configurations at start (as if created through the
     /// API): writes of matching resources then call the webhooks over TLS; see
     /// [`WebhookConfiguration`](crate::WebhookConfiguration).
@@ -197,6 +230,7 @@ impl EnvironmentBuilder {
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
                 controllers: self.controllers,
+                kubelet: self.simulate_pods.then_some(self.kubelet),
             },
             shutdown: CancellationToken::new(),
             addr,
@@ -206,6 +240,9 @@ impl EnvironmentBuilder {
             path: "webhooks".into(),
             message,
         })?;
+        if let Some(cfg) = state.settings.kubelet {
+            crate::kubelet::start(&state, cfg);
+        }
         tokio::spawn(server::serve(listener, state.clone()));
         Ok(Environment {
             state,

@@ -31,6 +31,10 @@
 //!   are deleted honouring finalizers, then it goes). [`EnvironmentBuilder::controllers`]`(false)`
 //!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`.
 //!   Nothing fills status or creates Pods either way.
+//! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`], `kubelet`): Pods
+//!   are bound to the Node [`SIMULATED_NODE`], run (`Running`, `Ready`, IPs, container
+//!   statuses) after a short delay, and deleting one is graceful (`deletionTimestamp`, then
+//!   removal after min(grace, stop delay)). Off, Pods stay as written, as in Go's envtest.
 //! * One global resourceVersion; every resource keeps a bounded history of change events
 //!   ([`EnvironmentBuilder::history_window`]) for watch resume and consistent paginated lists.
 //!   A watch from before that history gets HTTP 200 and one in-stream `ERROR` 410 — never an
@@ -75,6 +79,7 @@ mod faults;
 mod filter;
 mod gc;
 mod kinds;
+mod kubelet;
 mod meta;
 mod namespaces;
 mod openapi;
@@ -95,3 +100,4 @@ mod watch;
 pub use admission::WebhookConfiguration;
 pub use env::{Environment, EnvironmentBuilder, Error};
 pub use faults::{FaultMatch, FaultStatus, Faults, RequestRecord, Verb};
+pub use kubelet::NODE_NAME as SIMULATED_NODE;

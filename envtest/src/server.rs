@@ -42,6 +42,8 @@ pub(crate) struct Settings {
     pub max_watch: Duration,
     /// The garbage collector and namespace finalization run (`gc`, `namespaces`).
     pub controllers: bool,
+    /// Pods are scheduled, run and stopped by the simulated kubelet (`kubelet`).
+    pub kubelet: Option<crate::kubelet::Config>,
 }
 
 /// Everything a request handler can reach.

@@ -24,6 +24,7 @@ async fn help_explains_serve() {
         "--crd-dir",
         "--token",
         "--no-gc",
+        "--simulate-pods",
         "kubectl",
     ] {
         assert!(text.contains(flag), "--help mentions {flag}:\n{text}");

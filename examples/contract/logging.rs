@@ -102,7 +102,7 @@ impl Visit for Fields {
                 let _ = write!(self.message, "{value:?}");
             }
             // Already part of the example's messages.
-            "bucket" | "available" => {}
+            "bucket" | "available" | "appservice" => {}
             name => {
                 let _ = write!(self.rest, " {name}={value:?}");
             }

@@ -1,7 +1,8 @@
 //! What every ctrl example shares: the contract tests and tooling rely on.
 //!
 //! - With no cluster configured ([`cli::cluster_configured`]) an example starts
-//!   ctrl-envtest in process, installs its CRDs and prints a line containing
+//!   ctrl-envtest in process (with its simulated kubelet, so Pods run), installs
+//!   its CRDs and prints a line containing
 //!   `--kubeconfig <path>` ([`envtest::start`]).
 //! - `--kubeconfig` / `KUBECONFIG` / in-cluster runs it against that cluster.
 //! - `--no-demo` starts everything but creates no sample objects; `--run-for

@@ -38,6 +38,11 @@ enum Command {
         /// namespaces stay Terminating; orphan/foreground finalizers stay).
         #[arg(long)]
         no_gc: bool,
+        /// Run the simulated kubelet: Pods are bound to the Node `envtest-node`, become
+        /// Running and Ready after a short delay, and go after their grace period
+        /// (containers stop within 1 s) when deleted.
+        #[arg(long)]
+        simulate_pods: bool,
     },
 }
 
@@ -50,10 +55,12 @@ async fn main() -> std::process::ExitCode {
         crd_dirs,
         token,
         no_gc,
+        simulate_pods,
     } = command;
     let mut b = ctrl_envtest::Environment::builder()
         .port(port)
-        .controllers(!no_gc);
+        .controllers(!no_gc)
+        .simulate_pods(simulate_pods);
     for d in crd_dirs {
         b = b.crd_path(d);
     }

@@ -22,6 +22,8 @@ pub(crate) struct DeleteOpts {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub policy: Option<String>,
+    /// `gracePeriodSeconds` (only simulated Pods use it: `crate::kubelet`).
+    pub grace: Option<i64>,
 }
 
 fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
@@ -58,6 +60,7 @@ fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
         .and_then(Value::as_str)
         .map(String::from)
         .or_else(|| req.query.value("propagationPolicy").map(String::from));
+    o.grace = crate::kubelet::requested_grace(&body, &req.query)?;
     let orphan = body.get("orphanDependents").and_then(Value::as_bool);
     let bad = |c: FieldCause| Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &[c]));
     if let Some(p) = &o.policy {
@@ -137,6 +140,9 @@ pub(crate) fn delete_object(
                 fins.push(f.to_string());
                 meta::set_meta(&mut new, "finalizers", json!(fins));
             }
+        if let Some(change) = crate::kubelet::graceful_delete(state, rt, cur, &new, opts.grace) {
+            return Ok(change);
+        }
         let is_ns = super::update::namespace_finalizers(rt, &new);
         if fins.is_empty() && !is_ns {
             return Ok(Change::Remove);

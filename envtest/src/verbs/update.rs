@@ -263,7 +263,16 @@ pub(crate) fn update_object(
         if let Some(who) = &w.manager {
             crate::apply::record_update(rt, Some(cur), &mut new, given_fields.as_ref(), who);
         }
-        if deleting && meta::finalizers(&new).is_empty() && !namespace_finalizers(rt, &new) {
+        // Upstream's shouldDeleteDuringUpdate: a graceful deletion (simulated Pods) waits.
+        let graceful = cur
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .is_some_and(|g| g > 0);
+        if deleting
+            && !graceful
+            && meta::finalizers(&new).is_empty()
+            && !namespace_finalizers(rt, &new)
+        {
             return Ok(Change::Remove);
         }
         Ok(Change::Put(new))
