@@ -12,7 +12,8 @@
 //! [`WriteOptions`] (`options`) carry dry-run, field manager and field validation per
 //! call; [`Client::with_dry_run`] and [`Client::with_field_validation`] set them for
 //! every write. [`NamespacedClient`] (`namespaced`) pins every call to one namespace;
-//! [`log_api_warnings`] (`warnings`) logs the `Warning` headers the server sends.
+//! [`log_api_warnings`] (`warnings`) logs the `Warning` headers the server sends;
+//! [`RestMapper`] (`restmapper`) resolves the `ApiResource` of a kind at run time.
 //!
 //! **Staleness.** As in controller-runtime, a read after a write may not see it yet:
 //! the cache learns of the write from its watch, usually within milliseconds. A
@@ -24,6 +25,7 @@ mod api_reader;
 mod error;
 mod namespaced;
 mod options;
+mod restmapper;
 mod status;
 mod subresource;
 mod uncached;
@@ -42,6 +44,7 @@ pub use kube::api::{
 };
 pub use namespaced::NamespacedClient;
 pub use options::{FieldValidation, WriteOptions};
+pub use restmapper::{RestMapper, RestMapperError};
 pub use status::StatusClient;
 pub use subresource::SubResourceClient;
 pub use warnings::{WarningLogger, log_api_warnings};

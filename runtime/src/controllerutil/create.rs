@@ -14,7 +14,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value};
 
 use super::Error;
-use crate::client::{Client, Writable};
+use crate::client::{Client, Writable, WritableWith};
 
 /// What [`create_or_update`] / [`create_or_patch`] did (Go's `OperationResult`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,7 +44,7 @@ impl fmt::Display for OperationResult {
 }
 
 /// The `(namespace, name)` of `obj`.
-fn key<K: Writable>(obj: &K) -> (String, String) {
+fn key<K: WritableWith>(obj: &K) -> (String, String) {
     let m = obj.meta();
     (
         m.namespace.clone().unwrap_or_default(),
@@ -53,7 +53,7 @@ fn key<K: Writable>(obj: &K) -> (String, String) {
 }
 
 /// Runs `mutate` and checks it kept the key (Go's `mutate`).
-fn mutate<K: Writable>(
+fn mutate<K: WritableWith>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<(), Error> {
@@ -66,9 +66,13 @@ fn mutate<K: Writable>(
 }
 
 /// Reads the object `obj` names into `obj`; `false` when it does not exist.
-async fn get_into<K: Writable>(client: &Client, obj: &mut K) -> Result<bool, Error> {
+async fn get_into<K: WritableWith>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+) -> Result<bool, Error> {
     let (ns, name) = key(obj);
-    match client.get::<K>(&ns, &name).await {
+    match client.get_with::<K>(dt, &ns, &name).await {
         Ok(current) => {
             *obj = (*current).clone();
             Ok(true)
@@ -87,9 +91,20 @@ pub async fn create_or_update<K: Writable>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<OperationResult, Error> {
-    if !get_into(client, obj).await? {
+    create_or_update_with(client, &(), obj, f).await
+}
+
+/// [`create_or_update`] for an object of dynamic type `dt` (a `DynamicObject` and its
+/// `ApiResource`).
+pub async fn create_or_update_with<K: WritableWith>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+    f: impl FnOnce(&mut K) -> Result<(), Error>,
+) -> Result<OperationResult, Error> {
+    if !get_into(client, dt, obj).await? {
         mutate(obj, f)?;
-        *obj = client.create(obj).await?;
+        *obj = client.create_with(dt, obj).await?;
         tracing::debug!(object = ?key(obj), "created");
         return Ok(OperationResult::Created);
     }
@@ -98,7 +113,7 @@ pub async fn create_or_update<K: Writable>(
     if serde_json::to_value(&*obj)? == existing {
         return Ok(OperationResult::Unchanged);
     }
-    *obj = client.update(obj).await?;
+    *obj = client.update_with(dt, obj).await?;
     tracing::debug!(object = ?key(obj), "updated");
     Ok(OperationResult::Updated)
 }
@@ -112,9 +127,19 @@ pub async fn create_or_patch<K: Writable>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<OperationResult, Error> {
-    if !get_into(client, obj).await? {
+    create_or_patch_with(client, &(), obj, f).await
+}
+
+/// [`create_or_patch`] for an object of dynamic type `dt`.
+pub async fn create_or_patch_with<K: WritableWith>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+    f: impl FnOnce(&mut K) -> Result<(), Error>,
+) -> Result<OperationResult, Error> {
+    if !get_into(client, dt, obj).await? {
         mutate(obj, f)?;
-        *obj = client.create(obj).await?;
+        *obj = client.create_with(dt, obj).await?;
         return Ok(OperationResult::Created);
     }
     let (before, before_status) = split_status(serde_json::to_value(&*obj)?);
@@ -125,7 +150,7 @@ pub async fn create_or_patch<K: Writable>(
     if before != after {
         let patch = merge_diff(&before, &after);
         *obj = client
-            .patch(obj, &Patch::Merge(&patch), PatchParams::default())
+            .patch_with(dt, obj, &Patch::Merge(&patch), PatchParams::default())
             .await?;
         result = OperationResult::Updated;
     }
@@ -137,7 +162,7 @@ pub async fn create_or_patch<K: Writable>(
         let patch = serde_json::json!({ "status": status });
         *obj = client
             .status()
-            .patch(obj, &Patch::Merge(&patch), PatchParams::default())
+            .patch_with(dt, obj, &Patch::Merge(&patch), PatchParams::default())
             .await?;
         result = if result == OperationResult::Updated {
             OperationResult::UpdatedStatus
