@@ -8,7 +8,7 @@
 //! | `.Owns(&U{})` / `.Owns(&U{}, MatchEveryOwner)` | [`.owns::<U>()`](ControllerBuilder::owns) / [`.owns_with(OwnsOptions::new().match_every_owner())`](ControllerBuilder::owns_with) |
 //! | `.Watches(&V{}, h)` / `.WatchesMetadata(&V{}, h)` | [`.watches::<V>(h)`](ControllerBuilder::watches) / [`.watches_metadata::<V>(h)`](ControllerBuilder::watches_metadata) |
 //! | `.For(&unstructured.Unstructured{gvk})` / `.Owns(..)` / `.Watches(.., h)` | [`.for_dynamic(ar)`](ControllerBuilder::for_dynamic) / [`.owns_dynamic(ar)`](ControllerBuilder::owns_dynamic) / [`.watches_dynamic(ar, h)`](ControllerBuilder::watches_dynamic) (`DynamicObject`; `ar` from `client::RestMapper`) |
-//! | `.WatchesMetadata(&unstructured.Unstructured{gvk}, h)` | [`.watches_dynamic_metadata(ar, h)`](ControllerBuilder::watches_dynamic_metadata) |
+//! | `.For` / `.Owns` / `.WatchesMetadata` of an unstructured object with `OnlyMetadata` | [`.for_dynamic_metadata(ar)`](ControllerBuilder::for_dynamic_metadata) / [`.owns_dynamic_metadata(ar)`](ControllerBuilder::owns_dynamic_metadata) / [`.watches_dynamic_metadata(ar, h)`](ControllerBuilder::watches_dynamic_metadata) |
 //! | `.WatchesRawSource(src)` | [`.watches_raw_source(src)`](ControllerBuilder::watches_raw_source) |
 //! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
 //! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
@@ -267,21 +267,33 @@ impl ControllerBuilder {
     }
 
     /// [`for_dynamic`](Self::for_dynamic) with predicates.
-    pub fn for_dynamic_with(mut self, ar: ApiResource, opts: ForOptions<DynamicObject>) -> Self {
+    pub fn for_dynamic_with(self, ar: ApiResource, opts: ForOptions<DynamicObject>) -> Self {
+        self.for_dynamic_of::<DynamicObject>(ar, opts.predicates)
+    }
+
+    /// [`for_dynamic`](Self::for_dynamic) watching only metadata (Go's `For(u,
+    /// OnlyMetadata)`): the cache holds `PartialObjectMeta<DynamicObject>`.
+    pub fn for_dynamic_metadata(self, ar: ApiResource) -> Self {
+        self.for_dynamic_of::<PartialObjectMeta<DynamicObject>>(ar, Vec::new())
+    }
+
+    fn for_dynamic_of<K>(mut self, ar: ApiResource, preds: Vec<BoxPredicate<K>>) -> Self
+    where
+        K: CacheObject<DynamicType = ApiResource>,
+    {
         if self.for_input.is_some() {
             self.for_twice = true;
             return self;
         }
-        let preds = opts.predicates;
         self.for_input = Some(ForInput {
-            type_id: TypeId::of::<DynamicObject>(),
-            type_name: std::any::type_name::<DynamicObject>(),
+            type_id: TypeId::of::<K>(),
+            type_name: std::any::type_name::<K>(),
             group: ar.group.clone(),
             kind: ar.kind.clone(),
             version: ar.version.clone(),
             namespaced: None,
             make: Box::new(move |cache, filters| {
-                dynamic_source::<DynamicObject>(cache, filters, &ar, EnqueueRequestForObject, preds)
+                dynamic_source::<K>(cache, filters, &ar, EnqueueRequestForObject, preds)
             }),
         });
         self
@@ -294,7 +306,20 @@ impl ControllerBuilder {
     }
 
     /// [`owns_dynamic`](Self::owns_dynamic) with predicates, or for every owner.
-    pub fn owns_dynamic_with(mut self, ar: ApiResource, opts: OwnsOptions<DynamicObject>) -> Self {
+    pub fn owns_dynamic_with(self, ar: ApiResource, opts: OwnsOptions<DynamicObject>) -> Self {
+        self.owns_dynamic_of::<DynamicObject>(ar, opts)
+    }
+
+    /// [`owns_dynamic`](Self::owns_dynamic) watching only metadata: the cache holds
+    /// `PartialObjectMeta<DynamicObject>`.
+    pub fn owns_dynamic_metadata(self, ar: ApiResource) -> Self {
+        self.owns_dynamic_of::<PartialObjectMeta<DynamicObject>>(ar, OwnsOptions::new())
+    }
+
+    fn owns_dynamic_of<K>(mut self, ar: ApiResource, opts: OwnsOptions<K>) -> Self
+    where
+        K: CacheObject<DynamicType = ApiResource>,
+    {
         let OwnsOptions {
             predicates,
             match_every_owner,
@@ -305,7 +330,7 @@ impl ControllerBuilder {
             } else {
                 owner.only_controller_owner()
             };
-            dynamic_source::<DynamicObject>(cache, filters, &ar, owner, predicates)
+            dynamic_source::<K>(cache, filters, &ar, owner, predicates)
         }));
         self
     }

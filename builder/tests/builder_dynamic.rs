@@ -186,3 +186,43 @@ async fn a_dynamic_controller_for_crds_known_only_at_run_time() {
     until(&mut rx, &Request::new("default", "ghost")).await;
     running.stop().await;
 }
+
+#[tokio::test]
+async fn metadata_only_dynamic_watches() {
+    let env = Environment::start().await.expect("envtest");
+    let (gadgets, parts) = resolve(&env).await;
+    let mgr = manager(&env);
+    let (r, mut rx) = common::reporter();
+    ControllerBuilder::new(&mgr)
+        .for_dynamic_metadata(gadgets.clone())
+        .owns_dynamic_metadata(parts.clone())
+        .named("gadget-metadata")
+        .complete(r)
+        .await
+        .expect("complete");
+    let running = start(&mgr);
+    let g = DynamicObject::new("m1", &gadgets).within("default");
+    Api::<DynamicObject>::namespaced_with(env.client(), "default", &gadgets)
+        .create(&PostParams::default(), &g)
+        .await
+        .expect("gadget");
+    assert_eq!(next(&mut rx).await, Request::new("default", "m1"));
+    let mut ghost = DynamicObject::new("meta-ghost", &gadgets).within("default");
+    ghost.metadata.uid = Some("meta-ghost-uid".into());
+    let mut part = DynamicObject::new("meta-part", &parts).within("default");
+    set_controller_reference_dynamic(
+        &ghost,
+        &gadgets,
+        &mut part,
+        OwnerReferenceOptions::default(),
+    )
+    .expect("owner ref");
+    Api::<DynamicObject>::namespaced_with(env.client(), "default", &parts)
+        .create(&PostParams::default(), &part)
+        .await
+        .expect("part");
+    until(&mut rx, &Request::new("default", "meta-ghost")).await;
+    let informers = format!("{:?}", mgr.get_cache());
+    assert!(informers.contains("dyn.ctrl.rs/v1/Part"), "{informers}");
+    running.stop().await;
+}

@@ -5,7 +5,9 @@
 //! `Warn` (the default, as upstream) answers each as a `Warning` header (`server::Warnings`);
 //! `Ignore` says nothing. The write itself then prunes as before (`crd::validate_custom`).
 //! Built-in types are checked for duplicates only: their unknown fields are dropped by
-//! their decoder without a trace.
+//! their decoder without a trace. A write to a multi-version CRD at a non-storage version
+//! is pruned by the conversion layer (`crate::conversion`) before it reaches the verbs, so
+//! there `Warn` says nothing (`Strict` still fails).
 
 use std::cell::RefCell;
 use std::collections::HashSet;
