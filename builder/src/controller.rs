@@ -127,6 +127,15 @@ where
     Box::new(src.with_predicates(preds))
 }
 
+/// The `Owns` handler: the controller owner only, or every owner.
+fn owner_handler(owner: EnqueueRequestForOwner, match_every_owner: bool) -> EnqueueRequestForOwner {
+    if match_every_owner {
+        owner.match_every_owner()
+    } else {
+        owner.only_controller_owner()
+    }
+}
+
 impl ControllerBuilder {
     /// A builder for a controller that `mgr` will run (Go's `ControllerManagedBy`).
     pub fn new(mgr: &Manager) -> Self {
@@ -206,11 +215,7 @@ impl ControllerBuilder {
             match_every_owner,
         } = opts;
         self.owns.push(Box::new(move |cache, filters, owner| {
-            let owner = if match_every_owner {
-                owner.match_every_owner()
-            } else {
-                owner.only_controller_owner()
-            };
+            let owner = owner_handler(owner, match_every_owner);
             kind_source::<O>(cache, filters, owner, predicates)
         }));
         self
@@ -325,11 +330,7 @@ impl ControllerBuilder {
             match_every_owner,
         } = opts;
         self.owns.push(Box::new(move |cache, filters, owner| {
-            let owner = if match_every_owner {
-                owner.match_every_owner()
-            } else {
-                owner.only_controller_owner()
-            };
+            let owner = owner_handler(owner, match_every_owner);
             dynamic_source::<K>(cache, filters, &ar, owner, predicates)
         }));
         self

@@ -82,6 +82,23 @@ async fn get_into<K: WritableWith>(
     }
 }
 
+/// Reads the object `obj` names into `obj`; when it does not exist, creates it after
+/// `f` and returns `None`, else hands `f` back.
+async fn create_if_missing<K: WritableWith, F: FnOnce(&mut K) -> Result<(), Error>>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+    f: F,
+) -> Result<Option<F>, Error> {
+    if get_into(client, dt, obj).await? {
+        return Ok(Some(f));
+    }
+    mutate(obj, f)?;
+    *obj = client.create_with(dt, obj).await?;
+    tracing::debug!(object = ?key(obj), "created");
+    Ok(None)
+}
+
 /// Creates `obj` (after `f`) if it does not exist, or updates it if `f` changed it.
 /// `obj` needs its name (and namespace); on return it holds what the server stored.
 /// The status is never written (the server ignores it on update when the type has a
@@ -102,12 +119,9 @@ pub async fn create_or_update_with<K: WritableWith>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<OperationResult, Error> {
-    if !get_into(client, dt, obj).await? {
-        mutate(obj, f)?;
-        *obj = client.create_with(dt, obj).await?;
-        tracing::debug!(object = ?key(obj), "created");
+    let Some(f) = create_if_missing(client, dt, obj, f).await? else {
         return Ok(OperationResult::Created);
-    }
+    };
     let existing = serde_json::to_value(&*obj)?;
     mutate(obj, f)?;
     if serde_json::to_value(&*obj)? == existing {
@@ -137,11 +151,9 @@ pub async fn create_or_patch_with<K: WritableWith>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<OperationResult, Error> {
-    if !get_into(client, dt, obj).await? {
-        mutate(obj, f)?;
-        *obj = client.create_with(dt, obj).await?;
+    let Some(f) = create_if_missing(client, dt, obj, f).await? else {
         return Ok(OperationResult::Created);
-    }
+    };
     let (before, before_status) = split_status(serde_json::to_value(&*obj)?);
     mutate(obj, f)?;
     let (after, after_status) = split_status(serde_json::to_value(&*obj)?);
