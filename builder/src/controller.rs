@@ -265,8 +265,7 @@ impl ControllerBuilder {
     /// `For(&unstructured.Unstructured{..})`; kube-runtime's `Controller::new_with(api,
     /// ar)`). The reconciler takes [`Request`]s and reads the object through
     /// `client.get_with(&ar, ..)`. Whether the kind is namespaced is asked of
-    /// discovery when building. Resolve `ar` from a GVK with
-    /// [`RestMapper`](ctrl_runtime::client::RestMapper).
+    /// discovery when building. Resolve `ar` from a GVK with [`RestMapper`].
     pub fn for_dynamic(self, ar: ApiResource) -> Self {
         self.for_dynamic_with(ar, ForOptions::new())
     }
