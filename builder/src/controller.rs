@@ -7,6 +7,8 @@
 //! | `.For(&T{}, OnlyMetadata)` | [`.for_metadata::<T>()`](ControllerBuilder::for_metadata) (= `.for_::<PartialObjectMeta<T>>()`) |
 //! | `.Owns(&U{})` / `.Owns(&U{}, MatchEveryOwner)` | [`.owns::<U>()`](ControllerBuilder::owns) / [`.owns_with(OwnsOptions::new().match_every_owner())`](ControllerBuilder::owns_with) |
 //! | `.Watches(&V{}, h)` / `.WatchesMetadata(&V{}, h)` | [`.watches::<V>(h)`](ControllerBuilder::watches) / [`.watches_metadata::<V>(h)`](ControllerBuilder::watches_metadata) |
+//! | `.For(&unstructured.Unstructured{gvk})` / `.Owns(..)` / `.Watches(.., h)` | [`.for_dynamic(ar)`](ControllerBuilder::for_dynamic) / [`.owns_dynamic(ar)`](ControllerBuilder::owns_dynamic) / [`.watches_dynamic(ar, h)`](ControllerBuilder::watches_dynamic) (`DynamicObject`; `ar` from `client::RestMapper`) |
+//! | `.For` / `.Owns` / `.WatchesMetadata` of an unstructured object with `OnlyMetadata` | [`.for_dynamic_metadata(ar)`](ControllerBuilder::for_dynamic_metadata) / [`.owns_dynamic_metadata(ar)`](ControllerBuilder::owns_dynamic_metadata) / [`.watches_dynamic_metadata(ar, h)`](ControllerBuilder::watches_dynamic_metadata) |
 //! | `.WatchesRawSource(src)` | [`.watches_raw_source(src)`](ControllerBuilder::watches_raw_source) |
 //! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
 //! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
@@ -25,6 +27,7 @@ use std::any::TypeId;
 use std::sync::Arc;
 
 use ctrl_runtime::cache::{Cache, CacheObject, Scoped};
+use ctrl_runtime::client::RestMapper;
 use ctrl_runtime::controller::{self, Controller};
 use ctrl_runtime::handler::{
     EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler, with_low_priority_when_unchanged,
@@ -33,10 +36,10 @@ use ctrl_runtime::manager::Manager;
 use ctrl_runtime::predicate::BoxPredicate;
 use ctrl_runtime::reconcile::Request;
 use ctrl_runtime::source::{Kind, Source};
-use kube::core::PartialObjectMeta;
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 
 use crate::error::Error;
-use crate::filter::{EventFilter, Global, ObjectView};
+use crate::filter::{DynamicGlobal, EventFilter, Global, ObjectView};
 use crate::log::{LogConstructor, Logged};
 use crate::options::{ForOptions, OwnsOptions, WatchesOptions};
 use crate::reconciler::IntoReconciler;
@@ -53,7 +56,9 @@ struct ForInput {
     type_name: &'static str,
     group: String,
     kind: String,
-    namespaced: bool,
+    version: String,
+    /// `None` for a dynamic type: resolved through discovery when building.
+    namespaced: Option<bool>,
     make: MakeSource,
 }
 
@@ -103,6 +108,34 @@ where
     Box::new(src.with_predicates(preds))
 }
 
+/// A `source::Kind` of the dynamic type `K` (`DynamicObject` or its
+/// `PartialObjectMeta`) served by `ar`: global filters first, then `preds`.
+fn dynamic_source<K>(
+    cache: &Cache,
+    filters: &Filters,
+    ar: &ApiResource,
+    handler: impl EventHandler<K>,
+    preds: Vec<BoxPredicate<K>>,
+) -> Box<dyn Source>
+where
+    K: CacheObject<DynamicType = ApiResource>,
+{
+    let mut src = Kind::<K>::new_with(cache, ar.clone(), handler);
+    if !filters.is_empty() {
+        src = src.with_predicate(DynamicGlobal::<K>::new(filters.clone(), ar));
+    }
+    Box::new(src.with_predicates(preds))
+}
+
+/// The `Owns` handler: the controller owner only, or every owner.
+fn owner_handler(owner: EnqueueRequestForOwner, match_every_owner: bool) -> EnqueueRequestForOwner {
+    if match_every_owner {
+        owner.match_every_owner()
+    } else {
+        owner.only_controller_owner()
+    }
+}
+
 impl ControllerBuilder {
     /// A builder for a controller that `mgr` will run (Go's `ControllerManagedBy`).
     pub fn new(mgr: &Manager) -> Self {
@@ -144,7 +177,8 @@ impl ControllerBuilder {
             type_name: std::any::type_name::<K>(),
             group: <K as kube::Resource>::group(&()).into_owned(),
             kind: <K as kube::Resource>::kind(&()).into_owned(),
-            namespaced: !<K::Scope as Scoped>::CLUSTER,
+            version: <K as kube::Resource>::version(&()).into_owned(),
+            namespaced: Some(!<K::Scope as Scoped>::CLUSTER),
             make: Box::new(move |cache, filters| {
                 kind_source::<K>(cache, filters, EnqueueRequestForObject, preds)
             }),
@@ -181,11 +215,7 @@ impl ControllerBuilder {
             match_every_owner,
         } = opts;
         self.owns.push(Box::new(move |cache, filters, owner| {
-            let owner = if match_every_owner {
-                owner.match_every_owner()
-            } else {
-                owner.only_controller_owner()
-            };
+            let owner = owner_handler(owner, match_every_owner);
             kind_source::<O>(cache, filters, owner, predicates)
         }));
         self
@@ -229,6 +259,126 @@ impl ControllerBuilder {
         PartialObjectMeta<W>: CacheObject<DynamicType = ()> + ObjectView,
     {
         self.watches::<PartialObjectMeta<W>>(handler)
+    }
+
+    /// Reconciles objects of the kind `ar` serves, as `DynamicObject`s (Go's
+    /// `For(&unstructured.Unstructured{..})`; kube-runtime's `Controller::new_with(api,
+    /// ar)`). The reconciler takes [`Request`]s and reads the object through
+    /// `client.get_with(&ar, ..)`. Whether the kind is namespaced is asked of
+    /// discovery when building. Resolve `ar` from a GVK with [`RestMapper`].
+    pub fn for_dynamic(self, ar: ApiResource) -> Self {
+        self.for_dynamic_with(ar, ForOptions::new())
+    }
+
+    /// [`for_dynamic`](Self::for_dynamic) with predicates.
+    pub fn for_dynamic_with(self, ar: ApiResource, opts: ForOptions<DynamicObject>) -> Self {
+        self.for_dynamic_of::<DynamicObject>(ar, opts.predicates)
+    }
+
+    /// [`for_dynamic`](Self::for_dynamic) watching only metadata (Go's `For(u,
+    /// OnlyMetadata)`): the cache holds `PartialObjectMeta<DynamicObject>`.
+    pub fn for_dynamic_metadata(self, ar: ApiResource) -> Self {
+        self.for_dynamic_of::<PartialObjectMeta<DynamicObject>>(ar, Vec::new())
+    }
+
+    fn for_dynamic_of<K>(mut self, ar: ApiResource, preds: Vec<BoxPredicate<K>>) -> Self
+    where
+        K: CacheObject<DynamicType = ApiResource>,
+    {
+        if self.for_input.is_some() {
+            self.for_twice = true;
+            return self;
+        }
+        self.for_input = Some(ForInput {
+            type_id: TypeId::of::<K>(),
+            type_name: std::any::type_name::<K>(),
+            group: ar.group.clone(),
+            kind: ar.kind.clone(),
+            version: ar.version.clone(),
+            namespaced: None,
+            make: Box::new(move |cache, filters| {
+                dynamic_source::<K>(cache, filters, &ar, EnqueueRequestForObject, preds)
+            }),
+        });
+        self
+    }
+
+    /// Watches `DynamicObject`s of the kind `ar` serves that the `For` type owns, and
+    /// reconciles their controller owner (Go's `Owns` of an unstructured object).
+    pub fn owns_dynamic(self, ar: ApiResource) -> Self {
+        self.owns_dynamic_with(ar, OwnsOptions::new())
+    }
+
+    /// [`owns_dynamic`](Self::owns_dynamic) with predicates, or for every owner.
+    pub fn owns_dynamic_with(self, ar: ApiResource, opts: OwnsOptions<DynamicObject>) -> Self {
+        self.owns_dynamic_of::<DynamicObject>(ar, opts)
+    }
+
+    /// [`owns_dynamic`](Self::owns_dynamic) watching only metadata: the cache holds
+    /// `PartialObjectMeta<DynamicObject>`.
+    pub fn owns_dynamic_metadata(self, ar: ApiResource) -> Self {
+        self.owns_dynamic_of::<PartialObjectMeta<DynamicObject>>(ar, OwnsOptions::new())
+    }
+
+    fn owns_dynamic_of<K>(mut self, ar: ApiResource, opts: OwnsOptions<K>) -> Self
+    where
+        K: CacheObject<DynamicType = ApiResource>,
+    {
+        let OwnsOptions {
+            predicates,
+            match_every_owner,
+        } = opts;
+        self.owns.push(Box::new(move |cache, filters, owner| {
+            let owner = owner_handler(owner, match_every_owner);
+            dynamic_source::<K>(cache, filters, &ar, owner, predicates)
+        }));
+        self
+    }
+
+    /// Watches `DynamicObject`s of the kind `ar` serves, enqueueing what `handler` maps
+    /// their events to (Go's `Watches` of an unstructured object).
+    pub fn watches_dynamic(
+        self,
+        ar: ApiResource,
+        handler: impl EventHandler<DynamicObject>,
+    ) -> Self {
+        self.watches_dynamic_with(ar, handler, WatchesOptions::new())
+    }
+
+    /// [`watches_dynamic`](Self::watches_dynamic) with predicates.
+    pub fn watches_dynamic_with(
+        mut self,
+        ar: ApiResource,
+        handler: impl EventHandler<DynamicObject>,
+        opts: WatchesOptions<DynamicObject>,
+    ) -> Self {
+        let preds = opts.predicates;
+        let handler = with_low_priority_when_unchanged(handler);
+        self.watches.push(Box::new(move |cache, filters| {
+            dynamic_source::<DynamicObject>(cache, filters, &ar, handler, preds)
+        }));
+        self
+    }
+
+    /// [`watches_dynamic`](Self::watches_dynamic) of the metadata only (Go's
+    /// `WatchesMetadata` of an unstructured object): the cache holds
+    /// `PartialObjectMeta<DynamicObject>`.
+    pub fn watches_dynamic_metadata(
+        mut self,
+        ar: ApiResource,
+        handler: impl EventHandler<PartialObjectMeta<DynamicObject>>,
+    ) -> Self {
+        let handler = with_low_priority_when_unchanged(handler);
+        self.watches.push(Box::new(move |cache, filters| {
+            dynamic_source::<PartialObjectMeta<DynamicObject>>(
+                cache,
+                filters,
+                &ar,
+                handler,
+                Vec::new(),
+            )
+        }));
+        self
     }
 
     /// Adds a source as it is: a `source::Channel`, `source::Func`, or a `source::Kind`
@@ -358,7 +508,11 @@ impl ControllerBuilder {
         let filters: Filters = Arc::from(filters);
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
         if let Some(f) = for_input {
-            let owner = EnqueueRequestForOwner::for_group_kind(&f.group, &f.kind, f.namespaced);
+            let namespaced = match f.namespaced {
+                Some(n) => n,
+                None => dynamic_scope(&cache, &f.group, &f.version, &f.kind).await,
+            };
+            let owner = EnqueueRequestForOwner::for_group_kind(&f.group, &f.kind, namespaced);
             sources.push((f.make)(&cache, &filters));
             for make in owns {
                 sources.push(make(&cache, &filters, owner.clone()));
@@ -378,5 +532,21 @@ impl ControllerBuilder {
             "controller built"
         );
         Ok(ctrl)
+    }
+}
+
+/// Whether the dynamic `For` kind is namespaced, asked of discovery; namespaced when
+/// discovery cannot tell (the kind may not be installed yet), with a warning.
+async fn dynamic_scope(cache: &Cache, group: &str, version: &str, kind: &str) -> bool {
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    match RestMapper::new(cache.kube_client().clone())
+        .is_namespaced(&gvk)
+        .await
+    {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(group, kind, error = %e, "cannot tell the scope of the For kind; assuming namespaced");
+            true
+        }
     }
 }

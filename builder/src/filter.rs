@@ -21,6 +21,7 @@ use ctrl_runtime::predicate::{
 };
 use kube::Resource;
 use kube::api::ObjectMeta;
+use kube::core::ApiResource;
 
 /// An object of any watched type, as a global filter sees it (Go's `client.Object`).
 pub trait ObjectView: Send + Sync + 'static {
@@ -194,6 +195,86 @@ impl<K: ObjectView> Predicate<K> for Global<K> {
     }
 }
 
+/// A watched object of a dynamic type (`DynamicObject`, or `PartialObjectMeta` of
+/// it) with its `ApiResource`, as a global filter sees it: `as_any` downcasts to the
+/// object itself.
+struct DynamicView<K> {
+    object: Arc<K>,
+    resource: Arc<ApiResource>,
+}
+
+impl<K: Resource + Send + Sync + 'static> ObjectView for DynamicView<K> {
+    fn metadata(&self) -> &ObjectMeta {
+        Resource::meta(&*self.object)
+    }
+    fn api_group(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.resource.group)
+    }
+    fn api_kind(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.resource.kind)
+    }
+    fn as_any(&self) -> &dyn Any {
+        &*self.object
+    }
+}
+
+/// The global filters as a [`Predicate<K>`] for a dynamic type, whose objects are
+/// seen through a [`DynamicView`] (an `ApiResource` is not part of the object).
+pub(crate) struct DynamicGlobal<K> {
+    filters: Arc<[Arc<dyn EventFilter>]>,
+    resource: Arc<ApiResource>,
+    _k: PhantomData<fn(K)>,
+}
+
+impl<K: Resource + Send + Sync + 'static> DynamicGlobal<K> {
+    pub(crate) fn new(filters: Arc<[Arc<dyn EventFilter>]>, resource: &ApiResource) -> Self {
+        Self {
+            filters,
+            resource: Arc::new(resource.clone()),
+            _k: PhantomData,
+        }
+    }
+
+    fn view(&self, object: &Arc<K>) -> DynamicView<K> {
+        DynamicView {
+            object: object.clone(),
+            resource: self.resource.clone(),
+        }
+    }
+
+    fn all(&self, e: FilterEvent<'_>) -> bool {
+        self.filters.iter().all(|f| f.filter(&e))
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> Predicate<K> for DynamicGlobal<K> {
+    fn create(&self, e: &CreateEvent<K>) -> bool {
+        let object = self.view(&e.object);
+        self.all(FilterEvent::Create {
+            object: &object,
+            is_in_initial_list: e.is_in_initial_list,
+        })
+    }
+    fn update(&self, e: &UpdateEvent<K>) -> bool {
+        let (old, new) = (self.view(&e.object_old), self.view(&e.object_new));
+        self.all(FilterEvent::Update {
+            old: &old,
+            new: &new,
+        })
+    }
+    fn delete(&self, e: &DeleteEvent<K>) -> bool {
+        let object = self.view(&e.object);
+        self.all(FilterEvent::Delete {
+            object: &object,
+            delete_state_unknown: e.delete_state_unknown,
+        })
+    }
+    fn generic(&self, e: &GenericEvent<K>) -> bool {
+        let object = self.view(&e.object);
+        self.all(FilterEvent::Generic { object: &object })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +306,28 @@ mod tests {
         assert!(!labels.update(&UpdateEvent::new(cm(1, "a"), cm(2, "a"))));
         let none = Global::<ConfigMap>::new(Arc::from(Vec::new()));
         assert!(none.delete(&DeleteEvent::new(cm(1, "a"))));
+    }
+
+    #[test]
+    fn dynamic_objects_are_seen_with_their_api_resource() {
+        use kube::core::{DynamicObject, GroupVersionKind};
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("x.io", "v1", "Gizmo"));
+        let filters: Arc<[Arc<dyn EventFilter>]> = Arc::from(vec![
+            Arc::new(GenerationChanged) as Arc<dyn EventFilter>,
+            Arc::new(object_filter(|o| {
+                o.api_group() == "x.io"
+                    && o.api_kind() == "Gizmo"
+                    && o.as_any().downcast_ref::<DynamicObject>().is_some()
+            })),
+        ]);
+        let g = DynamicGlobal::<DynamicObject>::new(filters, &ar);
+        let obj = |generation| {
+            let mut o = DynamicObject::new("g", &ar);
+            o.metadata.generation = Some(generation);
+            Arc::new(o)
+        };
+        assert!(g.create(&CreateEvent::new(obj(1))));
+        assert!(!g.update(&UpdateEvent::new(obj(1), obj(1))));
+        assert!(g.update(&UpdateEvent::new(obj(1), obj(2))));
     }
 }

@@ -108,6 +108,9 @@ fn agg_resource(t: &ResourceType) -> Value {
     if t.scale.is_some() {
         subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
     }
+    if t.group.is_empty() && t.plural == "pods" {
+        subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
+    }
     let mut r = json!({
         "resource": t.plural,
         "responseKind": {"group": t.group, "version": t.version, "kind": t.kind},

@@ -52,12 +52,14 @@
 //!   `Accept` 406.
 //! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);
 //!   custom resources are pruned, defaulted and validated against their CRD version's
-//!   `openAPIV3Schema` (422), with `fieldValidation=Strict` turning dropped unknown fields
-//!   into a 400. CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook`
+//!   `openAPIV3Schema` (422). `fieldValidation` is upstream's: unknown fields of custom
+//!   resources and duplicate fields of JSON bodies are a 400 under `Strict`, `Warning`
+//!   headers under `Warn` (the default), dropped silently under `Ignore` (`verbs::fields`). CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook`
 //!   convert through their webhook (`conversion`) wherever a real API server converts; other
 //!   multi-version CRDs store one object served at every version. Admission webhook
 //!   `warnings` reach clients as `Warning: 299` headers.
-//! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`), dryRun,
+//! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`),
+//!   `pods/eviction` (deletes the pod by the eviction's `deleteOptions`; no PDBs), dryRun,
 //!   finalizers and delete preconditions follow upstream. events.k8s.io/v1 Events are a view
 //!   of the core/v1 Events (one storage, fields mapped), so kube's `Recorder` output shows up
 //!   where `kubectl describe` looks. `as=Table` is served (`table`: upstream's printer

@@ -23,6 +23,7 @@ pub(crate) fn create(
     let w = who.opts(&req.query)?;
     let mut obj = super::decode_body(req)?;
     super::check_type(&mut obj, &r.rt, &super::siblings(state, &r.rt))?;
+    super::fields::check(&r.rt, &obj, req)?;
     let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
     Ok(super::respond(201, &stored, &r.rt, req))
 }

@@ -26,7 +26,7 @@ pub(crate) struct DeleteOpts {
     pub grace: Option<i64>,
 }
 
-fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
+pub(crate) fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {

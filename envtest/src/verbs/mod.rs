@@ -1,12 +1,15 @@
 //! The resource verbs: `dispatch` picks one from the method and the route (collection or item,
 //! subresource) and the submodules implement them on the `store` — `read` (get, list), `create`,
 //! `update` (PUT and PATCH share one update path, `/status` included), `delete` (delete,
-//! deletecollection), `scale` (the `/scale` subresource); watches live in `crate::watch`.
+//! deletecollection), `scale` (the `/scale` subresource), `eviction` (`pods/eviction`);
+//! `fields` checks bodies by `?fieldValidation=`; watches live in `crate::watch`.
 //! The helpers here decode bodies, check apiVersion/kind and namespace, and render stored
 //! objects at the served version.
 
 pub(crate) mod create;
 pub(crate) mod delete;
+pub(crate) mod eviction;
+pub(crate) mod fields;
 pub(crate) mod read;
 pub(crate) mod scale;
 pub(crate) mod update;
@@ -34,6 +37,7 @@ pub(crate) async fn dispatch(
         let ok = match sub.as_str() {
             "status" => rt.status,
             "scale" => rt.scale.is_some(),
+            "eviction" => rt.group.is_empty() && rt.plural == "pods",
             _ => false,
         };
         if !ok {
@@ -44,6 +48,12 @@ pub(crate) async fn dispatch(
                 return Err(ApiError::unknown_path());
             };
             return scale::handle(state, &r, name, &req);
+        }
+        if sub == "eviction" {
+            let Some(name) = r.name.as_deref() else {
+                return Err(ApiError::unknown_path());
+            };
+            return eviction::handle(state, &r, name, &req);
         }
     }
     if rt.virtual_create {

@@ -27,6 +27,7 @@ pub(crate) fn put(
     let w = who.opts(&req.query)?;
     let mut body = super::decode_body(req)?;
     super::check_type(&mut body, &r.rt, &super::siblings(state, &r.rt))?;
+    super::fields::check(&r.rt, &body, req)?;
     let (out, _) = update_object(
         state,
         &r.rt,
@@ -108,6 +109,7 @@ pub(crate) fn patch(
         _ => return Err(ApiError::unsupported_media(accepted)),
     };
     let served_rt = rt.clone();
+    let mode = super::fields::mode(req)?;
     let (out, _) = update_object(
         state,
         &rt,
@@ -123,6 +125,9 @@ pub(crate) fn patch(
                 return Err(ApiError::bad_request(
                     "the patched object is not a JSON object",
                 ));
+            }
+            if mode != super::fields::Mode::Ignore {
+                super::fields::check(&served_rt, &new, req)?;
             }
             Ok(new)
         },

@@ -8,8 +8,11 @@
 //! Delete notifications. A relist (`Init` after the first sync, e.g. when the watch
 //! history was compacted) is diffed against the store at `InitDone`: objects the new
 //! list lacks are removed and reported as `Delete` with `delete_state_unknown`. With
-//! several namespaces, one watcher runs per namespace and each relist is diffed only
-//! against its own namespace. Resyncs replay every object as `Update(old == new)`.
+//! several namespaces, one watcher runs per scope (`options::WatchScope`: a namespace
+//! with its own selectors and transform, or all namespaces but the named ones) and each
+//! relist is diffed only against its own scope. Watch errors go to the options' watch
+//! error handler; [`Cache::remove_informer`](super::Cache::remove_informer) stops the
+//! informer through its own child token. Resyncs replay every object as `Update(old == new)`.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use kube::Client;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -28,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::fanout::{HandlerRegistration, InformerHandler, Notification, Sink};
 use super::object::{CacheObject, Scoped, object_key};
-use super::options::Resolved;
+use super::options::{Resolved, WatchScope};
 use super::store::{IndexFn, Store, field_index_name};
 use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
 
@@ -42,7 +46,12 @@ pub(crate) trait InformerControl: Send + Sync + 'static {
     fn synced(&self) -> BoxFuture<'static, ()>;
     /// `apiVersion/Kind` and scope, for logs.
     fn name(&self) -> String;
+    /// Stops the watch and the handlers' delivery (the informer was removed).
+    fn stop(&self);
 }
+
+/// One event of kube's watcher.
+type WatchResult<K> = Result<Event<K>, watcher::Error>;
 
 /// A handler registered before the informer started, with its sink.
 type Unstarted<K> = (Arc<Sink<K>>, Arc<dyn InformerHandler<K>>);
@@ -93,10 +102,15 @@ pub struct IndexConflict(pub String);
 
 impl<K: CacheObject> Informer<K> {
     pub(crate) fn new(client: Client, dt: K::DynamicType, settings: Resolved<K>) -> Self {
-        let scope = if K::Scope::CLUSTER || settings.namespaces.is_empty() {
+        let names: Vec<&str> = settings
+            .scopes
+            .iter()
+            .map(|s| s.namespace.as_deref().unwrap_or("all namespaces"))
+            .collect();
+        let scope = if K::Scope::CLUSTER {
             "all namespaces".to_string()
         } else {
-            settings.namespaces.join(",")
+            names.join(",")
         };
         let name = format!("{} ({scope})", super::object::gvk_string::<K>(&dt));
         Self {
@@ -253,9 +267,19 @@ fn key_of<K: kube::Resource>(obj: &K) -> Arc<str> {
 }
 
 impl<K: CacheObject> Inner<K> {
-    fn transform(&self, mut obj: K) -> K {
+    /// The watches this informer runs: one per namespace scope, or the one cluster
+    /// watch of a cluster-scoped type.
+    fn scopes(&self) -> Vec<WatchScope> {
+        if K::Scope::CLUSTER {
+            vec![self.settings.base.clone()]
+        } else {
+            self.settings.scopes.clone()
+        }
+    }
+
+    fn transform(&self, scope: &WatchScope, mut obj: K) -> K {
         let meta = kube::Resource::meta_mut(&mut obj);
-        if let Some(t) = &self.settings.meta_transform {
+        if let Some(t) = &scope.transform {
             t(meta);
         }
         // serde grows sequences by doubling; trim the metadata lists every object
@@ -281,8 +305,8 @@ impl<K: CacheObject> Inner<K> {
         }
     }
 
-    fn upsert(&self, obj: K, initial: bool) -> Arc<str> {
-        let obj = Arc::new(self.transform(obj));
+    fn upsert(&self, scope: &WatchScope, obj: K, initial: bool) -> Arc<str> {
+        let obj = Arc::new(self.transform(scope, obj));
         let key = key_of(&*obj);
         let sinks = self.handlers.read();
         let n = match self.store.insert(&key, obj.clone()) {
@@ -296,20 +320,29 @@ impl<K: CacheObject> Inner<K> {
         key
     }
 
-    fn delete(&self, obj: K) {
-        let obj = Arc::new(self.transform(obj));
+    fn delete(&self, scope: &WatchScope, obj: K) {
+        let obj = Arc::new(self.transform(scope, obj));
         let key = key_of(&*obj);
         let sinks = self.handlers.read();
         self.store.remove(&key);
         self.dispatch(&sinks, &key, Notification::Delete(DeleteEvent::new(obj)));
     }
 
-    /// Removes what a relist of scope `ns` did not return.
-    fn finish_relist(&self, ns: Option<&str>, seen: &HashSet<Arc<str>>) {
+    /// Removes what a relist of `scopes[i]` did not return (an all-namespaces scope
+    /// beside named ones covers only the other namespaces).
+    fn finish_relist(&self, scopes: &[WatchScope], i: usize, seen: &HashSet<Arc<str>>) {
         let sinks = self.handlers.read();
-        let candidates = match ns {
+        let candidates = match scopes[i].namespace.as_deref() {
             Some(ns) => self.store.list_namespace(ns),
-            None => self.store.list(),
+            None => {
+                let named: HashSet<&str> = scopes
+                    .iter()
+                    .filter_map(|s| s.namespace.as_deref())
+                    .collect();
+                let mut all = self.store.list();
+                all.retain(|o| !named.contains(o.meta().namespace.as_deref().unwrap_or_default()));
+                all
+            }
         };
         for obj in candidates {
             let key = key_of(&*obj);
@@ -358,26 +391,37 @@ impl<K: CacheObject> Inner<K> {
                 .max(Duration::from_millis(1))
     }
 
-    async fn run(self: Arc<Self>, ctx: CancellationToken) {
-        let scopes: Vec<Option<String>> =
-            if K::Scope::CLUSTER || self.settings.namespaces.is_empty() {
-                vec![None]
-            } else {
-                self.settings.namespaces.iter().cloned().map(Some).collect()
+    /// One watcher stream per scope, tagged with the scope's index.
+    fn streams(
+        &self,
+        scopes: &[WatchScope],
+    ) -> futures::stream::SelectAll<BoxStream<'static, (usize, WatchResult<K>)>> {
+        let streams = scopes.iter().enumerate().map(|(i, scope)| {
+            let cfg = watcher::Config {
+                label_selector: scope.label_selector.clone(),
+                field_selector: scope.field_selector.clone(),
+                page_size: self
+                    .settings
+                    .page_size
+                    .or(watcher::Config::default().page_size),
+                ..Default::default()
             };
-        let cfg = watcher::Config {
-            label_selector: self.settings.label_selector.clone(),
-            field_selector: self.settings.field_selector.clone(),
-            ..Default::default()
-        };
-        let streams = scopes.iter().enumerate().map(|(i, ns)| {
-            let api = <K::Scope as Scoped>::api::<K>(self.client.clone(), ns.as_deref(), &self.dt);
-            watcher::watcher(api, cfg.clone())
+            let api = <K::Scope as Scoped>::api::<K>(
+                self.client.clone(),
+                scope.namespace.as_deref(),
+                &self.dt,
+            );
+            watcher::watcher(api, cfg)
                 .default_backoff()
                 .map(move |e| (i, e))
                 .boxed()
         });
-        let mut events = futures::stream::select_all(streams);
+        futures::stream::select_all(streams)
+    }
+
+    async fn run(self: Arc<Self>, ctx: CancellationToken) {
+        let scopes = self.scopes();
+        let mut events = self.streams(&scopes);
         let mut relists: Vec<Option<HashSet<Arc<str>>>> = vec![None; scopes.len()];
         let mut listed = vec![false; scopes.len()];
         let resync = tokio::time::sleep_until(self.next_resync());
@@ -385,6 +429,8 @@ impl<K: CacheObject> Inner<K> {
         tracing::debug!(informer = %self.name, "informer started");
         loop {
             let (i, ev) = tokio::select! {
+                // Biased: once stopped (or removed), no further event is applied.
+                biased;
                 _ = ctx.cancelled() => break,
                 _ = &mut resync => {
                     self.resync();
@@ -397,22 +443,17 @@ impl<K: CacheObject> Inner<K> {
                 },
             };
             match ev {
-                Err(err) => {
-                    if let Some(msg) = type_missing(&err) {
-                        self.missing.send_replace(Some(msg));
-                    }
-                    tracing::warn!(informer = %self.name, error = %err, "watch failed; retrying with backoff");
-                }
+                Err(err) => self.watch_failed(&err),
                 Ok(Event::Init) => relists[i] = Some(HashSet::new()),
                 Ok(Event::InitApply(obj)) => {
-                    let key = self.upsert(obj, !self.synced_now());
+                    let key = self.upsert(&scopes[i], obj, !self.synced_now());
                     if let Some(seen) = relists[i].as_mut() {
                         seen.insert(key);
                     }
                 }
                 Ok(Event::InitDone) => {
                     if let Some(seen) = relists[i].take() {
-                        self.finish_relist(scopes[i].as_deref(), &seen);
+                        self.finish_relist(&scopes, i, &seen);
                     }
                     listed[i] = true;
                     self.missing.send_replace(None);
@@ -421,12 +462,24 @@ impl<K: CacheObject> Inner<K> {
                     }
                 }
                 Ok(Event::Apply(obj)) => {
-                    self.upsert(obj, false);
+                    self.upsert(&scopes[i], obj, false);
                 }
-                Ok(Event::Delete(obj)) => self.delete(obj),
+                Ok(Event::Delete(obj)) => self.delete(&scopes[i], obj),
             }
         }
         tracing::debug!(informer = %self.name, "informer stopped");
+    }
+
+    /// A failed list or watch: recorded when the type is missing, handed to the
+    /// watch error handler, logged; kube's watcher retries with backoff.
+    fn watch_failed(&self, err: &watcher::Error) {
+        if let Some(msg) = type_missing(err) {
+            self.missing.send_replace(Some(msg));
+        }
+        if let Some(handler) = &self.settings.watch_error_handler {
+            handler(&self.name, err);
+        }
+        tracing::warn!(informer = %self.name, error = %err, "watch failed; retrying with backoff");
     }
 
     fn synced_now(&self) -> bool {
@@ -439,12 +492,28 @@ impl<K: CacheObject> InformerControl for Informer<K> {
         if self.inner.started.swap(true, Ordering::AcqRel) {
             return None;
         }
+        // A child token: removing the informer stops it without stopping the cache.
+        let ctx = self
+            .inner
+            .stop
+            .lock()
+            .get_or_insert_with(|| ctx.child_token())
+            .clone();
         let mut unstarted = self.inner.unstarted.lock();
-        *self.inner.stop.lock() = Some(ctx.clone());
         for (sink, handler) in unstarted.drain(..) {
             tokio::spawn(sink.run(handler, ctx.clone()));
         }
         Some(tokio::spawn(self.inner.clone().run(ctx)))
+    }
+
+    fn stop(&self) {
+        // Mark it started so that a later spawn does nothing, then cancel what runs.
+        self.inner.started.store(true, Ordering::Release);
+        let stopped = CancellationToken::new();
+        stopped.cancel();
+        let token = self.inner.stop.lock().get_or_insert(stopped).clone();
+        token.cancel();
+        tracing::debug!(informer = %self.inner.name, "informer removed");
     }
 
     fn has_synced(&self) -> bool {

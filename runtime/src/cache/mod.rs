@@ -6,8 +6,10 @@
 //! `source::Kind` — and shared by all of them, so every type is watched once however
 //! many controllers use it. Informers run on kube's `watcher` (`informer`), store
 //! `Arc<K>` with indexes (`store`), and fan events out to handlers through bounded
-//! buffers (`fanout`). [`Options`] scope and trim what is watched (`options`); reads
-//! live in `reader`. The manager (`crate::manager`) starts the cache and waits for it
+//! buffers (`fanout`). [`Options`] scope and trim what is watched (`options`: per
+//! type, per namespace, page size, a watch error hook); reads live in `reader`.
+//! [`Cache::remove_informer`] stops one informer; `source::Informer` feeds a
+//! controller from an informer you hold. The manager (`crate::manager`) starts the cache and waits for it
 //! to sync before it starts controllers.
 //!
 //! Reads are served from memory and are therefore *eventually consistent*: a client
@@ -35,8 +37,8 @@ pub use fanout::{HandlerRegistration, InformerHandler, Notification};
 pub use informer::{IndexConflict, Informer};
 pub use object::{CacheObject, Scoped, gvk_string, object_key};
 pub use options::{
-    ByObject, DEFAULT_HANDLER_BUFFER, DEFAULT_SYNC_PERIOD, MetaTransform, Options, Transform,
-    strip_managed_fields, type_key,
+    ByObject, DEFAULT_HANDLER_BUFFER, DEFAULT_SYNC_PERIOD, MetaTransform, NAMESPACE_ALL,
+    NamespaceConfig, Options, Transform, WatchErrorHandler, strip_managed_fields, type_key,
 };
 pub use reader::ListOptions;
 pub use store::{ALL_NAMESPACES, IndexFn, Store, field_index_name, namespaced_value};
@@ -309,6 +311,29 @@ impl Cache {
             dt.clone(),
             self.inner.options.resolve::<K>(dt),
         )
+    }
+
+    /// Stops and forgets the informer of typed resource `K` (controller-runtime's
+    /// `RemoveInformer`): its watch ends, its handlers (e.g. controllers' `Kind`
+    /// sources) get no more events, and the next use of `K` starts a new informer.
+    /// Returns whether there was one.
+    pub fn remove_informer<K>(&self) -> bool
+    where
+        K: CacheObject<DynamicType = ()>,
+    {
+        self.remove_informer_with::<K>(&())
+    }
+
+    /// [`remove_informer`](Self::remove_informer) for `K` with dynamic type `dt`.
+    pub fn remove_informer_with<K: CacheObject>(&self, dt: &K::DynamicType) -> bool {
+        let removed = self.inner.informers.lock().remove(&informer_key::<K>(dt));
+        match removed {
+            Some(e) => {
+                e.ctl.stop();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Adds a field index on typed resource `K` (controller-runtime's

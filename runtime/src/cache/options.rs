@@ -1,7 +1,9 @@
 //! [`Options`]: how the cache (`super::Cache`) scopes and trims what it watches
 //! (controller-runtime's `cache.Options` and `cache.ByObject`).
 //!
-//! Defaults apply to every type; [`ByObject`] overrides them for one type. The default
+//! Defaults apply to every type; [`ByObject`] overrides them for one type, and
+//! [`NamespaceConfig`] for one namespace (all namespaces mixed with specific ones
+//! included). The informer (`super::informer`) runs one watch per resolved scope. The default
 //! transform strips `metadata.managedFields`, which no controller reads and which is
 //! often the largest part of an object.
 
@@ -19,6 +21,10 @@ pub const DEFAULT_SYNC_PERIOD: Duration = Duration::from_secs(10 * 60 * 60);
 
 /// The per-handler event buffer (events, not bytes) before overflow coalescing starts.
 pub const DEFAULT_HANDLER_BUFFER: usize = 1024;
+
+/// The [`Options::namespace_config`] key for every namespace not named otherwise
+/// (controller-runtime's `cache.AllNamespaces`, `metav1.NamespaceAll`).
+pub const NAMESPACE_ALL: &str = "";
 
 /// A transform run on every object's metadata before it is stored (any type).
 pub type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
@@ -118,6 +124,59 @@ impl ByObject {
     }
 }
 
+/// Settings for one namespace of [`Options::namespace_config`] (controller-runtime's
+/// `cache.Config`, the values of `DefaultNamespaces`). Unset fields fall back to the
+/// [`Options`] defaults.
+#[derive(Clone, Default)]
+pub struct NamespaceConfig {
+    /// A label selector for this namespace's watches.
+    pub label_selector: Option<String>,
+    /// A field selector for this namespace's watches.
+    pub field_selector: Option<String>,
+    /// Replaces the default (metadata) transform for objects of this namespace.
+    pub transform: Option<MetaTransform>,
+}
+
+impl fmt::Debug for NamespaceConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NamespaceConfig")
+            .field("label_selector", &self.label_selector)
+            .field("field_selector", &self.field_selector)
+            .field("transform", &self.transform.is_some())
+            .finish()
+    }
+}
+
+impl NamespaceConfig {
+    /// No settings of its own: the defaults apply.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Filter this namespace by labels on the server.
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Filter this namespace by fields on the server.
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Transform the metadata of this namespace's objects instead of the default.
+    pub fn transform(mut self, f: impl Fn(&mut ObjectMeta) + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+}
+
+/// Called with the informer's name and the error each time a watch (or list) fails,
+/// before kube's watcher backs off and retries (controller-runtime's
+/// `WatchErrorHandler`). The default only logs.
+pub type WatchErrorHandler = Arc<dyn Fn(&str, &kube::runtime::watcher::Error) + Send + Sync>;
+
 /// How the cache watches (controller-runtime's `cache.Options`).
 #[derive(Clone)]
 pub struct Options {
@@ -142,6 +201,16 @@ pub struct Options {
     /// Events buffered per handler before overflow coalescing (default
     /// [`DEFAULT_HANDLER_BUFFER`]); see the `fanout` docs.
     pub handler_buffer: usize,
+    /// Namespaces watched with settings of their own, keyed by namespace;
+    /// [`NAMESPACE_ALL`] (`""`) stands for every namespace not
+    /// named (controller-runtime's `DefaultNamespaces` map). Its keys add to
+    /// `default_namespaces`. See [`Options::namespace_config`].
+    pub namespace_configs: HashMap<String, NamespaceConfig>,
+    /// Objects per page of an informer's initial list (`None`: kube's watcher default,
+    /// 500; client-go's `WatchListPageSize`).
+    pub page_size: Option<u32>,
+    /// Called on every watch error (see [`WatchErrorHandler`]).
+    pub watch_error_handler: Option<WatchErrorHandler>,
 }
 
 impl Default for Options {
@@ -155,6 +224,9 @@ impl Default for Options {
             by_object: HashMap::new(),
             reader_fail_on_missing_informer: false,
             handler_buffer: DEFAULT_HANDLER_BUFFER,
+            namespace_configs: HashMap::new(),
+            page_size: None,
+            watch_error_handler: None,
         }
     }
 }
@@ -173,6 +245,9 @@ impl fmt::Debug for Options {
                 &self.reader_fail_on_missing_informer,
             )
             .field("handler_buffer", &self.handler_buffer)
+            .field("namespace_configs", &self.namespace_configs)
+            .field("page_size", &self.page_size)
+            .field("watch_error_handler", &self.watch_error_handler.is_some())
             .finish()
     }
 }
@@ -199,32 +274,117 @@ impl Options {
         self
     }
 
+    /// Watches `namespace` with its own selectors and transform (an entry of Go's
+    /// `DefaultNamespaces` map). [`NAMESPACE_ALL`] configures
+    /// every namespace not named otherwise: its watch then excludes the named ones
+    /// (`metadata.namespace!=<ns>`), so each object is watched once.
+    pub fn namespace_config(
+        mut self,
+        namespace: impl Into<String>,
+        config: NamespaceConfig,
+    ) -> Self {
+        self.namespace_configs.insert(namespace.into(), config);
+        self
+    }
+
     /// The settings that apply to one type.
     pub(crate) fn resolve<K>(&self, dt: &K::DynamicType) -> Resolved<K>
     where
         K: Resource + Send + Sync + 'static,
     {
         let by = self.by_object.get(&type_key::<K>(dt));
-        let namespaces = by
-            .and_then(|b| b.namespaces.clone())
-            .unwrap_or_else(|| self.default_namespaces.clone());
+        let label_selector = by
+            .and_then(|b| b.label_selector.clone())
+            .or_else(|| self.default_label_selector.clone());
+        let field_selector = by
+            .and_then(|b| b.field_selector.clone())
+            .or_else(|| self.default_field_selector.clone());
+        let meta_transform = match by.and_then(|b| b.default_transform.clone()) {
+            Some(t) => t,
+            None => self.default_transform.clone(),
+        };
+        let base = WatchScope {
+            namespace: None,
+            label_selector,
+            field_selector,
+            transform: meta_transform,
+        };
+        let scopes = match by.and_then(|b| b.namespaces.clone()) {
+            Some(ns) => scopes_of(&base, ns.iter().map(|n| (n.clone(), None)).collect()),
+            None => {
+                let mut named: Vec<(String, Option<&NamespaceConfig>)> = self
+                    .namespace_configs
+                    .iter()
+                    .map(|(n, c)| (n.clone(), Some(c)))
+                    .collect();
+                for n in &self.default_namespaces {
+                    if !self.namespace_configs.contains_key(n) {
+                        named.push((n.clone(), None));
+                    }
+                }
+                scopes_of(&base, named)
+            }
+        };
         Resolved {
-            namespaces,
-            label_selector: by
-                .and_then(|b| b.label_selector.clone())
-                .or_else(|| self.default_label_selector.clone()),
-            field_selector: by
-                .and_then(|b| b.field_selector.clone())
-                .or_else(|| self.default_field_selector.clone()),
+            scopes,
+            base,
             sync_period: by.and_then(|b| b.sync_period).unwrap_or(self.sync_period),
-            meta_transform: match by.and_then(|b| b.default_transform.clone()) {
-                Some(t) => t,
-                None => self.default_transform.clone(),
-            },
             transform: by.and_then(|b| b.transform_for::<K>()),
             handler_buffer: self.handler_buffer.max(1),
+            page_size: self.page_size,
+            watch_error_handler: self.watch_error_handler.clone(),
         }
     }
+}
+
+/// One watch of an informer: a namespace (`None`: all, or the cluster), its selectors,
+/// and the metadata transform of its objects.
+#[derive(Clone, Default)]
+pub(crate) struct WatchScope {
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub transform: Option<MetaTransform>,
+}
+
+/// The watches for `named` namespaces (sorted; no entry: one watch of everything). An
+/// all-namespaces entry among named ones excludes them by field selector.
+fn scopes_of(
+    base: &WatchScope,
+    mut named: Vec<(String, Option<&NamespaceConfig>)>,
+) -> Vec<WatchScope> {
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    named.dedup_by(|a, b| a.0 == b.0);
+    if named.is_empty() {
+        return vec![base.clone()];
+    }
+    let others: Vec<&str> = named
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !n.is_empty())
+        .collect();
+    named
+        .iter()
+        .map(|(ns, cfg)| {
+            let cfg = cfg.cloned().unwrap_or_default();
+            let mut field_selector = cfg.field_selector.or_else(|| base.field_selector.clone());
+            if ns.is_empty() && !others.is_empty() {
+                let excluded: Vec<String> = others
+                    .iter()
+                    .map(|n| format!("metadata.namespace!={n}"))
+                    .collect();
+                let mut parts: Vec<String> = field_selector.into_iter().collect();
+                parts.extend(excluded);
+                field_selector = Some(parts.join(","));
+            }
+            WatchScope {
+                namespace: Some(ns.clone()).filter(|n| !n.is_empty()),
+                label_selector: cfg.label_selector.or_else(|| base.label_selector.clone()),
+                field_selector,
+                transform: cfg.transform.or_else(|| base.transform.clone()),
+            }
+        })
+        .collect()
 }
 
 /// The `by_object` key of a type: `apiVersion/Kind`. `PartialObjectMeta<K>` shares
@@ -235,11 +395,13 @@ pub fn type_key<K: Resource>(dt: &K::DynamicType) -> String {
 
 /// Options resolved for one informer.
 pub(crate) struct Resolved<K> {
-    pub namespaces: Vec<String>,
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
+    /// The watches of a namespaced type (one, of everything, when unrestricted).
+    pub scopes: Vec<WatchScope>,
+    /// The one watch of a cluster-scoped type (namespace settings do not apply).
+    pub base: WatchScope,
     pub sync_period: Duration,
-    pub meta_transform: Option<MetaTransform>,
     pub transform: Option<Transform<K>>,
     pub handler_buffer: usize,
+    pub page_size: Option<u32>,
+    pub watch_error_handler: Option<WatchErrorHandler>,
 }

@@ -15,6 +15,12 @@ pub enum Source {
     /// The object could not be serialized.
     #[error("cannot serialize object: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The client refused the call before sending it (e.g. a [`NamespacedClient`]
+    /// given an object of another namespace).
+    ///
+    /// [`NamespacedClient`]: super::NamespacedClient
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A failed client call: the verb, the `apiVersion/Kind`, the object's

@@ -6,7 +6,14 @@
 //! straight to the server through kube's `Api`: create, update, patch (merge, JSON,
 //! strategic, server-side apply with field manager and force), delete (propagation,
 //! preconditions) and delete-all-of. [`Client::status`] writes the status subresource
-//! (`status`); [`Client::api_reader`] reads the server uncached (`api_reader`).
+//! (`status`), [`Client::sub_resource`] any named subresource (`subresource`);
+//! [`Client::api_reader`] reads the server uncached (`api_reader`), and types named
+//! in [`Client::disable_for`] are always read that way (`uncached`).
+//! [`WriteOptions`] (`options`) carry dry-run, field manager and field validation per
+//! call; [`Client::with_dry_run`] and [`Client::with_field_validation`] set them for
+//! every write. [`NamespacedClient`] (`namespaced`) pins every call to one namespace;
+//! [`log_api_warnings`] (`warnings`) logs the `Warning` headers the server sends;
+//! [`RestMapper`] (`restmapper`) resolves the `ApiResource` of a kind at run time.
 //!
 //! **Staleness.** As in controller-runtime, a read after a write may not see it yet:
 //! the cache learns of the write from its watch, usually within milliseconds. A
@@ -16,9 +23,16 @@
 
 mod api_reader;
 mod error;
+mod namespaced;
+mod options;
+mod restmapper;
 mod status;
+mod subresource;
+mod uncached;
+mod warnings;
 mod write;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cache::{Cache, CacheObject, ListOptions, gvk_string, object_key};
@@ -28,7 +42,12 @@ pub use error::{Error, Source, ignore_already_exists, ignore_not_found};
 pub use kube::api::{
     DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
+pub use namespaced::NamespacedClient;
+pub use options::{FieldValidation, WriteOptions};
+pub use restmapper::{RestMapper, RestMapperError};
 pub use status::StatusClient;
+pub use subresource::SubResourceClient;
+pub use warnings::{WarningLogger, log_api_warnings};
 pub use write::{Writable, WritableWith};
 
 /// Cached reads, direct writes (controller-runtime's `client.Client`). Cheap to clone.
@@ -37,12 +56,19 @@ pub struct Client {
     kube: kube::Client,
     cache: Cache,
     field_owner: Option<String>,
+    dry_run: bool,
+    field_validation: Option<FieldValidation>,
+    /// `type_key`s of the types read straight from the server.
+    uncached: Arc<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("field_owner", &self.field_owner)
+            .field("dry_run", &self.dry_run)
+            .field("field_validation", &self.field_validation)
+            .field("uncached", &self.uncached)
             .finish_non_exhaustive()
     }
 }
@@ -54,7 +80,30 @@ impl Client {
             kube,
             cache,
             field_owner: None,
+            dry_run: false,
+            field_validation: None,
+            uncached: Arc::default(),
         }
+    }
+
+    /// A client whose every write is a dry run (`dryRun=All`): the server validates,
+    /// admits and answers with what it would store, and stores nothing
+    /// (controller-runtime's `client.NewDryRunClient`).
+    pub fn with_dry_run(mut self) -> Self {
+        self.dry_run = true;
+        self
+    }
+
+    /// Sets the field validation of every write that does not choose one
+    /// (controller-runtime's `client.WithFieldValidation`).
+    pub fn with_field_validation(mut self, v: FieldValidation) -> Self {
+        self.field_validation = Some(v);
+        self
+    }
+
+    /// Whether every write is a dry run ([`with_dry_run`](Self::with_dry_run)).
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
     }
 
     /// Sets the field manager of every write that does not name one
@@ -100,6 +149,9 @@ impl Client {
         namespace: &str,
         name: &str,
     ) -> Result<Arc<K>, Error> {
+        if self.is_uncached::<K>(dt) {
+            return self.get_uncached(dt, namespace, name).await;
+        }
         self.cache
             .get_with::<K>(dt, namespace, name)
             .await
@@ -127,6 +179,9 @@ impl Client {
         dt: &K::DynamicType,
         opts: &ListOptions,
     ) -> Result<Vec<Arc<K>>, Error> {
+        if self.is_uncached::<K>(dt) {
+            return self.list_uncached(dt, opts).await;
+        }
         self.cache.list_with::<K>(dt, opts).await.map_err(|e| {
             Error::new(
                 "list",
@@ -135,21 +190,5 @@ impl Client {
                 e,
             )
         })
-    }
-
-    /// `pp` with the client's field owner when it names none.
-    fn post_params(&self, mut pp: PostParams) -> PostParams {
-        if pp.field_manager.is_none() {
-            pp.field_manager = self.field_owner.clone();
-        }
-        pp
-    }
-
-    /// `pp` with the client's field owner when it names none.
-    fn patch_params(&self, mut pp: PatchParams) -> PatchParams {
-        if pp.field_manager.is_none() {
-            pp.field_manager = self.field_owner.clone();
-        }
-        pp
     }
 }

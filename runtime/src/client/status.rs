@@ -4,11 +4,11 @@
 //! `super::write`, comes in a typed form and a `*_with(dt, ..)` form for
 //! `DynamicObject`.
 
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 
-use super::write::{Target, Writable, WritableWith, apply_params, body};
-use super::{Client, Error};
+use super::write::{Target, Writable, WritableWith, apply_params, body, body_bytes};
+use super::{Client, Error, WriteOptions};
 
 /// Writes the status subresource of objects.
 #[derive(Debug)]
@@ -33,10 +33,12 @@ impl<'a> StatusClient<'a> {
         obj: &K,
     ) -> Result<K, Error> {
         let t = Target::of(self.client.kube_client(), dt, obj);
-        let obj = body(dt, obj).map_err(|e| t.fail("status update", e))?;
-        let pp = self.client.post_params(PostParams::default());
-        t.api
-            .replace_status(&t.name, &pp, &*obj)
+        let data = body_bytes(dt, obj).map_err(|e| t.fail("status update", e))?;
+        let req = kube::core::Request::new(t.api.resource_url());
+        self.client
+            .send_json(&WriteOptions::new(), |pp| {
+                req.replace_subresource("status", &t.name, pp, data)
+            })
             .await
             .map_err(|e| t.fail("status update", e))
     }

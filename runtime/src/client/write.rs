@@ -8,16 +8,20 @@
 //! client). The typed form is the dynamic form with `dt = ()`. A `DynamicObject`
 //! without `apiVersion`/`kind` gets them from its `ApiResource` before it is sent, as
 //! the server (and server-side apply) needs them.
+//!
+//! Creates and updates also come as `*_opts` forms taking [`WriteOptions`] (dry-run,
+//! field manager, field validation; `super::options`); patches take them in kube's
+//! `PatchParams`, deletes in `DeleteParams`. A dry-run client dry-runs them all.
 
 use std::any::TypeId;
 use std::borrow::Cow;
 
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Client, Error};
+use super::{Client, Error, WriteOptions};
 use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
 
 /// A resource the client can write given its dynamic type: typed resources (`()`),
@@ -79,6 +83,14 @@ pub(crate) fn body<'a, K: WritableWith>(
     serde_json::from_value(v).map(Cow::Owned)
 }
 
+/// The JSON bytes of [`body`].
+pub(crate) fn body_bytes<K: WritableWith>(
+    dt: &K::DynamicType,
+    obj: &K,
+) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&*body(dt, obj)?)
+}
+
 /// Patch parameters for a server-side apply.
 pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchParams {
     PatchParams {
@@ -91,7 +103,13 @@ pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchPar
 impl Client {
     /// Creates `obj` in its namespace; returns the stored object.
     pub async fn create<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.create_with(&(), obj).await
+        self.create_with_opts(&(), obj, &WriteOptions::new()).await
+    }
+
+    /// [`create`](Self::create) with per-call options (dry-run, field manager, field
+    /// validation).
+    pub async fn create_opts<K: Writable>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> {
+        self.create_with_opts(&(), obj, opts).await
     }
 
     /// Creates `obj` of dynamic type `dt` (e.g. a `DynamicObject` and its
@@ -101,11 +119,20 @@ impl Client {
         dt: &K::DynamicType,
         obj: &K,
     ) -> Result<K, Error> {
+        self.create_with_opts(dt, obj, &WriteOptions::new()).await
+    }
+
+    /// [`create_with`](Self::create_with) with per-call options.
+    pub async fn create_with_opts<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        opts: &WriteOptions,
+    ) -> Result<K, Error> {
         let t = Target::of(&self.kube, dt, obj);
-        let obj = body(dt, obj).map_err(|e| t.fail("create", e))?;
-        let pp = self.post_params(PostParams::default());
-        t.api
-            .create(&pp, &obj)
+        let data = body_bytes(dt, obj).map_err(|e| t.fail("create", e))?;
+        let req = kube::core::Request::new(t.api.resource_url());
+        self.send_json(opts, |pp| req.create(pp, data))
             .await
             .map_err(|e| t.fail("create", e))
     }
@@ -113,7 +140,12 @@ impl Client {
     /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
     /// fails with 409 Conflict).
     pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.update_with(&(), obj).await
+        self.update_with_opts(&(), obj, &WriteOptions::new()).await
+    }
+
+    /// [`update`](Self::update) with per-call options.
+    pub async fn update_opts<K: Writable>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> {
+        self.update_with_opts(&(), obj, opts).await
     }
 
     /// Replaces `obj` of dynamic type `dt`, guarded by its `resourceVersion`.
@@ -122,11 +154,20 @@ impl Client {
         dt: &K::DynamicType,
         obj: &K,
     ) -> Result<K, Error> {
+        self.update_with_opts(dt, obj, &WriteOptions::new()).await
+    }
+
+    /// [`update_with`](Self::update_with) with per-call options.
+    pub async fn update_with_opts<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        opts: &WriteOptions,
+    ) -> Result<K, Error> {
         let t = Target::of(&self.kube, dt, obj);
-        let obj = body(dt, obj).map_err(|e| t.fail("update", e))?;
-        let pp = self.post_params(PostParams::default());
-        t.api
-            .replace(&t.name, &pp, &obj)
+        let data = body_bytes(dt, obj).map_err(|e| t.fail("update", e))?;
+        let req = kube::core::Request::new(t.api.resource_url());
+        self.send_json(opts, |pp| req.replace(&t.name, pp, data))
             .await
             .map_err(|e| t.fail("update", e))
     }
@@ -203,7 +244,7 @@ impl Client {
     ) -> Result<(), Error> {
         let t = Target::of(&self.kube, dt, obj);
         t.api
-            .delete(&t.name, dp)
+            .delete(&t.name, &self.delete_params(dp))
             .await
             .map(|_| ())
             .map_err(|e| t.fail("delete", e))
@@ -230,7 +271,7 @@ impl Client {
         dp: &DeleteParams,
     ) -> Result<(), Error> {
         let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), namespace, dt);
-        api.delete_collection(dp, lp)
+        api.delete_collection(&self.delete_params(dp), lp)
             .await
             .map(|_| ())
             .map_err(|e| {

@@ -14,7 +14,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value};
 
 use super::Error;
-use crate::client::{Client, Writable};
+use crate::client::{Client, Writable, WritableWith};
 
 /// What [`create_or_update`] / [`create_or_patch`] did (Go's `OperationResult`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,7 +44,7 @@ impl fmt::Display for OperationResult {
 }
 
 /// The `(namespace, name)` of `obj`.
-fn key<K: Writable>(obj: &K) -> (String, String) {
+fn key<K: WritableWith>(obj: &K) -> (String, String) {
     let m = obj.meta();
     (
         m.namespace.clone().unwrap_or_default(),
@@ -53,7 +53,7 @@ fn key<K: Writable>(obj: &K) -> (String, String) {
 }
 
 /// Runs `mutate` and checks it kept the key (Go's `mutate`).
-fn mutate<K: Writable>(
+fn mutate<K: WritableWith>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<(), Error> {
@@ -66,9 +66,13 @@ fn mutate<K: Writable>(
 }
 
 /// Reads the object `obj` names into `obj`; `false` when it does not exist.
-async fn get_into<K: Writable>(client: &Client, obj: &mut K) -> Result<bool, Error> {
+async fn get_into<K: WritableWith>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+) -> Result<bool, Error> {
     let (ns, name) = key(obj);
-    match client.get::<K>(&ns, &name).await {
+    match client.get_with::<K>(dt, &ns, &name).await {
         Ok(current) => {
             *obj = (*current).clone();
             Ok(true)
@@ -76,6 +80,23 @@ async fn get_into<K: Writable>(client: &Client, obj: &mut K) -> Result<bool, Err
         Err(e) if e.is_not_found() => Ok(false),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Reads the object `obj` names into `obj`; when it does not exist, creates it after
+/// `f` and returns `None`, else hands `f` back.
+async fn create_if_missing<K: WritableWith, F: FnOnce(&mut K) -> Result<(), Error>>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+    f: F,
+) -> Result<Option<F>, Error> {
+    if get_into(client, dt, obj).await? {
+        return Ok(Some(f));
+    }
+    mutate(obj, f)?;
+    *obj = client.create_with(dt, obj).await?;
+    tracing::debug!(object = ?key(obj), "created");
+    Ok(None)
 }
 
 /// Creates `obj` (after `f`) if it does not exist, or updates it if `f` changed it.
@@ -87,18 +108,26 @@ pub async fn create_or_update<K: Writable>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<OperationResult, Error> {
-    if !get_into(client, obj).await? {
-        mutate(obj, f)?;
-        *obj = client.create(obj).await?;
-        tracing::debug!(object = ?key(obj), "created");
+    create_or_update_with(client, &(), obj, f).await
+}
+
+/// [`create_or_update`] for an object of dynamic type `dt` (a `DynamicObject` and its
+/// `ApiResource`).
+pub async fn create_or_update_with<K: WritableWith>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+    f: impl FnOnce(&mut K) -> Result<(), Error>,
+) -> Result<OperationResult, Error> {
+    let Some(f) = create_if_missing(client, dt, obj, f).await? else {
         return Ok(OperationResult::Created);
-    }
+    };
     let existing = serde_json::to_value(&*obj)?;
     mutate(obj, f)?;
     if serde_json::to_value(&*obj)? == existing {
         return Ok(OperationResult::Unchanged);
     }
-    *obj = client.update(obj).await?;
+    *obj = client.update_with(dt, obj).await?;
     tracing::debug!(object = ?key(obj), "updated");
     Ok(OperationResult::Updated)
 }
@@ -112,11 +141,19 @@ pub async fn create_or_patch<K: Writable>(
     obj: &mut K,
     f: impl FnOnce(&mut K) -> Result<(), Error>,
 ) -> Result<OperationResult, Error> {
-    if !get_into(client, obj).await? {
-        mutate(obj, f)?;
-        *obj = client.create(obj).await?;
+    create_or_patch_with(client, &(), obj, f).await
+}
+
+/// [`create_or_patch`] for an object of dynamic type `dt`.
+pub async fn create_or_patch_with<K: WritableWith>(
+    client: &Client,
+    dt: &K::DynamicType,
+    obj: &mut K,
+    f: impl FnOnce(&mut K) -> Result<(), Error>,
+) -> Result<OperationResult, Error> {
+    let Some(f) = create_if_missing(client, dt, obj, f).await? else {
         return Ok(OperationResult::Created);
-    }
+    };
     let (before, before_status) = split_status(serde_json::to_value(&*obj)?);
     mutate(obj, f)?;
     let (after, after_status) = split_status(serde_json::to_value(&*obj)?);
@@ -125,7 +162,7 @@ pub async fn create_or_patch<K: Writable>(
     if before != after {
         let patch = merge_diff(&before, &after);
         *obj = client
-            .patch(obj, &Patch::Merge(&patch), PatchParams::default())
+            .patch_with(dt, obj, &Patch::Merge(&patch), PatchParams::default())
             .await?;
         result = OperationResult::Updated;
     }
@@ -137,7 +174,7 @@ pub async fn create_or_patch<K: Writable>(
         let patch = serde_json::json!({ "status": status });
         *obj = client
             .status()
-            .patch(obj, &Patch::Merge(&patch), PatchParams::default())
+            .patch_with(dt, obj, &Patch::Merge(&patch), PatchParams::default())
             .await?;
         result = if result == OperationResult::Updated {
             OperationResult::UpdatedStatus

@@ -12,21 +12,29 @@
 //!   only what changed, saying what was done ([`OperationResult`]).
 //!
 //! All of them edit objects in place; none copies an object it does not have to.
+//! Dynamic objects (`DynamicObject` with its `ApiResource`) are served by the
+//! `*_dynamic` owner-reference forms and `create_or_update_with` /
+//! `create_or_patch_with`; the finalizer helpers and [`Finalizers`] take any
+//! `kube::Resource`, dynamic ones included.
 
 mod create;
 mod finalizer;
 mod finalizers;
 mod owner;
 
-pub use create::{OperationResult, create_or_patch, create_or_update};
+pub use create::{
+    OperationResult, create_or_patch, create_or_patch_with, create_or_update, create_or_update_with,
+};
 pub use finalizer::{
     AlreadyRegistered, FinalizeError, FinalizeResult, Finalizer, Finalizers, FinalizersError,
 };
 pub use finalizers::{add_finalizer, contains_finalizer, remove_finalizer};
 pub use owner::{
     OwnerReferenceOptions, has_controller_reference, has_owner_reference,
-    remove_controller_reference, remove_owner_reference, set_controller_reference,
-    set_controller_reference_with, set_owner_reference, set_owner_reference_with,
+    has_owner_reference_dynamic, remove_controller_reference, remove_owner_reference,
+    remove_owner_reference_dynamic, set_controller_reference, set_controller_reference_dynamic,
+    set_controller_reference_with, set_owner_reference, set_owner_reference_dynamic,
+    set_owner_reference_with,
 };
 
 /// A boxed error from user code (a mutate closure, a finalizer).

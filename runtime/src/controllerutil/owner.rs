@@ -2,6 +2,9 @@
 //! `SetOwnerReference`, `RemoveOwnerReference`, `HasControllerReference`,
 //! `HasOwnerReference`).
 //!
+//! Owners of a dynamic type (a `DynamicObject` with its `ApiResource`) use the
+//! `*_dynamic(owner, &dt, ..)` forms; the object may be of any type either way.
+//!
 //! References are matched as Go matches them: by API group (the version is ignored),
 //! kind and name. Setting a reference that matches an existing one replaces it.
 
@@ -28,12 +31,13 @@ fn same_object(a: &OwnerReference, b: &OwnerReference) -> bool {
     group_of(&a.api_version) == group_of(&b.api_version) && a.kind == b.kind && a.name == b.name
 }
 
-/// A reference to `owner`, without the controller and block-owner-deletion flags.
-fn reference_to<O: Resource<DynamicType = ()>>(owner: &O) -> OwnerReference {
+/// A reference to `owner` of dynamic type `dt`, without the controller and
+/// block-owner-deletion flags.
+fn reference_to_dynamic<O: Resource>(owner: &O, dt: &O::DynamicType) -> OwnerReference {
     let m = owner.meta();
     OwnerReference {
-        api_version: O::api_version(&()).into_owned(),
-        kind: O::kind(&()).into_owned(),
+        api_version: O::api_version(dt).into_owned(),
+        kind: O::kind(dt).into_owned(),
         name: m.name.clone().unwrap_or_default(),
         uid: m.uid.clone().unwrap_or_default(),
         controller: None,
@@ -93,8 +97,23 @@ where
     O: Resource<DynamicType = ()>,
     K: Resource,
 {
+    set_controller_reference_dynamic(owner, &(), obj, opts)
+}
+
+/// [`set_controller_reference_with`] for an owner of dynamic type `dt` (a
+/// `DynamicObject` and its `ApiResource`).
+pub fn set_controller_reference_dynamic<O, K>(
+    owner: &O,
+    dt: &O::DynamicType,
+    obj: &mut K,
+    opts: OwnerReferenceOptions,
+) -> Result<(), Error>
+where
+    O: Resource,
+    K: Resource,
+{
     validate_owner(owner, obj)?;
-    let mut r = reference_to(owner);
+    let mut r = reference_to_dynamic(owner, dt);
     r.controller = Some(true);
     r.block_owner_deletion = Some(opts.block_owner_deletion.unwrap_or(true));
     let refs = obj.meta().owner_references.as_deref().unwrap_or_default();
@@ -136,8 +155,22 @@ where
     O: Resource<DynamicType = ()>,
     K: Resource,
 {
+    set_owner_reference_dynamic(owner, &(), obj, opts)
+}
+
+/// [`set_owner_reference_with`] for an owner of dynamic type `dt`.
+pub fn set_owner_reference_dynamic<O, K>(
+    owner: &O,
+    dt: &O::DynamicType,
+    obj: &mut K,
+    opts: OwnerReferenceOptions,
+) -> Result<(), Error>
+where
+    O: Resource,
+    K: Resource,
+{
     validate_owner(owner, obj)?;
-    let mut r = reference_to(owner);
+    let mut r = reference_to_dynamic(owner, dt);
     r.block_owner_deletion = opts.block_owner_deletion;
     upsert(obj, r);
     Ok(())
@@ -150,7 +183,7 @@ where
     O: Resource<DynamicType = ()>,
     K: Resource<DynamicType = ()>,
 {
-    remove_matching(owner, obj, false)
+    remove_matching(owner, &(), obj, false, || K::kind(&()).into_owned())
 }
 
 /// Removes the controller reference to `owner` from `obj`; fails with
@@ -160,15 +193,40 @@ where
     O: Resource<DynamicType = ()>,
     K: Resource<DynamicType = ()>,
 {
-    remove_matching(owner, obj, true)
+    remove_matching(owner, &(), obj, true, || K::kind(&()).into_owned())
 }
 
-fn remove_matching<O, K>(owner: &O, obj: &mut K, controller_only: bool) -> Result<(), Error>
+/// [`remove_owner_reference`] for an owner of dynamic type `dt`; the error names the
+/// object by name, as its kind may not be known.
+pub fn remove_owner_reference_dynamic<O, K>(
+    owner: &O,
+    dt: &O::DynamicType,
+    obj: &mut K,
+) -> Result<(), Error>
 where
-    O: Resource<DynamicType = ()>,
-    K: Resource<DynamicType = ()>,
+    O: Resource,
+    K: Resource,
 {
-    let r = reference_to(owner);
+    let kind = obj
+        .meta()
+        .name
+        .clone()
+        .map_or_else(String::new, |n| format!("object {n}"));
+    remove_matching(owner, dt, obj, false, || kind)
+}
+
+fn remove_matching<O, K>(
+    owner: &O,
+    dt: &O::DynamicType,
+    obj: &mut K,
+    controller_only: bool,
+    object_kind: impl FnOnce() -> String,
+) -> Result<(), Error>
+where
+    O: Resource,
+    K: Resource,
+{
+    let r = reference_to_dynamic(owner, dt);
     let refs = obj.meta_mut().owner_references.get_or_insert_with(Vec::new);
     let index = refs
         .iter()
@@ -179,8 +237,8 @@ where
             Ok(())
         }
         None => Err(Error::NoOwnerReference {
-            object_kind: K::kind(&()).into_owned(),
-            owner_kind: O::kind(&()).into_owned(),
+            object_kind: object_kind(),
+            owner_kind: r.kind,
         }),
     }
 }
@@ -201,7 +259,16 @@ where
     K: Resource,
     O: Resource<DynamicType = ()>,
 {
-    let r = reference_to(owner);
+    has_owner_reference_dynamic(obj, owner, &())
+}
+
+/// [`has_owner_reference`] for an owner of dynamic type `dt`.
+pub fn has_owner_reference_dynamic<K, O>(obj: &K, owner: &O, dt: &O::DynamicType) -> bool
+where
+    K: Resource,
+    O: Resource,
+{
+    let r = reference_to_dynamic(owner, dt);
     obj.meta()
         .owner_references
         .as_deref()
@@ -319,5 +386,30 @@ mod tests {
         remove_controller_reference(&b, &mut d).expect("remove b");
         assert!(!has_controller_reference(&d));
         assert_eq!(d.metadata.owner_references.as_ref().map(Vec::len), Some(0));
+    }
+
+    #[test]
+    fn dynamic_owners_take_their_type_from_the_api_resource() {
+        use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("x.io", "v2", "Gizmo"));
+        let mut owner = DynamicObject::new("g", &ar).within("ns");
+        owner.metadata.uid = Some("g-uid".into());
+        let mut d = dep("ns", "d");
+        set_controller_reference_dynamic(&owner, &ar, &mut d, OwnerReferenceOptions::default())
+            .expect("set");
+        let r = &d.metadata.owner_references.as_ref().expect("refs")[0];
+        assert_eq!(
+            (r.api_version.as_str(), r.kind.as_str()),
+            ("x.io/v2", "Gizmo")
+        );
+        assert_eq!((r.controller, r.uid.as_str()), (Some(true), "g-uid"));
+        assert!(has_owner_reference_dynamic(&d, &owner, &ar));
+        remove_owner_reference_dynamic(&owner, &ar, &mut d).expect("remove");
+        assert!(!has_owner_reference_dynamic(&d, &owner, &ar));
+        let err = remove_owner_reference_dynamic(&owner, &ar, &mut d).expect_err("gone");
+        assert_eq!(
+            err.to_string(),
+            "object d does not have an owner reference for Gizmo"
+        );
     }
 }

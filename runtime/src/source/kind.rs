@@ -95,7 +95,9 @@ impl<K: CacheObject> Kind<K> {
     }
 }
 
-fn deliver<K: 'static>(
+/// Passes one informer notification through `preds` to `handler` (shared with
+/// `super::informer`).
+pub(super) fn deliver<K: 'static>(
     n: Notification<K>,
     preds: &[BoxPredicate<K>],
     handler: &dyn EventHandler<K>,

@@ -5,10 +5,11 @@
 //! (`crate::predicate`) and hands them to an event handler (`crate::handler`), which
 //! adds requests to the queue. [`Channel`] turns a stream of generic events into a
 //! source; [`Func`] makes one from a closure; [`Kind`] is the cache-backed watch of one
-//! type (`crate::cache`).
+//! type (`crate::cache`); [`Informer`] is fed by an informer the caller holds.
 
 mod channel;
 mod func;
+mod informer;
 mod kind;
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use crate::workqueue::Queue;
 
 pub use channel::{Channel, DEFAULT_BUFFER_SIZE};
 pub use func::Func;
+pub use informer::Informer;
 pub use kind::{KIND_RETRY_INTERVAL, Kind};
 
 /// Why a source failed to start or sync.

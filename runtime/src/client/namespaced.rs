@@ -1,0 +1,203 @@
+//! [`NamespacedClient`]: a [`Client`] pinned to one namespace (controller-runtime's
+//! `client.NewNamespacedClient`). Reads and lists of namespaced types are confined to
+//! it; writes fill in an object's empty namespace and refuse one from elsewhere
+//! ([`Source::Refused`](super::Source::Refused)), before anything is sent.
+//! Cluster-scoped types pass through unchanged. `DynamicObject`s count as namespaced
+//! (their `ApiResource` does not say). Everything else — cache,
+//! options, status and subresource clients — is the wrapped client's (`super`).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use kube::api::{DeleteParams, Patch, PatchParams};
+use serde::Serialize;
+
+use super::write::{Writable, WritableWith};
+use super::{Client, Error, Source, WriteOptions};
+use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key};
+
+/// A client whose every call happens in one namespace. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct NamespacedClient {
+    client: Client,
+    namespace: String,
+}
+
+impl Client {
+    /// This client confined to `namespace` (Go's `client.NewNamespacedClient`).
+    pub fn namespaced(&self, namespace: impl Into<String>) -> NamespacedClient {
+        NamespacedClient {
+            client: self.clone(),
+            namespace: namespace.into(),
+        }
+    }
+}
+
+impl NamespacedClient {
+    /// The namespace every call happens in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The wrapped client (for its status and subresource clients).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// `obj` in the client's namespace: as is, with the namespace filled in, or
+    /// refused when it names another one.
+    fn scoped<'a, K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        verb: &str,
+        obj: &'a K,
+    ) -> Result<Cow<'a, K>, Error> {
+        if <K::Scope as Scoped>::CLUSTER {
+            return Ok(Cow::Borrowed(obj));
+        }
+        let m = obj.meta();
+        let name = m.name.as_deref().unwrap_or_default();
+        match m.namespace.as_deref().unwrap_or_default() {
+            ns if ns == self.namespace => Ok(Cow::Borrowed(obj)),
+            "" => {
+                let mut owned = obj.clone();
+                owned.meta_mut().namespace = Some(self.namespace.clone());
+                Ok(Cow::Owned(owned))
+            }
+            other => Err(Error::new(
+                verb,
+                gvk_string::<K>(dt),
+                object_key(Some(other), name),
+                Source::Refused(format!(
+                    "namespace {other} of the object {name} does not match the namespace {} on the client",
+                    self.namespace
+                )),
+            )),
+        }
+    }
+
+    /// The typed object `name` in the namespace (any namespace argument of a
+    /// cluster-scoped type is empty).
+    pub async fn get<K: CacheObject<DynamicType = ()>>(&self, name: &str) -> Result<Arc<K>, Error> {
+        self.get_with::<K>(&(), name).await
+    }
+
+    /// The object `name` of `K` with dynamic type `dt` in the namespace.
+    pub async fn get_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        name: &str,
+    ) -> Result<Arc<K>, Error> {
+        let ns = if <K::Scope as Scoped>::CLUSTER {
+            ""
+        } else {
+            self.namespace.as_str()
+        };
+        self.client.get_with::<K>(dt, ns, name).await
+    }
+
+    /// Typed objects in the namespace matching `opts` (whose namespace must be unset
+    /// or the client's).
+    pub async fn list<K: CacheObject<DynamicType = ()>>(
+        &self,
+        opts: &ListOptions,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        self.list_with::<K>(&(), opts).await
+    }
+
+    /// Objects of `K` with dynamic type `dt` in the namespace matching `opts`.
+    pub async fn list_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        opts: &ListOptions,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        if <K::Scope as Scoped>::CLUSTER {
+            return self.client.list_with::<K>(dt, opts).await;
+        }
+        match opts.namespace.as_deref() {
+            Some(ns) if !ns.is_empty() && ns != self.namespace => Err(Error::new(
+                "list",
+                gvk_string::<K>(dt),
+                ns.to_string(),
+                Source::Refused(format!(
+                    "cannot list in namespace {ns}: the client is restricted to namespace {}",
+                    self.namespace
+                )),
+            )),
+            _ => {
+                let opts = opts.clone().in_namespace(self.namespace.clone());
+                self.client.list_with::<K>(dt, &opts).await
+            }
+        }
+    }
+
+    /// Creates `obj` in the namespace.
+    pub async fn create<K: Writable>(&self, obj: &K) -> Result<K, Error> {
+        self.create_with_opts(&(), obj, &WriteOptions::new()).await
+    }
+
+    /// Creates `obj` of dynamic type `dt` in the namespace, with options.
+    pub async fn create_with_opts<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        opts: &WriteOptions,
+    ) -> Result<K, Error> {
+        let obj = self.scoped(dt, "create", obj)?;
+        self.client.create_with_opts(dt, &*obj, opts).await
+    }
+
+    /// Replaces `obj` in the namespace.
+    pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
+        self.update_with_opts(&(), obj, &WriteOptions::new()).await
+    }
+
+    /// Replaces `obj` of dynamic type `dt` in the namespace, with options.
+    pub async fn update_with_opts<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        opts: &WriteOptions,
+    ) -> Result<K, Error> {
+        let obj = self.scoped(dt, "update", obj)?;
+        self.client.update_with_opts(dt, &*obj, opts).await
+    }
+
+    /// Patches the object `obj` names in the namespace.
+    pub async fn patch<K: Writable, P: Serialize + std::fmt::Debug>(
+        &self,
+        obj: &K,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<K, Error> {
+        self.patch_with(&(), obj, patch, pp).await
+    }
+
+    /// Patches the object of dynamic type `dt` that `obj` names in the namespace.
+    pub async fn patch_with<K: WritableWith, P: Serialize + std::fmt::Debug>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<K, Error> {
+        let obj = self.scoped(dt, "patch", obj)?;
+        self.client.patch_with(dt, &*obj, patch, pp).await
+    }
+
+    /// Deletes the object `obj` names in the namespace.
+    pub async fn delete<K: Writable>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> {
+        self.delete_with(&(), obj, dp).await
+    }
+
+    /// Deletes the object of dynamic type `dt` that `obj` names in the namespace.
+    pub async fn delete_with<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        dp: &DeleteParams,
+    ) -> Result<(), Error> {
+        let obj = self.scoped(dt, "delete", obj)?;
+        self.client.delete_with(dt, &*obj, dp).await
+    }
+}
