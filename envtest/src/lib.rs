@@ -94,4 +94,4 @@ mod watch;
 
 pub use admission::WebhookConfiguration;
 pub use env::{Environment, EnvironmentBuilder, Error};
-pub use faults::{FaultMatch, FaultStatus, Faults, RequestRecord, Verb};
+pub use faults::{FaultMatch, FaultStatus, Faults, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb};

@@ -205,6 +205,7 @@ pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
     Ok(v)
 }
 
+/// The object's type fields and metadata must decode (`meta::check_types`, else 400), and
 /// `apiVersion`/`kind` must name the endpoint's type (missing ones are filled in). Custom
 /// resources may carry any served version of their group; objects are stored at the storage
 /// version.
@@ -213,6 +214,12 @@ pub(crate) fn check_type(
     rt: &ResourceType,
     served: &[Arc<ResourceType>],
 ) -> Result<(), ApiError> {
+    meta::check_types(obj).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
+    })?;
     let want_av = rt.api_version();
     let av = obj
         .get("apiVersion")
