@@ -163,9 +163,15 @@ fn update_causes(old: &Value, new: &Value) -> Vec<FieldCause> {
         .into_iter()
         .flatten()
         .any(|c| s(c, "/type") == "Established" && s(c, "/status") == "True");
-    let mut fixed = vec![("/spec/group", "spec.group"), ("/spec/names/plural", "spec.names.plural")];
+    let mut fixed = vec![
+        ("/spec/group", "spec.group"),
+        ("/spec/names/plural", "spec.names.plural"),
+    ];
     if established {
-        fixed.extend([("/spec/scope", "spec.scope"), ("/spec/names/kind", "spec.names.kind")]);
+        fixed.extend([
+            ("/spec/scope", "spec.scope"),
+            ("/spec/names/kind", "spec.names.kind"),
+        ]);
     }
     let mut causes: Vec<FieldCause> = fixed
         .into_iter()
@@ -185,7 +191,11 @@ fn update_causes(old: &Value, new: &Value) -> Vec<FieldCause> {
     for (i, v) in stored_versions(new, Some(old)).iter().enumerate() {
         if !v.as_str().is_some_and(|v| served.contains(&v)) {
             let field = format!("status.storedVersions[{i}]");
-            causes.push(FieldCause::invalid(field, v, "must appear in spec.versions"));
+            causes.push(FieldCause::invalid(
+                field,
+                v,
+                "must appear in spec.versions",
+            ));
         }
     }
     causes

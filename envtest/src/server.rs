@@ -1,6 +1,8 @@
-//! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection. Each request
-//! is authenticated (optional bearer token), its body read with the 3 MiB limit (413 without
-//! buffering more), routed (`router`) and handed to discovery or the verbs (through
+//! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection, with the
+//! transport limits of `ctrl_net` (listen backlog, accept back-off, keepalive, head/idle
+//! timeout) that ctrl's other servers share. Each request is authenticated (optional bearer
+//! token; health and version are public, as upstream), its body read with the 3 MiB limit (413
+//! with `Connection: close`, without buffering more), routed (`router`) and handed to discovery or the verbs (through
 //! `conversion`, which converts custom resources served at a non-storage version through
 //! their CRD's conversion webhook). Every failure is answered with a `Status` body
 //! (`status`); warnings raised while serving (admission webhooks) become `Warning` headers.

@@ -101,13 +101,15 @@ async fn invalid_delete_options_values_are_422_and_delete_nothing() {
     for target in TARGETS {
         for (body, query) in [
             (r#"{"propagationPolicy":"Sideways"}"#, ""),
-            (r#"{"propagationPolicy":"Orphan","orphanDependents":true}"#, ""),
+            (
+                r#"{"propagationPolicy":"Orphan","orphanDependents":true}"#,
+                "",
+            ),
             ("", "?propagationPolicy=Sideways"),
         ] {
             let path = format!("{target}{query}");
             let body = (!body.is_empty()).then_some(body);
-            let (code, status) =
-                common::raw(&env, "DELETE", &path, body, "application/json").await;
+            let (code, status) = common::raw(&env, "DELETE", &path, body, "application/json").await;
             let what = format!("DELETE {path} body {body:?}");
             assert_eq!(code, 422, "{what}: {status}");
             assert_eq!(status["reason"], "Invalid", "{what}");

@@ -81,7 +81,10 @@ fn set(o: &mut Value, field: &str, value: Value) {
 async fn wrong_metadata_types_are_400_on_create_and_update() {
     let (env, before) = setup().await;
     let (_, w) = common::raw(&env, "GET", &format!("{WIDGETS}/w"), None, "").await;
-    let rv = w["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let rv = w["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for (field, value) in wrong_types() {
         let post = body_with("new", field, &value, None);
         let put = body_with("w", field, &value, Some(&rv));
@@ -89,16 +92,23 @@ async fn wrong_metadata_types_are_400_on_create_and_update() {
             ("POST", WIDGETS.to_string(), post),
             ("PUT", format!("{WIDGETS}/w"), put),
         ] {
-            let (code, status) =
-                common::raw(&env, method, &path, Some(&body.to_string()), "application/json")
-                    .await;
+            let (code, status) = common::raw(
+                &env,
+                method,
+                &path,
+                Some(&body.to_string()),
+                "application/json",
+            )
+            .await;
             let what = format!("{method} {field}={value}");
             assert_eq!(code, 400, "{what}: {status}");
             assert_eq!(status["reason"], "BadRequest", "{what}: {status}");
         }
     }
     before.check(&env, "create/update").await;
-    before.check_no_events(&env, "after-bad-metadata-writes").await;
+    before
+        .check_no_events(&env, "after-bad-metadata-writes")
+        .await;
 }
 
 #[tokio::test]
@@ -126,7 +136,9 @@ async fn wrong_metadata_types_are_422_on_merge_and_json_patch() {
     // A typed list of every Widget still decodes.
     let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
     assert_eq!(api.list(&Default::default()).await.unwrap().items.len(), 1);
-    before.check_no_events(&env, "after-bad-metadata-patches").await;
+    before
+        .check_no_events(&env, "after-bad-metadata-patches")
+        .await;
 }
 
 #[tokio::test]
@@ -151,8 +163,14 @@ async fn a_numeric_resource_version_never_skips_the_precondition() {
         }
         let put = json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "w", "resourceVersion": rv}, "spec": {"size": 9}});
-        let (code, status) =
-            common::raw(&env, "PUT", &item, Some(&put.to_string()), "application/json").await;
+        let (code, status) = common::raw(
+            &env,
+            "PUT",
+            &item,
+            Some(&put.to_string()),
+            "application/json",
+        )
+        .await;
         assert_eq!(code, 400, "PUT rv {rv}: {status}");
     }
     // The same stale value as a string is the precondition's 409.
@@ -190,20 +208,32 @@ async fn put_crd(env: &ctrl_envtest::Environment, edit: impl FnOnce(&mut Value))
 #[tokio::test]
 async fn an_established_crd_keeps_its_scope_kind_group_and_plural() {
     let (env, before) = setup().await;
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Value)>)> = vec![
-        ("spec.scope", Box::new(|c| c["spec"]["scope"] = json!("Cluster"))),
-        ("spec.names.kind", Box::new(|c| c["spec"]["names"]["kind"] = json!("Gadget"))),
-        ("spec.group", Box::new(|c| c["spec"]["group"] = json!("other.com"))),
-        ("spec.names.plural", Box::new(|c| c["spec"]["names"]["plural"] = json!("gadgets"))),
+    let cases = [
+        ("spec.scope", "Cluster"),
+        ("spec.names.kind", "Gadget"),
+        ("spec.group", "other.com"),
+        ("spec.names.plural", "gadgets"),
     ];
-    for (field, edit) in cases {
+    for (field, value) in cases {
+        let pointer = format!("/{}", field.replace('.', "/"));
+        let edit = |c: &mut Value| {
+            if let Some(v) = c.pointer_mut(&pointer) {
+                *v = json!(value);
+            }
+        };
         let (code, status) = put_crd(&env, edit).await;
         assert_eq!(code, 422, "{field}: {status}");
         assert_eq!(status["reason"], "Invalid", "{field}");
-        let causes = status["details"]["causes"].as_array().cloned().unwrap_or_default();
+        let causes = status["details"]["causes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         assert!(
             causes.iter().any(|c| c["field"] == field
-                && c["message"].as_str().unwrap_or("").contains("field is immutable")),
+                && c["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("field is immutable")),
             "{field}: {status}"
         );
     }
@@ -222,7 +252,9 @@ async fn an_established_crd_keeps_its_scope_kind_group_and_plural() {
     // Objects stay readable and deletable; a second `w` cannot be created.
     let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
     api.get("w").await.unwrap();
-    let again = api.create(&PostParams::default(), &widget("w", json!({}))).await;
+    let again = api
+        .create(&PostParams::default(), &widget("w", json!({})))
+        .await;
     assert_eq!(common::status_of(again.unwrap_err()).code, 409);
     api.delete("w", &Default::default()).await.unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(env.client());
@@ -243,12 +275,19 @@ async fn a_stored_version_cannot_leave_spec_versions() {
     .await;
     assert_eq!(code, 200, "{status}");
     assert_eq!(status["status"]["storedVersions"], json!(["v1", "v2"]));
-    let before = Untouched::take(&env, &["/apis/apiextensions.k8s.io/v1/customresourcedefinitions"]).await;
+    let before = Untouched::take(
+        &env,
+        &["/apis/apiextensions.k8s.io/v1/customresourcedefinitions"],
+    )
+    .await;
     let (code, status) = put_crd(&env, |c| {
         c["spec"]["versions"].as_array_mut().unwrap().remove(0);
     })
     .await;
     assert_eq!(code, 422, "{status}");
-    assert_eq!(status["details"]["causes"][0]["field"], "status.storedVersions[0]");
+    assert_eq!(
+        status["details"]["causes"][0]["field"],
+        "status.storedVersions[0]"
+    );
     before.check(&env, "removing a stored version").await;
 }

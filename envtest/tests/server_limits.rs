@@ -40,7 +40,10 @@ async fn the_request_log_is_bounded_in_bytes() {
     );
     assert!(log.len() < n, "old records were dropped: {}", log.len());
     let last = log.last().expect("the newest request is kept");
-    assert!(last.query.starts_with(&format!("i={}&", n - 1)), "newest kept");
+    assert!(
+        last.query.starts_with(&format!("i={}&", n - 1)),
+        "newest kept"
+    );
     assert!(
         !log.iter().any(|r| r.query.starts_with("i=0&")),
         "the oldest went first"
@@ -171,14 +174,21 @@ async fn out_of_file_descriptors_the_server_backs_off_and_recovers() {
     // More connections than the server has descriptors: it accepts until EMFILE.
     let mut conns = Vec::new();
     for _ in 0..96 {
-        conns.push(TcpStream::connect(&addr).await.expect("queued by the kernel"));
+        conns.push(
+            TcpStream::connect(&addr)
+                .await
+                .expect("queued by the kernel"),
+        );
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let t0 = cpu_ticks(pid);
     tokio::time::sleep(Duration::from_secs(2)).await;
     let used = cpu_ticks(pid) - t0;
     // A spinning accept loop burns a core (about 200 ticks in 2 s); back-off next to nothing.
-    assert!(used < 60, "the server used {used} CPU ticks in 2 s while out of fds");
+    assert!(
+        used < 60,
+        "the server used {used} CPU ticks in 2 s while out of fds"
+    );
     drop(conns);
     // With descriptors free again, the server answers.
     let mut answered = false;
@@ -200,5 +210,8 @@ async fn out_of_file_descriptors_the_server_backs_off_and_recovers() {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert!(answered, "the server serves again once descriptors are free");
+    assert!(
+        answered,
+        "the server serves again once descriptors are free"
+    );
 }

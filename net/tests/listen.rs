@@ -28,10 +28,8 @@ async fn a_burst_of_connections_waits_in_the_backlog() {
 async fn accepted_streams_have_keepalive_and_nodelay() {
     let listener = ctrl_net::listen("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();
-    let mut acceptor = ctrl_net::Acceptor::new(
-        tokio::net::TcpListener::from_std(listener).unwrap(),
-        "test",
-    );
+    let mut acceptor =
+        ctrl_net::Acceptor::new(tokio::net::TcpListener::from_std(listener).unwrap(), "test");
     let client = tokio::spawn(TcpStream::connect(addr));
     let (stream, _) = acceptor.accept().await;
     let _client = client.await.unwrap().unwrap();

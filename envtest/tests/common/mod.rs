@@ -308,6 +308,9 @@ impl Untouched {
             .expect("the server still serves writes");
         let ev = w.next_within(10).await.expect("an event");
         assert_eq!(ev["type"], "ADDED", "first event since: {ev}");
-        assert_eq!(ev["object"]["metadata"]["name"], sentinel, "first event: {ev}");
+        assert_eq!(
+            ev["object"]["metadata"]["name"], sentinel,
+            "first event: {ev}"
+        );
     }
 }
