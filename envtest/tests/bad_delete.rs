@@ -66,6 +66,18 @@ async fn setup() -> (ctrl_envtest::Environment, Untouched) {
     (env, before)
 }
 
+/// `DELETE target+query` with `body`: the code, the answer and a description.
+async fn delete(
+    env: &ctrl_envtest::Environment,
+    target: &str,
+    query: &str,
+    body: Option<&str>,
+) -> (u16, Value, String) {
+    let path = format!("{target}{query}");
+    let (code, status) = common::raw(env, "DELETE", &path, body, "application/json").await;
+    (code, status, format!("DELETE {path} body {body:?}"))
+}
+
 fn assert_bad_request(code: u16, status: &Value, what: &str) {
     assert_eq!(code, 400, "{what}: {status}");
     assert_eq!(status["kind"], "Status", "{what}");
@@ -80,15 +92,11 @@ fn assert_bad_request(code: u16, status: &Value, what: &str) {
 async fn delete_options_of_the_wrong_type_are_400_and_delete_nothing() {
     let (env, before) = setup().await;
     for target in TARGETS {
-        for body in BAD_BODIES {
-            let (code, status) =
-                common::raw(&env, "DELETE", target, Some(body), "application/json").await;
-            assert_bad_request(code, &status, &format!("DELETE {target} body {body}"));
-        }
-        for query in BAD_QUERIES {
-            let path = format!("{target}?{query}");
-            let (code, status) = common::raw(&env, "DELETE", &path, None, "application/json").await;
-            assert_bad_request(code, &status, &format!("DELETE {path}"));
+        let bodies = BAD_BODIES.iter().map(|b| (Some(*b), String::new()));
+        let queries = BAD_QUERIES.iter().map(|q| (None, format!("?{q}")));
+        for (body, query) in bodies.chain(queries) {
+            let (code, status, what) = delete(&env, target, &query, body).await;
+            assert_bad_request(code, &status, &what);
         }
         before.check(&env, target).await;
     }
@@ -100,17 +108,14 @@ async fn invalid_delete_options_values_are_422_and_delete_nothing() {
     let (env, before) = setup().await;
     for target in TARGETS {
         for (body, query) in [
-            (r#"{"propagationPolicy":"Sideways"}"#, ""),
+            (Some(r#"{"propagationPolicy":"Sideways"}"#), ""),
             (
-                r#"{"propagationPolicy":"Orphan","orphanDependents":true}"#,
+                Some(r#"{"propagationPolicy":"Orphan","orphanDependents":true}"#),
                 "",
             ),
-            ("", "?propagationPolicy=Sideways"),
+            (None, "?propagationPolicy=Sideways"),
         ] {
-            let path = format!("{target}{query}");
-            let body = (!body.is_empty()).then_some(body);
-            let (code, status) = common::raw(&env, "DELETE", &path, body, "application/json").await;
-            let what = format!("DELETE {path} body {body:?}");
+            let (code, status, what) = delete(&env, target, query, body).await;
             assert_eq!(code, 422, "{what}: {status}");
             assert_eq!(status["reason"], "Invalid", "{what}");
             assert_eq!(status["details"]["kind"], "DeleteOptions", "{what}");
@@ -133,9 +138,8 @@ async fn dry_run_all_deletes_nothing_in_the_body_or_the_query() {
             (None, "?dryRun=All"),
             (Some("{}"), "?dryRun=All"),
         ] {
-            let path = format!("{target}{query}");
-            let (code, answer) = common::raw(&env, "DELETE", &path, body, "application/json").await;
-            assert_eq!(code, 200, "DELETE {path} {body:?}: {answer}");
+            let (code, answer, what) = delete(&env, target, query, body).await;
+            assert_eq!(code, 200, "{what}: {answer}");
         }
     }
     before.check(&env, "dry runs").await;

@@ -18,15 +18,7 @@ const CRD: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widge
 
 /// A Widget `w` in `default`, and what must stay as it is.
 async fn setup() -> (ctrl_envtest::Environment, Untouched) {
-    let env = ctrl_envtest::Environment::builder()
-        .crd(widget_crd(true))
-        .start()
-        .await
-        .unwrap();
-    let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
-    api.create(&PostParams::default(), &widget("w", json!({"size": 1})))
-        .await
-        .unwrap();
+    let (env, _) = common::env_with_widget().await;
     let before = Untouched::take(
         &env,
         &[
@@ -111,6 +103,25 @@ async fn wrong_metadata_types_are_400_on_create_and_update() {
         .await;
 }
 
+/// A merge patch and a JSON patch of `item` are both 422 with a `patch` cause.
+async fn assert_patches_refused(
+    env: &ctrl_envtest::Environment,
+    item: &str,
+    merge: Value,
+    json_patch: Value,
+) {
+    for (ct, patch) in [
+        ("application/merge-patch+json", merge),
+        ("application/json-patch+json", json_patch),
+    ] {
+        let (code, status) = common::raw(env, "PATCH", item, Some(&patch.to_string()), ct).await;
+        let what = format!("{ct} {patch}");
+        assert_eq!(code, 422, "{what}: {status}");
+        assert_eq!(status["reason"], "Invalid", "{what}: {status}");
+        assert_eq!(status["details"]["causes"][0]["field"], "patch", "{what}");
+    }
+}
+
 #[tokio::test]
 async fn wrong_metadata_types_are_422_on_merge_and_json_patch() {
     let (env, before) = setup().await;
@@ -120,17 +131,7 @@ async fn wrong_metadata_types_are_422_on_merge_and_json_patch() {
         set(&mut merge, field, value.clone());
         let pointer = format!("/{}", field.replace('.', "/"));
         let json_patch = json!([{"op": "add", "path": pointer, "value": value}]);
-        for (ct, patch) in [
-            ("application/merge-patch+json", merge),
-            ("application/json-patch+json", json_patch),
-        ] {
-            let (code, status) =
-                common::raw(&env, "PATCH", &item, Some(&patch.to_string()), ct).await;
-            let what = format!("{ct} {patch}");
-            assert_eq!(code, 422, "{what}: {status}");
-            assert_eq!(status["reason"], "Invalid", "{what}: {status}");
-            assert_eq!(status["details"]["causes"][0]["field"], "patch", "{what}");
-        }
+        assert_patches_refused(&env, &item, merge, json_patch).await;
     }
     before.check(&env, "patches").await;
     // A typed list of every Widget still decodes.
@@ -152,15 +153,7 @@ async fn a_numeric_resource_version_never_skips_the_precondition() {
             {"op": "add", "path": "/metadata/resourceVersion", "value": rv},
             {"op": "replace", "path": "/spec/size", "value": 9},
         ]);
-        for (ct, patch) in [
-            ("application/merge-patch+json", merge),
-            ("application/json-patch+json", json_patch),
-        ] {
-            let (code, status) =
-                common::raw(&env, "PATCH", &item, Some(&patch.to_string()), ct).await;
-            assert_eq!(code, 422, "{ct} rv {rv}: {status}");
-            assert_eq!(status["details"]["causes"][0]["field"], "patch");
-        }
+        assert_patches_refused(&env, &item, merge, json_patch).await;
         let put = json!({"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": "w", "resourceVersion": rv}, "spec": {"size": 9}});
         let (code, status) = common::raw(

@@ -176,6 +176,14 @@ impl WriteOpts<'_> {
     }
 }
 
+/// A YAML request body as JSON, with YAML 1.2's scalars: only `true` / `false` are booleans,
+/// so `name: y` or `value: "on"` stay strings and then decode into their string-typed fields.
+pub(crate) fn yaml_value(body: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    let options = serde_saphyr::options! { strict_booleans: true };
+    serde_saphyr::from_str_with_options(text, options).map_err(|e| e.to_string())
+}
+
 /// The JSON (or YAML) object in a POST/PUT body.
 pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
     let ct = req.header("content-type");
@@ -184,12 +192,8 @@ pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
         "" | "application/json" | "*/*" => serde_json::from_slice(&req.body).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            let text =
-                std::str::from_utf8(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            serde_saphyr::from_str(text)
-                .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?
-        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_value(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?,
         "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(&req.body)?,
         _ => {
             return Err(ApiError::unsupported_media(

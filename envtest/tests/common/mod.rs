@@ -160,6 +160,24 @@ pub fn widget(name: &str, spec: serde_json::Value) -> kube::core::DynamicObject 
     kube::core::DynamicObject::new(name, &widget_ar()).data(serde_json::json!({ "spec": spec }))
 }
 
+/// An environment with the Widget CRD (status subresource) and Widget `w` (`size: 1`) in
+/// `default`, and the Widget API of `default`.
+pub async fn env_with_widget() -> (Environment, kube::Api<kube::core::DynamicObject>) {
+    let env = Environment::builder()
+        .crd(widget_crd(true))
+        .start()
+        .await
+        .expect("start envtest");
+    let api = kube::Api::namespaced_with(env.client(), "default", &widget_ar());
+    api.create(
+        &Default::default(),
+        &widget("w", serde_json::json!({"size": 1})),
+    )
+    .await
+    .expect("create w");
+    (env, api)
+}
+
 /// A raw watch (or any streaming GET): the response head, then one JSON value per line.
 pub struct RawStream {
     pub status: u16,
