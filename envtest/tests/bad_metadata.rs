@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Untouched, widget, widget_ar, widget_crd};
+use common::{Untouched, widget, widget_ar};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};

@@ -2,11 +2,10 @@
 
 mod common;
 
-use common::{status_of, widget, widget_ar, widget_crd};
+use common::status_of;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::core::DynamicObject;
 use serde_json::json;
 
 fn deployment() -> Deployment {
