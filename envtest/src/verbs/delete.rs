@@ -31,7 +31,7 @@ pub(crate) struct DeleteOpts {
 /// `"preconditions":{"uid":1}`, a body that is not an object, `gracePeriodSeconds=abc`) is a
 /// 400 and nothing is deleted. Body fields override query fields; then
 /// upstream's `ValidateDeleteOptions` rules apply (422).
-pub(crate) fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
+fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
     let mut typed = from_query(&req.query)?;
     if !req.body.iter().all(u8::is_ascii_whitespace) {
         let body = from_body(&req.body)?;
