@@ -107,6 +107,9 @@ pub(crate) fn on_write(
         }
     }
     causes.extend(crate::conversion::validate(obj));
+    if let Some(old) = old {
+        causes.extend(update_causes(old, obj));
+    }
     if !causes.is_empty() {
         return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
     }
@@ -122,11 +125,7 @@ pub(crate) fn on_write(
         .find(|v| v.get("storage") == Some(&json!(true)))
         .map(|v| s(v, "/name").to_string())
         .unwrap_or_default();
-    let mut stored: Vec<Value> = old
-        .and_then(|o| o.pointer("/status/storedVersions"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let mut stored = stored_versions(obj, old);
     if !stored.contains(&json!(storage)) {
         stored.push(json!(storage));
     }
@@ -151,6 +150,69 @@ pub(crate) fn on_write(
         meta::set_meta(obj, "finalizers", json!(f));
     }
     Ok(())
+}
+
+/// The rules upstream adds for a CRD update (apiextensions' `ValidateCustomResourceDefinitionUpdate`):
+/// `spec.group` and `spec.names.plural` never change (they name the storage), an established
+/// CRD keeps its `spec.scope` and `spec.names.kind` (objects stored under them would become
+/// unreadable), and every version in `status.storedVersions` stays in `spec.versions`.
+fn update_causes(old: &Value, new: &Value) -> Vec<FieldCause> {
+    let established = old
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| s(c, "/type") == "Established" && s(c, "/status") == "True");
+    let mut fixed = vec![
+        ("/spec/group", "spec.group"),
+        ("/spec/names/plural", "spec.names.plural"),
+    ];
+    if established {
+        fixed.extend([
+            ("/spec/scope", "spec.scope"),
+            ("/spec/names/kind", "spec.names.kind"),
+        ]);
+    }
+    let mut causes: Vec<FieldCause> = fixed
+        .into_iter()
+        .filter(|(path, _)| new.pointer(path) != old.pointer(path))
+        .map(|(path, field)| {
+            let v = new.pointer(path).cloned().unwrap_or(Value::Null);
+            FieldCause::invalid(field, &v, "field is immutable")
+        })
+        .collect();
+    let served: Vec<&str> = new
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|v| s(v, "/name"))
+        .collect();
+    for (i, v) in stored_versions(new, Some(old)).iter().enumerate() {
+        if !v.as_str().is_some_and(|v| served.contains(&v)) {
+            let field = format!("status.storedVersions[{i}]");
+            causes.push(FieldCause::invalid(
+                field,
+                v,
+                "must appear in spec.versions",
+            ));
+        }
+    }
+    causes
+}
+
+/// `status.storedVersions` of a CRD being updated: the written one (a `/status` write may lower
+/// it, as upstream's storage-migration procedure does), else the stored one; none on create.
+fn stored_versions(new: &Value, old: Option<&Value>) -> Vec<Value> {
+    let old = match old {
+        Some(o) => o,
+        None => return Vec::new(),
+    };
+    new.pointer("/status/storedVersions")
+        .or_else(|| old.pointer("/status/storedVersions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Adds the `Terminating` condition to a CRD whose deletion starts.

@@ -64,6 +64,7 @@ pub struct EnvironmentBuilder {
     token: Option<String>,
     bookmark_interval: Duration,
     max_watch: Duration,
+    header_read_timeout: Duration,
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
     simulate_pods: bool,
@@ -82,6 +83,7 @@ impl Default for EnvironmentBuilder {
             token: None,
             bookmark_interval: Duration::from_secs(60),
             max_watch: Duration::from_secs(1800),
+            header_read_timeout: ctrl_net::DEFAULT_HEADER_READ_TIMEOUT,
             controllers: true,
             webhooks: Vec::new(),
             simulate_pods: false,
@@ -154,6 +156,14 @@ impl EnvironmentBuilder {
         self
     }
 
+    /// How long a connection may take to send a request head, and may sit idle between
+    /// requests, before the server closes it (default 32 s, kube-apiserver's
+    /// `ReadHeaderTimeout`). Watches and requests in flight are not affected.
+    pub fn header_read_timeout(mut self, d: Duration) -> Self {
+        self.header_read_timeout = d;
+        self
+    }
+
     /// Runs the garbage collector (ownerReferences; Background, Foreground, Orphan) and
     /// namespace finalization (a deleted namespace's objects are deleted, then it goes) —
     /// both on by default. `false` gives Go envtest's behaviour: no controllers, deleted
@@ -213,10 +223,14 @@ impl EnvironmentBuilder {
             crds.extend(parse_crds(t, "crd_yaml")?);
         }
         let bind = format!("127.0.0.1:{}", self.port);
-        let listener = TcpListener::bind(&bind).await.map_err(|source| Error::Io {
+        let io = |source| Error::Io {
             path: bind.clone(),
             source,
-        })?;
+        };
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let listener = ctrl_net::listen(addr)
+            .and_then(TcpListener::from_std)
+            .map_err(io)?;
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Io { path: bind, source })?;
@@ -229,6 +243,7 @@ impl EnvironmentBuilder {
                 token: self.token.clone(),
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
+                header_read_timeout: self.header_read_timeout,
                 controllers: self.controllers,
                 kubelet: self.simulate_pods.then_some(self.kubelet),
             },

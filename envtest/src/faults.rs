@@ -18,8 +18,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-/// How many request records are kept (the oldest are dropped first).
+/// How many request records are kept at most (the oldest are dropped first).
 const MAX_RECORDS: usize = 200_000;
+
+/// How many bytes the request log may hold (its records' strings plus their fixed size); the
+/// oldest records are dropped first, so a flood of long URLs cannot grow the server's memory.
+pub const REQUEST_LOG_MAX_BYTES: usize = 32 * 1024 * 1024;
 
 /// What the store offers the fault injector.
 pub(crate) trait WatchControl: Send + Sync {
@@ -249,6 +253,15 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// The memory a record holds: its fixed size plus its strings.
+    pub fn size(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.method.len()
+            + self.path.len()
+            + self.query.len()
+            + self.resource.as_ref().map_or(0, String::len)
+    }
+
     /// Whether this was a watch request (`verb == Watch`).
     pub fn is_watch(&self) -> bool {
         self.verb == Some(Verb::Watch)
@@ -310,7 +323,7 @@ struct Rules {
 struct Inner {
     active: AtomicBool,
     rules: Mutex<Rules>,
-    log: Mutex<VecDeque<RequestRecord>>,
+    log: Mutex<RequestLog>,
     control: Arc<dyn WatchControl>,
 }
 
@@ -336,7 +349,7 @@ impl Faults {
             inner: Arc::new(Inner {
                 active: AtomicBool::new(false),
                 rules: Mutex::new(Rules::default()),
-                log: Mutex::new(VecDeque::new()),
+                log: Mutex::new(RequestLog::default()),
                 control,
             }),
         }
@@ -381,19 +394,26 @@ impl Faults {
         self.inner.control.compact();
     }
 
-    /// The requests answered so far, oldest first (the most recent 200,000 are kept).
+    /// The requests answered so far, oldest first: the most recent 200,000 are kept, fewer when
+    /// they would take more than [`REQUEST_LOG_MAX_BYTES`] (long URLs).
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.inner.log.lock().iter().cloned().collect()
+        self.inner.log.lock().records.iter().cloned().collect()
     }
 
     /// How many logged requests satisfy `pred`.
     pub fn count_requests(&self, pred: impl Fn(&RequestRecord) -> bool) -> usize {
-        self.inner.log.lock().iter().filter(|r| pred(r)).count()
+        self.inner
+            .log
+            .lock()
+            .records
+            .iter()
+            .filter(|r| pred(r))
+            .count()
     }
 
     /// Empties the request log.
     pub fn clear_requests(&self) {
-        self.inner.log.lock().clear();
+        *self.inner.log.lock() = RequestLog::default();
     }
 
     /// Removes every pending failure and latency and empties the request log.
@@ -456,11 +476,27 @@ impl Faults {
 
     /// Server hook, called once per answered request.
     pub(crate) fn record(&self, record: RequestRecord) {
-        let mut log = self.inner.log.lock();
-        if log.len() >= MAX_RECORDS {
-            log.pop_front();
+        self.inner.log.lock().push(record);
+    }
+}
+
+/// The request log: records oldest first and the bytes they hold, both bounded.
+#[derive(Default)]
+struct RequestLog {
+    records: VecDeque<RequestRecord>,
+    bytes: usize,
+}
+
+impl RequestLog {
+    fn push(&mut self, record: RequestRecord) {
+        self.bytes += record.size();
+        self.records.push_back(record);
+        while self.records.len() > MAX_RECORDS || self.bytes > REQUEST_LOG_MAX_BYTES {
+            match self.records.pop_front() {
+                Some(old) => self.bytes -= old.size(),
+                None => break,
+            }
         }
-        log.push_back(record);
     }
 }
 

@@ -102,21 +102,6 @@ fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     if grace < 0 { 1 } else { grace }
 }
 
-/// `gracePeriodSeconds` of a DELETE: the DeleteOptions body's, else the query's.
-pub(crate) fn requested_grace(
-    body: &Value,
-    query: &crate::router::Query,
-) -> Result<Option<i64>, ApiError> {
-    let bad = || ApiError::bad_request("gracePeriodSeconds must be an integer");
-    match body.get("gracePeriodSeconds") {
-        None | Some(Value::Null) => query
-            .value("gracePeriodSeconds")
-            .map(|v| v.parse().map_err(|_| bad()))
-            .transpose(),
-        Some(v) => v.as_i64().map(Some).ok_or_else(bad),
-    }
-}
-
 /// The DELETE hook of `verbs::delete`: with pod simulation on, what deleting Pod `cur`
 /// does (`new` is `cur` with the propagation policy's finalizer added). `None` when the
 /// ordinary delete path applies (simulation off, not a Pod).

@@ -69,6 +69,14 @@
 //!   impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain` works;
 //!   each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
+//! * Type errors are refused, never stored: DeleteOptions (body and query) decode into the
+//!   typed `meta/v1` struct (400; `dryRun: ["All"]` deletes nothing), every body's
+//!   `apiVersion`, `kind` and `metadata` must decode as `ObjectMeta` (400, or 422 on a patch),
+//!   an established CRD keeps its scope and kind, and JSON-patch `copy` may add 3 MiB at most.
+//! * The transport is `ctrl_net`'s, shared with ctrl's other servers: system-maximum listen
+//!   backlog, accept back-off when out of file descriptors, TCP keepalive, and a request-head
+//!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s). With a bearer token,
+//!   `/healthz`, `/readyz`, `/livez` and `/version` stay readable without credentials.
 
 mod admission;
 mod apply;
@@ -101,5 +109,5 @@ mod watch;
 
 pub use admission::WebhookConfiguration;
 pub use env::{Environment, EnvironmentBuilder, Error};
-pub use faults::{FaultMatch, FaultStatus, Faults, RequestRecord, Verb};
+pub use faults::{FaultMatch, FaultStatus, Faults, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb};
 pub use kubelet::NODE_NAME as SIMULATED_NODE;

@@ -1,10 +1,34 @@
-//! Object-metadata rules shared by the verbs (spec §1.12): reading and writing metadata fields
-//! of a JSON object, uid / creationTimestamp / generateName on create, the fields an update may
-//! not change, and when `generation` moves.
+//! Object-metadata rules shared by the verbs (spec §1.12): the typed decoding every body's
+//! metadata must pass (`check_types`, called by `verbs::check_type` and the patch path),
+//! reading and writing metadata fields of a JSON object, uid / creationTimestamp /
+//! generateName on create, the fields an update may not change, and when `generation` moves.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::registry::ResourceType;
+
+/// Decodes an object's type fields and `metadata` into their typed form, as upstream decodes
+/// every body (custom resources included: apiextensions coerces their metadata into
+/// `ObjectMeta`), and returns the first type error: `apiVersion` and `kind` must be strings,
+/// `metadata` must decode as `ObjectMeta` (`finalizers: "x"`, a numeric `resourceVersion` or
+/// `namespace` do not). Callers turn the error into upstream's status: 400 for a body, 422 for
+/// the result of a patch.
+pub(crate) fn check_types(obj: &Value) -> Result<(), String> {
+    for field in ["apiVersion", "kind"] {
+        match obj.get(field) {
+            None | Some(Value::Null | Value::String(_)) => {}
+            Some(v) => return Err(format!("{field}: expected a string, got {v}")),
+        }
+    }
+    match obj.get("metadata") {
+        None | Some(Value::Null) => Ok(()),
+        Some(m) => ObjectMeta::deserialize(m)
+            .map(drop)
+            .map_err(|e| format!("unable to decode metadata: {e}")),
+    }
+}
 
 /// `metadata.<field>` as a string, if present.
 pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {

@@ -1,6 +1,8 @@
-//! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection. Each request
-//! is authenticated (optional bearer token), its body read with the 3 MiB limit (413 without
-//! buffering more), routed (`router`) and handed to discovery or the verbs (through
+//! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection, with the
+//! transport limits of `ctrl_net` (listen backlog, accept back-off, keepalive, head/idle
+//! timeout) that ctrl's other servers share. Each request is authenticated (optional bearer
+//! token; health and version are public, as upstream), its body read with the 3 MiB limit (413
+//! with `Connection: close`, without buffering more), routed (`router`) and handed to discovery or the verbs (through
 //! `conversion`, which converts custom resources served at a non-storage version through
 //! their CRD's conversion webhook). Every failure is answered with a `Status` body
 //! (`status`); warnings raised while serving (admission webhooks) become `Warning` headers.
@@ -40,6 +42,8 @@ pub(crate) struct Settings {
     pub token: Option<String>,
     pub bookmark_interval: Duration,
     pub max_watch: Duration,
+    /// How long a connection may take to send a request head, or sit idle between requests.
+    pub header_read_timeout: Duration,
     /// The garbage collector and namespace finalization run (`gc`, `namespaces`).
     pub controllers: bool,
     /// Pods are scheduled, run and stopped by the simulated kubelet (`kubelet`).
@@ -139,30 +143,26 @@ impl Req {
     }
 }
 
-/// Accepts connections until `state.shutdown` fires.
+/// Accepts connections until `state.shutdown` fires. The transport limits are `ctrl_net`'s,
+/// shared with every server ctrl runs: back-off when `accept` fails (out of file
+/// descriptors), TCP keepalive, and the request-head / idle timeout
+/// (`Settings::header_read_timeout`, upstream's 32 s by default).
 pub(crate) async fn serve(listener: TcpListener, state: Arc<State>) {
+    let mut acceptor = ctrl_net::Acceptor::new(listener, "envtest");
     loop {
-        let stream = tokio::select! {
+        let (stream, _) = tokio::select! {
             _ = state.shutdown.cancelled() => return,
-            r = listener.accept() => match r {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    tracing::debug!("accept failed: {e}");
-                    continue;
-                }
-            },
+            c = acceptor.accept() => c,
         };
-        let _ = stream.set_nodelay(true);
         let st = state.clone();
         let token = state.shutdown.clone();
+        let head_timeout = state.settings.header_read_timeout;
         tokio::spawn(async move {
             let svc = service_fn(move |req| {
                 let st = st.clone();
                 async move { Ok::<_, Infallible>(handle(st, req).await) }
             });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), svc);
+            let conn = ctrl_net::http1(head_timeout).serve_connection(TokioIo::new(stream), svc);
             tokio::select! {
                 r = conn => if let Err(e) = r { tracing::debug!("connection error: {e}") },
                 _ = token.cancelled() => {}
@@ -180,16 +180,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let route = router::route(&path, &snap);
     let (verb, resource) = classify(&parts.method, &query, route.as_ref().ok());
     let resp = 'resp: {
-        if let Some(token) = &state.settings.token {
-            let want = format!("Bearer {token}");
-            if parts
-                .headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                != Some(want.as_str())
-            {
-                break 'resp error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
-            }
+        if !authenticated(&state.settings, &parts.headers, route.as_ref().ok()) {
+            break 'resp error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
         }
         let rr = match &route {
             Ok(Route::Resource(r)) => Some(r),
@@ -235,7 +227,14 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         let body = if reads_body {
             match read_body(body, &parts.headers).await {
                 Ok(b) => b,
-                Err(e) => break 'resp error(&e),
+                Err(e) => {
+                    // The rest of a too-large body is not read: the connection cannot be
+                    // reused, and says so, so a pooled client does not send on it again.
+                    let mut r = error(&e);
+                    r.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    break 'resp r;
+                }
             }
         } else {
             Bytes::new()
@@ -267,6 +266,19 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         false,
     );
     resp
+}
+
+/// With a bearer token set, a request must carry it — except that, as upstream's
+/// `system:public-info-viewer` role allows, a request with no credentials at all may read
+/// `/healthz`, `/readyz`, `/livez` and `/version` (a wrong token is still a 401).
+fn authenticated(settings: &Settings, headers: &HeaderMap, route: Option<&Route>) -> bool {
+    let Some(token) = &settings.token else {
+        return true;
+    };
+    match headers.get(header::AUTHORIZATION) {
+        None => matches!(route, Some(Route::Health | Route::Version)),
+        Some(v) => v.to_str().ok() == Some(format!("Bearer {token}").as_str()),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

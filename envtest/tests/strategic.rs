@@ -2,11 +2,10 @@
 
 mod common;
 
-use common::{status_of, widget, widget_ar, widget_crd};
+use common::status_of;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::core::DynamicObject;
 use serde_json::json;
 
 fn deployment() -> Deployment {
@@ -146,15 +145,7 @@ async fn configmap_data_merges_and_null_deletes() {
 
 #[tokio::test]
 async fn strategic_on_custom_resource_is_415() {
-    let env = ctrl_envtest::Environment::builder()
-        .crd(widget_crd(true))
-        .start()
-        .await
-        .unwrap();
-    let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
-    api.create(&PostParams::default(), &widget("w", json!({"size": 1})))
-        .await
-        .unwrap();
+    let (_env, api) = common::env_with_widget().await;
     let st = status_of(
         api.patch(
             "w",

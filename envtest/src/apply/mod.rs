@@ -181,12 +181,8 @@ fn manager(req: &Req) -> Result<String, ApiError> {
 fn decode(req: &Req) -> Result<Value, ApiError> {
     let v: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
-        Err(_) => {
-            let text = std::str::from_utf8(&req.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            serde_saphyr::from_str(text)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?
-        }
+        Err(_) => crate::verbs::yaml_value(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
     };
     if !v.is_object() {
         return Err(ApiError::bad_request(

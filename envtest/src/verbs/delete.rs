@@ -5,17 +5,18 @@
 use std::sync::Arc;
 
 use http::Response;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde_json::{Value, json};
 
 use crate::registry::ResourceType;
-use crate::router::ResourceRoute;
+use crate::router::{Query, ResourceRoute};
 use crate::server::{self, Body, Req, State};
 use crate::status::{self, ApiError};
 use crate::store::{Change, Outcome};
 use crate::validation::FieldCause;
 use crate::{crd, filter::Filter, meta};
 
-/// DeleteOptions from the body and the query.
+/// DeleteOptions from the body and the query, as the verbs act on them.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct DeleteOpts {
     pub dry_run: bool,
@@ -26,44 +27,74 @@ pub(crate) struct DeleteOpts {
     pub grace: Option<i64>,
 }
 
+/// Decodes the request's DeleteOptions strictly, as upstream's handler does: the query
+/// parameters and the body are each decoded into the typed `meta/v1` `DeleteOptions`
+/// (k8s-openapi's), so a value of the wrong JSON type (`"dryRun":"All"`,
+/// `"preconditions":{"uid":1}`, a body that is not an object, `gracePeriodSeconds=abc`) is a
+/// 400 and nothing is deleted. Body fields override query fields; then
+/// upstream's `ValidateDeleteOptions` rules apply (422).
 pub(crate) fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
-    let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
-    } else {
-        serde_json::from_slice(&req.body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    let mut typed = from_query(&req.query)?;
+    if !req.body.iter().all(u8::is_ascii_whitespace) {
+        let body = from_body(&req.body)?;
+        typed = DeleteOptions {
+            dry_run: body.dry_run.or(typed.dry_run),
+            grace_period_seconds: body.grace_period_seconds.or(typed.grace_period_seconds),
+            orphan_dependents: body.orphan_dependents.or(typed.orphan_dependents),
+            propagation_policy: body.propagation_policy.or(typed.propagation_policy),
+            preconditions: body.preconditions,
+            ..body
+        };
+    }
+    validate(typed)
+}
+
+/// The body: a JSON `DeleteOptions` object (kind `DeleteOptions` or none).
+fn from_body(body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let o: DeleteOptions = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    match o.kind.as_deref() {
+        None | Some("" | "DeleteOptions") => Ok(o),
+        Some(k) => Err(ApiError::bad_request(format!(
+            "decoded object of kind {k:?} cannot be converted to DeleteOptions"
+        ))),
+    }
+}
+
+/// The query parameters of DeleteOptions (upstream's parameter codec; preconditions are
+/// body-only).
+fn from_query(q: &Query) -> Result<DeleteOptions, ApiError> {
+    let grace = match q.get("gracePeriodSeconds") {
+        None => None,
+        Some(v) => Some(v.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!("invalid value for gracePeriodSeconds: {v:?}"))
+        })?),
     };
-    let mut o = DeleteOpts {
-        dry_run: req.query.dry_run()?,
+    let orphan = match q.get("orphanDependents") {
+        None => None,
+        Some(_) => Some(q.flag("orphanDependents")?),
+    };
+    Ok(DeleteOptions {
+        dry_run: q.value("dryRun").map(|v| vec![v.to_string()]),
+        grace_period_seconds: grace,
+        orphan_dependents: orphan,
+        propagation_policy: q.value("propagationPolicy").map(String::from),
         ..Default::default()
-    };
-    match body.get("dryRun") {
-        Some(Value::Array(a)) if !a.is_empty() => {
-            if a.iter().any(|v| v != "All") {
-                return Err(ApiError::bad_request(
-                    "Invalid dryRun value: supported values: \"All\"",
-                ));
-            }
-            o.dry_run = true;
-        }
-        _ => {}
+    })
+}
+
+/// Upstream's `ValidateDeleteOptions`: known dryRun values (400 as for writes), a known
+/// propagationPolicy and not both it and orphanDependents (422).
+fn validate(o: DeleteOptions) -> Result<DeleteOpts, ApiError> {
+    let dry = o.dry_run.unwrap_or_default();
+    if let Some(v) = dry.iter().find(|v| *v != "All") {
+        return Err(ApiError::bad_request(format!(
+            "Invalid dryRun value {v:?}: supported values: \"All\""
+        )));
     }
-    if let Some(p) = body.get("preconditions") {
-        o.uid = p.get("uid").and_then(Value::as_str).map(String::from);
-        o.resource_version = p
-            .get("resourceVersion")
-            .and_then(Value::as_str)
-            .map(String::from);
-    }
-    o.policy = body
-        .get("propagationPolicy")
-        .and_then(Value::as_str)
-        .map(String::from)
-        .or_else(|| req.query.value("propagationPolicy").map(String::from));
-    o.grace = crate::kubelet::requested_grace(&body, &req.query)?;
-    let orphan = body.get("orphanDependents").and_then(Value::as_bool);
     let bad = |c: FieldCause| Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &[c]));
-    if let Some(p) = &o.policy {
+    let mut policy = o.propagation_policy;
+    if let Some(p) = &policy {
         if !["Orphan", "Background", "Foreground"].contains(&p.as_str()) {
             return bad(FieldCause::not_supported(
                 "propagationPolicy",
@@ -71,17 +102,24 @@ pub(crate) fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
                 &[json!("Foreground"), json!("Background"), json!("Orphan")],
             ));
         }
-        if orphan.is_some() {
+        if o.orphan_dependents.is_some() {
             return bad(FieldCause::invalid(
                 "propagationPolicy",
                 &json!(p),
                 "orphanDependents and deletionPropagation cannot be both set",
             ));
         }
-    } else if orphan == Some(true) {
-        o.policy = Some("Orphan".into());
+    } else if o.orphan_dependents == Some(true) {
+        policy = Some("Orphan".into());
     }
-    Ok(o)
+    let pre = o.preconditions.unwrap_or_default();
+    Ok(DeleteOpts {
+        dry_run: !dry.is_empty(),
+        uid: pre.uid,
+        resource_version: pre.resource_version,
+        policy,
+        grace: o.grace_period_seconds,
+    })
 }
 
 pub(crate) fn delete(

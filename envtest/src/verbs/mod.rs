@@ -186,6 +186,14 @@ impl WriteOpts<'_> {
     }
 }
 
+/// A YAML request body as JSON, with YAML 1.2's scalars: only `true` / `false` are booleans,
+/// so `name: y` or `value: "on"` stay strings and then decode into their string-typed fields.
+pub(crate) fn yaml_value(body: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    let options = serde_saphyr::options! { strict_booleans: true };
+    serde_saphyr::from_str_with_options(text, options).map_err(|e| e.to_string())
+}
+
 /// The JSON (or YAML) object in a POST/PUT body.
 pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
     let ct = req.header("content-type");
@@ -194,12 +202,8 @@ pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
         "" | "application/json" | "*/*" => serde_json::from_slice(&req.body).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            let text =
-                std::str::from_utf8(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            serde_saphyr::from_str(text)
-                .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?
-        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_value(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?,
         "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(&req.body)?,
         _ => {
             return Err(ApiError::unsupported_media(
@@ -215,6 +219,7 @@ pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
     Ok(v)
 }
 
+/// The object's type fields and metadata must decode (`meta::check_types`, else 400), and
 /// `apiVersion`/`kind` must name the endpoint's type (missing ones are filled in). Custom
 /// resources may carry any served version of their group; objects are stored at the storage
 /// version.
@@ -223,6 +228,12 @@ pub(crate) fn check_type(
     rt: &ResourceType,
     served: &[Arc<ResourceType>],
 ) -> Result<(), ApiError> {
+    meta::check_types(obj).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
+    })?;
     let want_av = rt.api_version();
     let av = obj
         .get("apiVersion")

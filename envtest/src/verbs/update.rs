@@ -126,6 +126,11 @@ pub(crate) fn patch(
                     "the patched object is not a JSON object",
                 ));
             }
+            // As upstream's patcher: a patched object that does not decode is 422 on `patch`.
+            meta::check_types(&new).map_err(|e| {
+                let cause = FieldCause::invalid("patch", &json!(new.to_string()), &e);
+                ApiError::invalid("", "", "", &[cause])
+            })?;
             if mode != super::fields::Mode::Ignore {
                 super::fields::check(&served_rt, &new, req)?;
             }
@@ -135,25 +140,60 @@ pub(crate) fn patch(
     Ok(super::respond(200, &out, &r.rt, req))
 }
 
+/// Upstream's `JSONPatchMaxCopyBytes`: how much JSON `copy` operations may add to a document.
+pub(crate) const JSON_PATCH_MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
+
 /// RFC 6902 with upstream's compatibility rule: `test` of a missing path against `null` passes.
+/// `copy` operations may add at most [`JSON_PATCH_MAX_COPY_BYTES`] in all (the size of each
+/// copied value as JSON), so a short patch cannot double a document into gigabytes.
 pub(crate) fn json_patch_apply(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
     let mut doc = cur.clone();
+    let mut copied = 0usize;
+    let rejected = |e: &dyn std::fmt::Display| {
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("the server rejected our request due to an error in our request: {e}"),
+        )
+    };
     for op in &p.0 {
-        if let json_patch::PatchOperation::Test(t) = op
-            && t.value.is_null()
-            && doc.pointer(t.path.as_str()).is_none()
-        {
-            continue;
+        match op {
+            json_patch::PatchOperation::Test(t)
+                if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() =>
+            {
+                continue;
+            }
+            json_patch::PatchOperation::Copy(c) => {
+                copied += doc.pointer(c.from.as_str()).map_or(0, json_size);
+                if copied > JSON_PATCH_MAX_COPY_BYTES {
+                    return Err(rejected(&format!(
+                        "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
+                    )));
+                }
+            }
+            _ => {}
         }
-        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| {
-            ApiError::new(
-                422,
-                "Invalid",
-                format!("the server rejected our request due to an error in our request: {e}"),
-            )
-        })?;
+        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| rejected(&e))?;
     }
     Ok(doc)
+}
+
+/// The length of `v` written as compact JSON, without building the text.
+fn json_size(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing a Value to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
 }
 
 /// The shared update path. `make` builds the new object from the stored one. `put` marks a PUT

@@ -160,6 +160,24 @@ pub fn widget(name: &str, spec: serde_json::Value) -> kube::core::DynamicObject 
     kube::core::DynamicObject::new(name, &widget_ar()).data(serde_json::json!({ "spec": spec }))
 }
 
+/// An environment with the Widget CRD (status subresource) and Widget `w` (`size: 1`) in
+/// `default`, and the Widget API of `default`.
+pub async fn env_with_widget() -> (Environment, kube::Api<kube::core::DynamicObject>) {
+    let env = Environment::builder()
+        .crd(widget_crd(true))
+        .start()
+        .await
+        .expect("start envtest");
+    let api = kube::Api::namespaced_with(env.client(), "default", &widget_ar());
+    api.create(
+        &Default::default(),
+        &widget("w", serde_json::json!({"size": 1})),
+    )
+    .await
+    .expect("create w");
+    (env, api)
+}
+
 /// A raw watch (or any streaming GET): the response head, then one JSON value per line.
 pub struct RawStream {
     pub status: u16,
@@ -257,4 +275,60 @@ where
         .metadata
         .resource_version
         .unwrap()
+}
+
+/// What a refused request must leave alone: every object of some collections (resourceVersion
+/// included) and the global resourceVersion (one counter for all resources, so no write to any
+/// resource happened if it did not move).
+pub struct Untouched {
+    lists: Vec<(String, serde_json::Value)>,
+    rv: String,
+}
+
+impl Untouched {
+    /// Lists each collection path now (e.g. `/api/v1/configmaps`).
+    pub async fn take(env: &Environment, paths: &[&str]) -> Untouched {
+        let mut lists = Vec::new();
+        for p in paths {
+            let (code, list) = raw(env, "GET", p, None, "application/json").await;
+            assert_eq!(code, 200, "list {p}: {list}");
+            lists.push((p.to_string(), list));
+        }
+        let rv = lists
+            .first()
+            .and_then(|(_, l)| l["metadata"]["resourceVersion"].as_str())
+            .unwrap_or("")
+            .to_string();
+        Untouched { lists, rv }
+    }
+
+    /// Asserts that every collection lists exactly as before.
+    pub async fn check(&self, env: &Environment, what: &str) {
+        for (p, before) in &self.lists {
+            let (code, now) = raw(env, "GET", p, None, "application/json").await;
+            assert_eq!(code, 200, "{what}: list {p}");
+            assert_eq!(&now, before, "{what}: {p} changed");
+        }
+    }
+
+    /// Asserts that no watch event happened since: a watch of every ConfigMap from the first
+    /// resourceVersion taken sees the sentinel ConfigMap created now as its first event.
+    pub async fn check_no_events(&self, env: &Environment, sentinel: &str) {
+        let path = format!(
+            "/api/v1/configmaps?watch=true&resourceVersion={}&timeoutSeconds=10",
+            self.rv
+        );
+        let mut w = RawStream::open(env, &path, &[]).await;
+        assert_eq!(w.status, 200);
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(env.client(), "default");
+        api.create(&Default::default(), &cm(sentinel, &[]))
+            .await
+            .expect("the server still serves writes");
+        let ev = w.next_within(10).await.expect("an event");
+        assert_eq!(ev["type"], "ADDED", "first event since: {ev}");
+        assert_eq!(
+            ev["object"]["metadata"]["name"], sentinel,
+            "first event: {ev}"
+        );
+    }
 }

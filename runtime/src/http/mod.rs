@@ -6,7 +6,9 @@
 //! manager (`crate::manager`) runs each server as a runnable in its HTTP-servers
 //! group. Limits follow controller-runtime's servers: headers must arrive within
 //! 32 s and fit in 1 MiB (else `431`), bodies are capped, bad paths get `404`, and a
-//! garbage request never takes the server down.
+//! garbage request never takes the server down. The transport limits — system-maximum
+//! listen backlog, accept back-off when out of file descriptors, TCP keepalive, the
+//! head/idle timeout — are `ctrl_net`'s, shared with the webhook server and ctrl-envtest.
 
 mod handler;
 mod router;

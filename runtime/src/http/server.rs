@@ -19,9 +19,8 @@ use futures::FutureExt;
 use http::StatusCode;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -30,9 +29,9 @@ use tokio_util::task::TaskTracker;
 use super::handler::{Response, text};
 use super::router::Router;
 
-/// How long a client has to send a request head (Go's `ReadHeaderTimeout` in
-/// controller-runtime's servers).
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// How long a client has to send a request head, and how long a kept-alive connection may
+/// sit idle (Go's `ReadHeaderTimeout` in controller-runtime's servers; `ctrl_net`'s).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = ctrl_net::DEFAULT_HEADER_READ_TIMEOUT;
 
 /// The largest request head accepted (Go's `MaxHeaderBytes`: 1 MiB).
 pub const DEFAULT_MAX_HEADER_BYTES: usize = 1 << 20;
@@ -69,7 +68,8 @@ impl Default for ServerOptions {
 }
 
 /// Binds a listener on `addr`: `host:port`, `[v6]:port`, or Go's `:port` for every
-/// interface (IPv4). Port 0 picks a free port; read it back with `local_addr`.
+/// interface (IPv4). Port 0 picks a free port; read it back with `local_addr`. The listen
+/// backlog is the system maximum (`ctrl_net::listen`).
 pub fn bind(addr: &str) -> io::Result<StdListener> {
     let target = match addr.strip_prefix(':') {
         Some(port) => format!("0.0.0.0:{port}"),
@@ -77,11 +77,8 @@ pub fn bind(addr: &str) -> io::Result<StdListener> {
     };
     let mut last = None;
     for sa in target.to_socket_addrs()? {
-        match StdListener::bind(sa) {
-            Ok(l) => {
-                l.set_nonblocking(true)?;
-                return Ok(l);
-            }
+        match ctrl_net::listen(sa) {
+            Ok(l) => return Ok(l),
             Err(e) => last = Some(e),
         }
     }
@@ -158,36 +155,22 @@ impl Server {
         tracing::info!(kind = %self.kind, addr = %self.addr, "Starting server");
         let conns = TaskTracker::new();
         let shutdown = CancellationToken::new();
-        let mut backoff = Duration::from_millis(5);
+        // Back-off when out of file descriptors, TCP keepalive: `ctrl_net`, as every server.
+        let mut acceptor = ctrl_net::Acceptor::new(listener, "http");
         loop {
-            let accepted = tokio::select! {
+            let (stream, _peer) = tokio::select! {
                 _ = ctx.cancelled() => break,
-                a = listener.accept() => a,
+                a = acceptor.accept() => a,
             };
-            match accepted {
-                Ok((stream, _peer)) => {
-                    backoff = Duration::from_millis(5);
-                    let _ = stream.set_nodelay(true);
-                    conns.spawn(serve_conn(
-                        stream,
-                        self.router.clone(),
-                        self.opts.clone(),
-                        shutdown.clone(),
-                    ));
-                }
-                Err(error) => {
-                    // Out of file descriptors and the like: wait and retry, as Go does.
-                    tracing::warn!(kind = %self.kind, %error, "accept failed; retrying");
-                    tokio::select! {
-                        _ = ctx.cancelled() => break,
-                        _ = tokio::time::sleep(backoff) => {}
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
-            }
+            conns.spawn(serve_conn(
+                stream,
+                self.router.clone(),
+                self.opts.clone(),
+                shutdown.clone(),
+            ));
         }
         tracing::info!(kind = %self.kind, addr = %self.addr, "shutting down server");
-        drop(listener);
+        drop(acceptor);
         shutdown.cancel();
         conns.close();
         match self.opts.shutdown_timeout {
@@ -214,10 +197,8 @@ async fn serve_conn(
         async move { Ok::<_, Infallible>(respond(&router, req, max_body).await) }
     });
     let max_header = opts.max_header_bytes.max(8192);
-    let mut builder = http1::Builder::new();
+    let mut builder = ctrl_net::http1(opts.header_read_timeout);
     builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(opts.header_read_timeout)
         .max_header_size(max_header)
         .max_buf_size(max_header + 64 * 1024);
     let conn = builder.serve_connection(TokioIo::new(stream), svc);

@@ -289,33 +289,23 @@ impl Server {
         tokio::spawn(async move { w.watch(wctx).await });
         let conns = TaskTracker::new();
         let shutdown = CancellationToken::new();
+        // Back-off when out of file descriptors, TCP keepalive: `ctrl_net`, as every server.
+        let mut incoming = ctrl_net::Acceptor::new(listener, "webhook");
         loop {
-            let accepted = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 _ = ctx.cancelled() => break,
-                a = listener.accept() => a,
+                a = incoming.accept() => a,
             };
-            match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    conns.spawn(serve_conn(
-                        stream,
-                        peer,
-                        acceptor.clone(),
-                        self.inner.clone(),
-                        shutdown.clone(),
-                    ));
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "webhook accept failed; retrying");
-                    tokio::select! {
-                        _ = ctx.cancelled() => break,
-                        _ = tokio::time::sleep(Duration::from_millis(50)) => {}
-                    }
-                }
-            }
+            conns.spawn(serve_conn(
+                stream,
+                peer,
+                acceptor.clone(),
+                self.inner.clone(),
+                shutdown.clone(),
+            ));
         }
         tracing::info!(addr = ?addr, "Shutting down webhook server");
-        drop(listener);
+        drop(incoming);
         watcher_ctx.cancel();
         shutdown.cancel();
         conns.close();
@@ -369,7 +359,7 @@ async fn serve_conn(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(32));
+        .header_read_timeout(ctrl_net::DEFAULT_HEADER_READ_TIMEOUT);
     let conn = builder.serve_connection(TokioIo::new(tls), svc);
     tokio::pin!(conn);
     let res = tokio::select! {
