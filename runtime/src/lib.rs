@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod certwatcher;
 pub mod client;
+pub mod config;
 pub mod controller;
 pub mod controllerutil;
 pub mod event;

@@ -178,7 +178,7 @@ async fn scripted_run(steps: &[Step], use_priority_queue: bool, calls: usize) ->
     let r = Scripted::new(steps);
     let opts = Options {
         rate_limiter: limiter(),
-        use_priority_queue,
+        use_priority_queue: Some(use_priority_queue),
         ..Options::default()
     };
     let Running { tx, ctx, h, .. } = launch(unique("scripted"), r.clone(), opts).await;
@@ -289,7 +289,7 @@ async fn unrecovered_panics_propagate_out_of_start() {
     let r = Scripted::new(&[Step::Panic]);
     let name = unique("no-recover");
     let opts = Options {
-        recover_panic: false,
+        recover_panic: Some(false),
         ..Options::default()
     };
     let Running { tx, h, .. } = launch(name.clone(), r.clone(), opts).await;
@@ -335,7 +335,7 @@ async fn shutdown_waits_for_in_flight_reconciles_and_starts_none_after() {
         let r = Gate::default();
         *r.release.lock() = Some(gate);
         let opts = Options {
-            use_priority_queue: pq,
+            use_priority_queue: Some(pq),
             ..Options::default()
         };
         let Running { tx, ctx, h, .. } = launch(unique("shutdown"), r.clone(), opts).await;
@@ -508,7 +508,7 @@ async fn start_twice_and_name_rules() {
     let dup = Controller::new(name.clone(), Scripted::default(), Options::default());
     assert!(matches!(dup, Err(ControllerError::DuplicateName(n)) if n == name));
     let skip = Options {
-        skip_name_validation: true,
+        skip_name_validation: Some(true),
         ..Options::default()
     };
     assert!(Controller::new(name, Scripted::default(), skip).is_ok());

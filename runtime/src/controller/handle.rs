@@ -152,7 +152,7 @@ impl Inner {
             Err(payload) => {
                 self.metrics.panics.inc();
                 let msg = panic_message(&payload).to_string();
-                if self.opts.recover_panic {
+                if self.opts.recovers_panic() {
                     tracing::error!(panic = %msg, "Observed a panic in reconciler");
                     Ok(Err(Error::new(format!("panic: {msg} [recovered]"))))
                 } else {

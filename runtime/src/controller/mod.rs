@@ -63,7 +63,7 @@ impl Controller {
         if name.is_empty() {
             return Err(Error::EmptyName);
         }
-        if !opts.skip_name_validation {
+        if !opts.skips_name_validation() {
             options::claim_name(&name)?;
         }
         let opts = opts.normalized();
@@ -90,7 +90,7 @@ impl Controller {
 
     /// Whether the controller runs only on the elected leader.
     pub fn need_leader_election(&self) -> bool {
-        self.inner.opts.need_leader_election
+        self.inner.opts.needs_leader_election()
     }
 
     /// The controller's queue, once started.

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cache;
+use crate::config;
 use crate::http::ServerOptions;
 use crate::leaderelection::{DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD};
 use crate::metrics::server::DEFAULT_BIND_ADDRESS;
@@ -74,6 +75,10 @@ pub struct Options {
     /// `<tmp>/k8s-webhook-server/serving-certs`). See
     /// [`Manager::get_webhook_server`](super::Manager::get_webhook_server).
     pub webhook_server: Option<webhook::Server>,
+    /// Defaults for every controller built against this manager (Go's
+    /// `Options.Controller`): a controller's own options win, then these, then
+    /// controller-runtime's defaults. See [`config::Controller`].
+    pub controller: config::Controller,
 }
 
 impl Default for Options {
@@ -95,6 +100,7 @@ impl Default for Options {
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
             webhook_server: None,
+            controller: config::Controller::default(),
         }
     }
 }
