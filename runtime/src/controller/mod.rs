@@ -192,12 +192,29 @@ async fn worker(inner: Arc<Inner>, queue: Arc<dyn Queue<Request>>, ctx: Cancella
             queue.done(&req);
             break;
         }
-        inner.metrics.active.inc();
+        let active = Active::new(&inner.metrics.active);
         let panic = inner.reconcile_handler(&ctx, &*queue, &req, priority).await;
-        inner.metrics.active.dec();
+        drop(active);
         queue.done(&req);
         if let Some(payload) = panic {
             std::panic::resume_unwind(payload);
         }
+    }
+}
+
+/// Counts one worker in `controller_runtime_active_workers` while alive, so a worker
+/// aborted mid-reconcile (at the end of the manager's grace period) is uncounted too.
+struct Active(prometheus::IntGauge);
+
+impl Active {
+    fn new(gauge: &prometheus::IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }

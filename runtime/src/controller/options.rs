@@ -34,9 +34,11 @@ pub struct Options {
     /// Turn a panicking reconcile into an error (and a retry); when false the panic
     /// propagates out of `Controller::start`. Unset means the manager's, else true.
     pub recover_panic: Option<bool>,
-    /// Cancel a reconcile's context after this long (it must observe the context).
-    /// Counted in `controller_runtime_reconcile_timeouts_total`. Unset means the
-    /// manager's, else none.
+    /// Drop a reconcile that runs longer than this: its token is cancelled and its
+    /// future (with the API calls it awaits) dropped, as a Go context deadline aborts
+    /// them; the request is retried with backoff as after an error. Counted in
+    /// `controller_runtime_reconcile_timeouts_total`. Unset means the manager's, else
+    /// none.
     pub reconciliation_timeout: Option<Duration>,
     /// The queue's rate limiter; default `default_controller_rate_limiter()`
     /// (5 ms .. 1000 s per item, 10 qps / burst 100 overall).

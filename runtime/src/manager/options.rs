@@ -44,7 +44,9 @@ pub struct Options {
     /// Limits and timeouts of the metrics and probe servers (Go's `httpserver.New`).
     pub server: ServerOptions,
     /// How long stopping waits for runnables to return, in stop order, before
-    /// `start` returns an error naming those still running. Default 30 s;
+    /// `start` aborts those still running (drops their futures: a controller's
+    /// reconciles in flight end at their current `.await`) and returns an error naming
+    /// them. Default 30 s;
     /// [`Duration::ZERO`] does not wait (and reports nothing); [`Duration::MAX`]
     /// waits forever.
     pub graceful_shutdown_timeout: Duration,

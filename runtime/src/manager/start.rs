@@ -23,8 +23,8 @@ impl Manager {
     /// leader-election runnables, after which [`Manager::elected`] resolves. Stop
     /// order: others, leader-election runnables, caches, webhooks, HTTP servers,
     /// each group cancelled and awaited in turn within
-    /// `graceful_shutdown_timeout`; runnables still running then are named in the
-    /// error. Calling `start` twice is an error.
+    /// `graceful_shutdown_timeout`; runnables still running then are aborted (their
+    /// futures dropped) and named in the error. Calling `start` twice is an error.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         let inner = &self.inner;
         let mut errors = {
