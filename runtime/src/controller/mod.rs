@@ -117,11 +117,59 @@ impl Controller {
             .map_err(|error| Error::SourceStart { source_name, error })
     }
 
+    /// Starts the sources before leader election (Go's `Controller.Warmup`), when
+    /// `enable_warmup` is on; does nothing otherwise or if they already started.
+    /// Builds the queue and starts every source under `ctx`, each bounded by
+    /// `cache_sync_timeout`, and returns once they synced; events then fill the
+    /// queue, and [`Controller::start`] (on the elected leader) only adds workers.
+    /// The manager calls this in its Warmup group, on every replica.
+    pub async fn warmup(&self, ctx: CancellationToken) -> Result<(), Error> {
+        if !self.inner.opts.warms_up() {
+            return Ok(());
+        }
+        let mut st = self.inner.state.lock().await;
+        if st.queue.is_some() {
+            return Ok(());
+        }
+        tracing::info!(controller = %self.inner.name, "Warming up: starting event sources before leader election");
+        let queue = self.start_sources(&mut st, &ctx).await?;
+        shut_down_with(&ctx, queue);
+        Ok(())
+    }
+
+    /// Builds the queue and starts the stored sources under `ctx`, unless done
+    /// already (by a warmup); returns the queue.
+    async fn start_sources(
+        &self,
+        st: &mut State,
+        ctx: &CancellationToken,
+    ) -> Result<Arc<dyn Queue<Request>>, Error> {
+        let inner = &self.inner;
+        if let Some(queue) = &st.queue {
+            return Ok(queue.clone());
+        }
+        let queue = queue::new_queue(&inner.name, &inner.opts);
+        st.ctx = Some(ctx.clone());
+        st.queue = Some(queue.clone());
+        let watches = std::mem::take(&mut st.watches);
+        let started = futures::future::join_all(
+            watches
+                .into_iter()
+                .map(|src| start::start_source(inner, src, ctx, &queue)),
+        )
+        .await;
+        st.sources_started = true;
+        match started.into_iter().find_map(Result::err) {
+            Some(err) => Err(err),
+            None => Ok(queue),
+        }
+    }
+
     /// Runs the controller until `ctx` is cancelled: builds the queue, starts every
-    /// source (in parallel, each bounded by `cache_sync_timeout`), then runs the
-    /// workers. On cancel it shuts the queue down, starts no new reconcile and waits for
-    /// those in flight. With `recover_panic = false` a reconciler's panic propagates
-    /// out of this call.
+    /// source (in parallel, each bounded by `cache_sync_timeout`) unless a
+    /// [`warmup`](Controller::warmup) did, then runs the workers. On cancel it shuts
+    /// the queue down, starts no new reconcile and waits for those in flight. With
+    /// `recover_panic = false` a reconciler's panic propagates out of this call.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         let inner = &self.inner;
         let mut st = inner.state.lock().await;
@@ -130,27 +178,8 @@ impl Controller {
         }
         st.started = true;
         inner.metrics.init(inner.opts.max_concurrent_reconciles);
-        let queue = queue::new_queue(&inner.name, &inner.opts);
-        st.ctx = Some(ctx.clone());
-        st.queue = Some(queue.clone());
-        {
-            let (ctx, queue) = (ctx.clone(), queue.clone());
-            tokio::spawn(async move {
-                ctx.cancelled().await;
-                queue.shut_down();
-            });
-        }
-        let watches = std::mem::take(&mut st.watches);
-        let started = futures::future::join_all(
-            watches
-                .into_iter()
-                .map(|src| start::start_source(inner, src, &ctx, &queue)),
-        )
-        .await;
-        st.sources_started = true;
-        if let Some(err) = started.into_iter().find_map(Result::err) {
-            return Err(err);
-        }
+        let queue = self.start_sources(&mut st, &ctx).await?;
+        shut_down_with(&ctx, queue.clone());
         let n = inner.opts.max_concurrent_reconciles;
         tracing::info!(controller = %inner.name, "Starting Controller");
         tracing::info!(controller = %inner.name, worker_count = n, "Starting workers");
@@ -173,6 +202,15 @@ impl Controller {
         tracing::info!(controller = %inner.name, "All workers finished");
         Ok(())
     }
+}
+
+/// Shuts `queue` down once `ctx` is cancelled (the start's, or the warmup's).
+fn shut_down_with(ctx: &CancellationToken, queue: Arc<dyn Queue<Request>>) {
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        ctx.cancelled().await;
+        queue.shut_down();
+    });
 }
 
 /// Re-raises a worker's panic (only unrecovered reconciler panics end a worker early).

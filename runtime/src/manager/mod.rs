@@ -5,8 +5,8 @@
 //! A [`Manager`] is built from a `kube::Client` and [`Options`]; it makes the shared
 //! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metrics::server`) and
 //! health probes (`crate::healthz`) on listeners bound in [`Manager::new`].
-//! Everything it runs is a [`Runnable`] in one of five [`Group`]s — HTTP servers,
-//! webhooks, caches, others, leader-election — started in that order (`start`) and
+//! Everything it runs is a [`Runnable`] in one of six [`Group`]s — HTTP servers,
+//! webhooks, caches, others, warmup, leader-election — started in that order (`start`) and
 //! stopped in reverse dependency order within the grace period. Controllers
 //! (`crate::controller`) are runnables; the builder adds them for you. The webhook
 //! server (`crate::webhook`) is [`Options::webhook_server`], handed out by
@@ -81,7 +81,7 @@ struct Inner {
     cache: Cache,
     client: Client,
     opts: Options,
-    groups: [Arc<RunnableGroup>; 5],
+    groups: [Arc<RunnableGroup>; 6],
     errors_rx: Mutex<Option<mpsc::UnboundedReceiver<Error>>>,
     elected: CancellationToken,
     leader: leader::Leader,
@@ -180,9 +180,16 @@ impl Manager {
     }
 
     /// Adds a runnable to its [`Group`]. Before `start` it waits for its group to
-    /// start; after, it starts at once. Fails once the manager is stopping.
+    /// start; after, it starts at once. Fails once the manager is stopping. A
+    /// runnable that [needs warmup](Runnable::need_warmup) also has its
+    /// [`warmup`](Runnable::warmup) added to [`Group::Warmup`].
     pub fn add(&self, runnable: impl Runnable) -> Result<(), Error> {
         let r: Arc<dyn Runnable> = Arc::new(runnable);
+        if r.need_warmup() {
+            self.inner
+                .group(Group::Warmup)
+                .add(Arc::new(adapters::Warmup(r.clone())))?;
+        }
         let g = r.group();
         tracing::debug!(runnable = %r.name(), group = g.as_str(), "Adding runnable");
         self.inner.group(g).add(r)

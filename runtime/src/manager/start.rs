@@ -19,9 +19,10 @@ impl Manager {
     /// returns [`Error::LeaderElectionLost`].
     ///
     /// Start order: HTTP servers (metrics, probes), webhooks, caches (waiting for
-    /// them to sync), runnables without leader election, then — once elected — the
-    /// leader-election runnables, after which [`Manager::elected`] resolves. Stop
-    /// order: others, leader-election runnables, caches, webhooks, HTTP servers,
+    /// them to sync), runnables without leader election, warmups (on every
+    /// replica), then — once elected — the leader-election runnables, after which
+    /// [`Manager::elected`] resolves. Stop order: others, leader-election
+    /// runnables, warmups, caches, webhooks, HTTP servers,
     /// each group cancelled and awaited in turn within
     /// `graceful_shutdown_timeout`; runnables still running then are aborted (their
     /// futures dropped) and named in the error. Calling `start` twice is an error.
@@ -42,6 +43,7 @@ impl Manager {
                 Group::Webhooks,
                 Group::Caches,
                 Group::Others,
+                Group::Warmup,
             ] {
                 inner.group(g).start().await?;
             }
