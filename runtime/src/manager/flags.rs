@@ -89,9 +89,10 @@ impl Args {
         load_config(self.kubeconfig.as_deref()).await
     }
 
-    /// A client from [`Args::config`].
+    /// A client from [`Args::config`], its requests counted in
+    /// `rest_client_requests_total` ([`crate::metrics::client`]).
     pub async fn client(&self) -> Result<kube::Client, ConfigError> {
-        kube::Client::try_from(self.config().await?).map_err(ConfigError::Client)
+        crate::metrics::client::new_client(self.config().await?, false).map_err(ConfigError::Client)
     }
 }
 

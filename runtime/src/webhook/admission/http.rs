@@ -76,7 +76,8 @@ impl Webhook {
     }
 }
 
-fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+/// A panic payload's message (`&str` or `String`), for logs and `[recovered]` errors.
+pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -14,6 +14,7 @@
 
 mod defaulter;
 mod http;
+pub(crate) use http::panic_message;
 mod review;
 mod validator;
 
