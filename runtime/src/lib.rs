@@ -18,6 +18,7 @@ pub mod http;
 pub mod leaderelection;
 pub mod manager;
 pub mod metrics;
+pub mod pprof;
 pub mod predicate;
 pub mod reconcile;
 pub mod recorder;

@@ -37,6 +37,10 @@ pub struct Options {
     /// Where `/healthz` and `/readyz` are served; empty or `"0"` (the default)
     /// disables the health probe server.
     pub health_probe_bind_address: String,
+    /// Where the profiling endpoints (`/debug/pprof/`, see [`crate::pprof`]) are
+    /// served (Go's `PprofBindAddress`, the `--pprof-bind-address` flag); empty or
+    /// `"0"` (the default) disables them.
+    pub pprof_bind_address: String,
     /// The readiness endpoint; default `/readyz`.
     pub readiness_endpoint_name: String,
     /// The liveness endpoint; default `/healthz`.
@@ -89,6 +93,7 @@ impl Default for Options {
             cache: cache::Options::default(),
             metrics_bind_address: DEFAULT_BIND_ADDRESS.to_string(),
             health_probe_bind_address: String::new(),
+            pprof_bind_address: String::new(),
             readiness_endpoint_name: DEFAULT_READINESS_ENDPOINT.to_string(),
             liveness_endpoint_name: DEFAULT_LIVENESS_ENDPOINT.to_string(),
             server: ServerOptions::default(),
@@ -113,6 +118,14 @@ impl Options {
         match self.metrics_bind_address.as_str() {
             "0" => None,
             "" => Some(DEFAULT_BIND_ADDRESS),
+            a => Some(a),
+        }
+    }
+
+    /// The pprof address to bind, or `None` when disabled.
+    pub(super) fn pprof_addr(&self) -> Option<&str> {
+        match self.pprof_bind_address.as_str() {
+            "" | "0" => None,
             a => Some(a),
         }
     }

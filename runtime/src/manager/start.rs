@@ -83,15 +83,17 @@ impl Manager {
         Error::join(result, stopped)
     }
 
-    /// Adds the cache and the metrics and health probe servers (Go adds them in `Start`).
+    /// Adds the cache and the metrics, health probe and pprof servers (Go adds them
+    /// in `Start`).
     fn add_internal_runnables(&self) -> Result<(), Error> {
         let inner = &self.inner;
         self.add(inner.cache.clone())?;
-        let (metrics, probe, extra, healthz, readyz) = {
+        let (metrics, probe, pprof, extra, healthz, readyz) = {
             let mut st = inner.state.lock();
             (
                 st.metrics_listener.take(),
                 st.probe_listener.take(),
+                st.pprof_listener.take(),
                 st.metrics_extra.clone(),
                 st.healthz.clone(),
                 st.readyz.clone(),
@@ -109,6 +111,9 @@ impl Manager {
                 router.mount(&inner.opts.liveness_endpoint_name, healthz);
             }
             self.add_server("health probe", l, router)?;
+        }
+        if let Some(l) = pprof {
+            self.add_server("pprof", l, crate::pprof::router())?;
         }
         Ok(())
     }

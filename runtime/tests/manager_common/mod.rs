@@ -81,6 +81,26 @@ pub async fn try_get(
     addr: SocketAddr,
     path: &str,
 ) -> Result<Reply, Box<dyn std::error::Error + Send + Sync>> {
+    let (status, headers, body) = get_bytes(addr, path).await?;
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    Ok(Reply {
+        status,
+        content_type: header(http::header::CONTENT_TYPE).unwrap_or_default(),
+        location: header(http::header::LOCATION),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// A GET whose body is kept as bytes (for binary answers).
+pub async fn get_bytes(
+    addr: SocketAddr,
+    path: &str,
+) -> Result<(u16, http::HeaderMap, Bytes), Box<dyn std::error::Error + Send + Sync>> {
     let stream = TcpStream::connect(addr).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
@@ -88,22 +108,10 @@ pub async fn try_get(
         .header(http::header::HOST, addr.to_string())
         .body(Empty::<Bytes>::new())?;
     let resp = sender.send_request(req).await?;
-    let header = |name| {
-        resp.headers()
-            .get(name)
-            .and_then(|v: &http::HeaderValue| v.to_str().ok())
-            .map(str::to_string)
-    };
     let status = resp.status().as_u16();
-    let content_type = header(http::header::CONTENT_TYPE).unwrap_or_default();
-    let location = header(http::header::LOCATION);
+    let headers = resp.headers().clone();
     let body = resp.into_body().collect().await?.to_bytes();
-    Ok(Reply {
-        status,
-        content_type,
-        location,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    })
+    Ok((status, headers, body))
 }
 
 /// Writes raw bytes on a fresh connection and reads until the server closes it or
