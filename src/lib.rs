@@ -5,8 +5,8 @@
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client};
 pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
-pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{config, pprof};
+pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, manager};
 
 /// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,

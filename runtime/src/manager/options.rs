@@ -6,7 +6,9 @@ use std::time::Duration;
 use crate::cache;
 use crate::config;
 use crate::http::ServerOptions;
-use crate::leaderelection::{DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD};
+use crate::leaderelection::{
+    self, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
+};
 use crate::metrics::server::DEFAULT_BIND_ADDRESS;
 use crate::webhook;
 
@@ -69,6 +71,16 @@ pub struct Options {
     /// gracefully, so a standby takes over at once instead of after the lease
     /// duration. Only safe if nothing the leader guards outlives `start`. Default false.
     pub leader_election_release_on_cancel: bool,
+    /// The lock to elect on instead of the Lease `leader_election_id` (Go's
+    /// `LeaderElectionResourceLockInterface`): a [`leaderelection::Lock`] of your
+    /// own, wrapped in a [`leaderelection::ResourceLock`]. Its identity is the
+    /// manager's; `leader_election_id`, `_namespace`, `_labels` and
+    /// `leader_election_config` are then not used. Default none.
+    pub leader_election_resource_lock: Option<leaderelection::ResourceLock>,
+    /// The client configuration for the Lease (Go's `LeaderElectionConfig`), when it
+    /// must live elsewhere or be reached with other credentials than the rest of the
+    /// manager; `None` uses the manager's client.
+    pub leader_election_config: Option<kube::Config>,
     /// How long standbys wait after the last observed renewal before taking over.
     /// Default 15 s.
     pub lease_duration: Duration,
@@ -103,6 +115,8 @@ impl Default for Options {
             leader_election_namespace: None,
             leader_election_labels: BTreeMap::new(),
             leader_election_release_on_cancel: false,
+            leader_election_resource_lock: None,
+            leader_election_config: None,
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
