@@ -118,15 +118,15 @@ fn bad(msg: impl Into<String>) -> h::Response {
     )
 }
 
-/// Checks method, size and content type; the decoded review or the answer to send.
-fn decode(req: &h::Request) -> Result<TokenReview, h::Response> {
+/// Checks method, size and content type; the decoded review or why it is refused.
+fn decode(req: &h::Request) -> Result<TokenReview, String> {
     if req.method() != http::Method::POST {
-        return Err(bad("only POST is allowed"));
+        return Err("only POST is allowed".into());
     }
     if req.body().len() > MAX_REQUEST_BYTES {
-        return Err(bad(format!(
+        return Err(format!(
             "request entity is too large; limit is {MAX_REQUEST_BYTES} bytes"
-        )));
+        ));
     }
     let ct = req
         .headers()
@@ -134,12 +134,12 @@ fn decode(req: &h::Request) -> Result<TokenReview, h::Response> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     if ct.split(';').next().map(str::trim) != Some("application/json") {
-        return Err(bad(format!("contentType={ct}, expected application/json")));
+        return Err(format!("contentType={ct}, expected application/json"));
     }
     let review: TokenReview = serde_json::from_slice(req.body())
-        .map_err(|e| bad(format!("couldn't decode the TokenReview: {e}")))?;
+        .map_err(|e| format!("couldn't decode the TokenReview: {e}"))?;
     if review.spec.token.as_deref().unwrap_or("").is_empty() {
-        return Err(bad("token is empty"));
+        return Err("token is empty".into());
     }
     Ok(review)
 }
@@ -149,7 +149,7 @@ impl h::Handler for TokenReviewWebhook {
     async fn call(&self, req: h::Request) -> h::Response {
         let review = match decode(&req) {
             Ok(r) => r,
-            Err(resp) => return resp,
+            Err(msg) => return bad(msg),
         };
         let status = self.decide(&review).await;
         tracing::debug!(authenticated = ?status.authenticated, "token review decided");
