@@ -4,15 +4,14 @@
 //! The envtest request log shows the list requests.
 
 mod leaderelection_common;
+mod manager_common;
 
 use std::time::Duration;
 
 use ctrl_envtest::{Environment, RequestRecord};
-use ctrl_runtime::controller::{Controller, Options as ControllerOptions};
-use ctrl_runtime::handler::EnqueueRequestForObject;
+use ctrl_runtime::controller::Options as ControllerOptions;
 use ctrl_runtime::manager::{Group, Manager};
 use ctrl_runtime::reconcile::{self, Action, Request};
-use ctrl_runtime::source::Kind;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 use leaderelection_common::{Audit, Replica, env, le_options};
@@ -56,14 +55,7 @@ async fn standby(
         skip_name_validation: Some(true),
         ..Default::default()
     };
-    let c = Controller::new("warmup-configmaps", r, opts).expect("controller");
-    c.watch(Kind::<ConfigMap>::new(
-        &mgr.get_cache(),
-        EnqueueRequestForObject,
-    ))
-    .await
-    .expect("watch");
-    mgr.add(c).expect("add");
+    manager_common::add_configmap_controller(&mgr, "warmup-configmaps", r, opts).await;
     (mgr, rx)
 }
 

@@ -12,17 +12,15 @@ mod webhook_support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use ctrl_runtime::controller::{Controller, Options as ControllerOptions};
-use ctrl_runtime::handler::EnqueueRequestForObject;
+use ctrl_runtime::controller::Options as ControllerOptions;
 use ctrl_runtime::http::{handler_fn, text};
 use ctrl_runtime::manager::{Manager, Options};
 use ctrl_runtime::metrics::client::new_client;
 use ctrl_runtime::reconcile::{self, Action, Request};
-use ctrl_runtime::source::Kind;
 use http::StatusCode;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
-use manager_common::{elected, env, get, run};
+use manager_common::{add_configmap_controller, elected, env, get, run};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -206,14 +204,7 @@ async fn reconcile_once(env: &ctrl_envtest::Environment, mgr: &Manager) {
         let _ = tx.send(req);
         async { Ok(Action::done()) }
     });
-    let c = Controller::new("parity", r, ControllerOptions::default()).expect("controller");
-    c.watch(Kind::<ConfigMap>::new(
-        &mgr.get_cache(),
-        EnqueueRequestForObject,
-    ))
-    .await
-    .expect("watch");
-    mgr.add(c).expect("add");
+    add_configmap_controller(mgr, "parity", r, ControllerOptions::default()).await;
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
     let cm = ConfigMap {
         metadata: ObjectMeta {

@@ -17,7 +17,7 @@ use http::{HeaderValue, StatusCode, header};
 use http_body_util::Full;
 pub use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus, UserInfo};
 
-use super::admission::{MAX_REQUEST_BYTES, panic_message};
+use super::admission::{MAX_REQUEST_BYTES, not_json, panic_message};
 use super::metrics;
 use crate::http as h;
 
@@ -128,13 +128,8 @@ fn decode(req: &h::Request) -> Result<TokenReview, String> {
             "request entity is too large; limit is {MAX_REQUEST_BYTES} bytes"
         ));
     }
-    let ct = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if ct.split(';').next().map(str::trim) != Some("application/json") {
-        return Err(format!("contentType={ct}, expected application/json"));
+    if let Some(msg) = not_json(req) {
+        return Err(msg);
     }
     let review: TokenReview = serde_json::from_slice(req.body())
         .map_err(|e| format!("couldn't decode the TokenReview: {e}"))?;

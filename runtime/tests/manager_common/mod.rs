@@ -164,3 +164,23 @@ pub fn once() -> (
     let tx = std::sync::Mutex::new(Some(tx));
     (move || tx.lock().ok().and_then(|mut t| t.take()), rx)
 }
+
+/// Adds to `mgr` a controller `name` running `r` on ConfigMaps from its cache.
+pub async fn add_configmap_controller(
+    mgr: &Manager,
+    name: &str,
+    r: impl ctrl_runtime::reconcile::Reconciler,
+    opts: ctrl_runtime::controller::Options,
+) {
+    use ctrl_runtime::handler::EnqueueRequestForObject;
+    use ctrl_runtime::source::Kind;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let c = ctrl_runtime::controller::Controller::new(name, r, opts).expect("controller");
+    c.watch(Kind::<ConfigMap>::new(
+        &mgr.get_cache(),
+        EnqueueRequestForObject,
+    ))
+    .await
+    .expect("watch");
+    mgr.add(c).expect("add controller");
+}

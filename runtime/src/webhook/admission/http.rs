@@ -130,6 +130,18 @@ pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// Why `req` is not `application/json` (Go's webhooks accept nothing else), if it
+/// is not.
+pub(crate) fn not_json(req: &h::Request) -> Option<String> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    (ct.split(';').next().map(str::trim) != Some("application/json"))
+        .then(|| format!("contentType={ct}, expected application/json"))
+}
+
 fn reply(status: StatusCode, resp: Response) -> h::Response {
     let body = serde_json::to_vec(&AdmissionReview::answer(resp)).unwrap_or_default();
     let mut out = http::Response::new(Full::new(Bytes::from(body)));
@@ -163,16 +175,8 @@ impl h::Handler for Webhook {
                 format!("request entity is too large; limit is {MAX_REQUEST_BYTES} bytes"),
             );
         }
-        let ct = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if ct.split(';').next().map(str::trim) != Some("application/json") {
-            return bad(
-                StatusCode::BAD_REQUEST,
-                format!("contentType={ct}, expected application/json"),
-            );
+        if let Some(msg) = not_json(&req) {
+            return bad(StatusCode::BAD_REQUEST, msg);
         }
         let raw: serde_json::Value = match serde_json::from_slice(body) {
             Ok(v) => v,
