@@ -39,8 +39,9 @@ pub enum Error {
         /// The runnable's name.
         name: String,
     },
-    /// Runnables were still running when `graceful_shutdown_timeout` ran out (the
-    /// groups after the one that overran it are cancelled but not awaited).
+    /// Runnables were still running when `graceful_shutdown_timeout` ran out; they
+    /// were aborted, and so were the groups after the one that overran it, without
+    /// waiting.
     #[error(
         "failed waiting for all runnables to end within grace period of {timeout:?}: still running: {}",
         pending.join(", ")

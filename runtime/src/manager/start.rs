@@ -128,8 +128,9 @@ impl Manager {
 
 impl Inner {
     /// Stops the groups in order; each gets what is left of the grace period. Once
-    /// it has run out, the remaining groups are cancelled without waiting, and the
-    /// error names the runnables of the group that overran it.
+    /// it has run out, what still runs is aborted, the remaining groups are cancelled
+    /// and aborted without waiting, and the error names the runnables of the group
+    /// that overran it.
     async fn stop(&self, timeout: std::time::Duration) -> Result<(), Error> {
         let deadline = Instant::now().checked_add(timeout);
         let mut pending: Option<Vec<String>> = None;
