@@ -147,7 +147,7 @@ async fn run_ctrl(n: usize, rate: Option<u64>, workers: usize) -> Outcome {
     });
     let opts = Options {
         max_concurrent_reconciles: workers,
-        skip_name_validation: true,
+        skip_name_validation: Some(true),
         ..Options::default()
     };
     let c = Controller::new("bench", r, opts).expect("controller");

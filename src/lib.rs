@@ -5,6 +5,7 @@
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
 pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
+pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};
 

@@ -397,7 +397,10 @@ impl ControllerBuilder {
     }
 
     /// The controller's options (Go's `WithOptions`). Empty `group`/`kind` are filled
-    /// from the `For` type.
+    /// from the `For` type. Fields left unset take the manager's
+    /// [`Options::controller`](ctrl_runtime::manager::Options::controller): a
+    /// `max_concurrent_reconciles` of 0 first its `group_kind_concurrency` entry for
+    /// the `For` kind (`"Kind.group"`), then its `max_concurrent_reconciles`.
     pub fn with_options(mut self, options: controller::Options) -> Self {
         self.options = options;
         self
@@ -487,6 +490,7 @@ impl ControllerBuilder {
             log_constructor,
             ..
         } = self;
+        let config = &mgr.options().controller;
         if let Some(f) = &for_input {
             if options.group.is_empty() {
                 options.group = f.group.clone();
@@ -494,7 +498,13 @@ impl ControllerBuilder {
             if options.kind.is_empty() {
                 options.kind = f.kind.clone();
             }
+            if options.max_concurrent_reconciles == 0
+                && let Some(n) = config.concurrency_for(&f.group, &f.kind)
+            {
+                options.max_concurrent_reconciles = n;
+            }
         }
+        let options = options.default_from_config(config);
         let cache = mgr.get_cache();
         let mut inner = reconciler.into_reconciler(&cache);
         if let Some(ctor) = log_constructor {

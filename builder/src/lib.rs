@@ -45,4 +45,4 @@ pub use error::Error;
 pub use filter::{EventFilter, FilterEvent, ObjectView};
 pub use options::{ForOptions, OwnsOptions, WatchesOptions};
 pub use reconciler::{ByObject, ByRequest, IntoReconciler};
-pub use webhook::{WebhookBuilder, WebhookError};
+pub use webhook::{DefaulterOptions, WebhookBuilder, WebhookError};

@@ -28,7 +28,8 @@ use std::marker::PhantomData;
 
 use ctrl_runtime::manager::Manager;
 use ctrl_runtime::webhook::admission::{
-    CustomDefaulter, CustomValidator, DefaulterHandler, ValidatorHandler, Webhook,
+    ContextFn, CustomDefaulter, CustomValidator, DefaulterHandler, Extensions, ValidatorHandler,
+    Webhook,
 };
 use ctrl_runtime::webhook::conversion::{self, Convertible, Hub};
 use ctrl_runtime::webhook::{self as wh, Server};
@@ -70,8 +71,18 @@ pub struct WebhookBuilder<K = ()> {
     defaulter_path: Option<String>,
     validator_path: Option<String>,
     recover_panic: bool,
+    context_fn: Option<ContextFn>,
     conversions: Vec<ConvFn>,
     _k: PhantomData<fn() -> K>,
+}
+
+/// Options of [`WebhookBuilder::with_defaulter_options`] (Go's `DefaulterOption`s).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DefaulterOptions {
+    /// Keep `remove` operations in the patch, so fields the Rust type does not model
+    /// are removed from the object (Go's `DefaulterRemoveUnknownOrOmitableFields`).
+    /// Default false.
+    pub remove_unknown_or_omitable_fields: bool,
 }
 
 impl<K> std::fmt::Debug for WebhookBuilder<K> {
@@ -97,6 +108,7 @@ impl WebhookBuilder<()> {
             defaulter_path: None,
             validator_path: None,
             recover_panic: true,
+            context_fn: None,
             conversions: Vec::new(),
             _k: PhantomData,
         }
@@ -115,6 +127,7 @@ impl WebhookBuilder<()> {
             defaulter_path: None,
             validator_path: None,
             recover_panic: self.recover_panic,
+            context_fn: self.context_fn,
             conversions: Vec::new(),
             _k: PhantomData,
         }
@@ -131,6 +144,16 @@ impl<K> WebhookBuilder<K> {
     /// Whether handler panics become `500` denials (default true, as Go's `RecoverPanic`).
     pub fn recover_panic(mut self, recover: bool) -> Self {
         self.recover_panic = recover;
+        self
+    }
+
+    /// Runs `f` on each HTTP request to the defaulter and validator; their handlers
+    /// read what it returns with `admission::context::<T>()` (Go's `WithContextFunc`).
+    pub fn with_context_fn(
+        mut self,
+        f: impl Fn(&ctrl_runtime::http::Request) -> Extensions + Send + Sync + 'static,
+    ) -> Self {
+        self.context_fn = Some(std::sync::Arc::new(f));
         self
     }
 
@@ -152,8 +175,20 @@ where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     /// Defaults `K` objects on create and update (Go's `WithDefaulter`).
-    pub fn with_defaulter(mut self, d: impl CustomDefaulter<K>) -> Self {
-        self.defaulter = Some(Webhook::new(DefaulterHandler::<K, _>::new(d)));
+    pub fn with_defaulter(self, d: impl CustomDefaulter<K>) -> Self {
+        self.with_defaulter_options(d, DefaulterOptions::default())
+    }
+
+    /// [`with_defaulter`](Self::with_defaulter) with options (Go's
+    /// `WithDefaulter(d, opts...)`).
+    pub fn with_defaulter_options(
+        mut self,
+        d: impl CustomDefaulter<K>,
+        opts: DefaulterOptions,
+    ) -> Self {
+        let handler = DefaulterHandler::<K, _>::new(d)
+            .remove_unknown_or_omitable_fields(opts.remove_unknown_or_omitable_fields);
+        self.defaulter = Some(Webhook::new(handler));
         self
     }
 
@@ -196,11 +231,13 @@ where
             Some(s) => s,
             None => self.mgr.get_webhook_server(),
         };
+        let (recover, ctx) = (self.recover_panic, self.context_fn);
+        let finish = |w: Webhook| w.recover_panic(recover).with_context_fn_shared(ctx.clone());
         if let (Some(w), Some(p)) = (self.defaulter, dpath) {
-            server.register(&p, w.recover_panic(self.recover_panic))?;
+            server.register(&p, finish(w))?;
         }
         if let (Some(w), Some(p)) = (self.validator, vpath) {
-            server.register(&p, w.recover_panic(self.recover_panic))?;
+            server.register(&p, finish(w))?;
         }
         if !self.conversions.is_empty() {
             let conv = server.conversion()?;
@@ -379,5 +416,19 @@ mod manager_tests {
         ));
         let nothing = WebhookBuilder::new(&mgr).for_::<Pod>().complete();
         assert!(matches!(nothing, Err(WebhookError::NothingToRegister(_))));
+        // Options and a context function ride along to the registered webhooks.
+        WebhookBuilder::new(&mgr)
+            .for_::<Pod>()
+            .with_defaulter_options(
+                D,
+                DefaulterOptions {
+                    remove_unknown_or_omitable_fields: true,
+                },
+            )
+            .with_defaulter_custom_path("/mutate-with-options")
+            .with_context_fn(|_req| Extensions::new())
+            .complete()
+            .unwrap();
+        assert!(server.paths().contains(&"/mutate-with-options".to_string()));
     }
 }

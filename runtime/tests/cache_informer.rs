@@ -129,7 +129,7 @@ async fn two_controllers_and_a_client_share_one_watch() {
             }
         });
         let opts = ControllerOptions {
-            skip_name_validation: true,
+            skip_name_validation: Some(true),
             ..Default::default()
         };
         let c = Controller::new(format!("cm-{i}"), r, opts).expect("controller");

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 fn opts() -> ControllerOptions {
     ControllerOptions {
-        skip_name_validation: true,
+        skip_name_validation: Some(true),
         cache_sync_timeout: Duration::from_secs(30),
         ..Default::default()
     }

@@ -266,7 +266,7 @@ async fn an_informer_source_feeds_a_controller() {
         }
     });
     let opts = ControllerOptions {
-        skip_name_validation: true,
+        skip_name_validation: Some(true),
         ..Default::default()
     };
     let c = Controller::new("informer-source", r, opts).expect("controller");

@@ -178,7 +178,7 @@ async fn scripted_run(steps: &[Step], use_priority_queue: bool, calls: usize) ->
     let r = Scripted::new(steps);
     let opts = Options {
         rate_limiter: limiter(),
-        use_priority_queue,
+        use_priority_queue: Some(use_priority_queue),
         ..Options::default()
     };
     let Running { tx, ctx, h, .. } = launch(unique("scripted"), r.clone(), opts).await;
@@ -289,7 +289,7 @@ async fn unrecovered_panics_propagate_out_of_start() {
     let r = Scripted::new(&[Step::Panic]);
     let name = unique("no-recover");
     let opts = Options {
-        recover_panic: false,
+        recover_panic: Some(false),
         ..Options::default()
     };
     let Running { tx, h, .. } = launch(name.clone(), r.clone(), opts).await;
@@ -335,7 +335,7 @@ async fn shutdown_waits_for_in_flight_reconciles_and_starts_none_after() {
         let r = Gate::default();
         *r.release.lock() = Some(gate);
         let opts = Options {
-            use_priority_queue: pq,
+            use_priority_queue: Some(pq),
             ..Options::default()
         };
         let Running { tx, ctx, h, .. } = launch(unique("shutdown"), r.clone(), opts).await;
@@ -508,7 +508,7 @@ async fn start_twice_and_name_rules() {
     let dup = Controller::new(name.clone(), Scripted::default(), Options::default());
     assert!(matches!(dup, Err(ControllerError::DuplicateName(n)) if n == name));
     let skip = Options {
-        skip_name_validation: true,
+        skip_name_validation: Some(true),
         ..Options::default()
     };
     assert!(Controller::new(name, Scripted::default(), skip).is_ok());
@@ -518,36 +518,65 @@ async fn start_twice_and_name_rules() {
     ));
 }
 
+/// Sets its flag when dropped: tells a test that a reconcile's future was dropped.
+struct DropFlag(Arc<AtomicUsize>, Arc<Notify>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        self.1.notify_one();
+    }
+}
+
 #[tokio::test(start_paused = true)]
-async fn reconciliation_timeout_cancels_the_context_and_is_counted() {
+async fn reconciliation_timeout_drops_the_reconcile_cancels_its_token_and_is_counted() {
     let name = unique("timeout");
-    let saw_cancel = Arc::new(AtomicUsize::new(0));
-    let seen = saw_cancel.clone();
-    let done = Arc::new(Notify::new());
-    let done2 = done.clone();
-    let r = reconcile::func(move |ctx: CancellationToken, _req| {
-        let (seen, done) = (seen.clone(), done2.clone());
-        async move {
-            ctx.cancelled().await;
-            seen.fetch_add(1, Ordering::SeqCst);
-            done.notify_one();
-            Ok(Action::done())
-        }
-    });
+    let (dropped, calls) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (token_seen, notify) = (Arc::new(Mutex::new(None)), Arc::new(Notify::new()));
+    let r = {
+        let (dropped, calls, token_seen, notify) = (
+            dropped.clone(),
+            calls.clone(),
+            token_seen.clone(),
+            notify.clone(),
+        );
+        reconcile::func(move |ctx: CancellationToken, _req| {
+            let guard = DropFlag(dropped.clone(), notify.clone());
+            calls.fetch_add(1, Ordering::SeqCst);
+            *token_seen.lock() = Some(ctx);
+            async move {
+                let _guard = guard;
+                // Never looks at its token: only dropping the future ends it.
+                std::future::pending::<()>().await;
+                Ok(Action::done())
+            }
+        })
+    };
     let opts = Options {
         reconciliation_timeout: Some(Duration::from_secs(5)),
         ..Options::default()
     };
     let Running { tx, ctx, h, .. } = launch(name.clone(), r, opts).await;
     send(&tx, "ns", "a").await;
-    done.notified().await;
-    assert!(!ctx.is_cancelled());
-    assert_eq!(saw_cancel.load(Ordering::SeqCst), 1);
-    stop(ctx, h).await;
+    notify.notified().await;
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    // Counted before the future is dropped.
     assert_eq!(
         metric("controller_runtime_reconcile_timeouts_total", &name, None),
         Some(1.0)
     );
+    let token = token_seen.lock().clone().expect("reconcile got a token");
+    assert!(
+        token.is_cancelled(),
+        "the dropped reconcile's token is cancelled"
+    );
+    assert!(!ctx.is_cancelled());
+    // Retried with backoff, as after an error.
+    while calls.load(Ordering::SeqCst) < 2 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(metric("controller_runtime_reconcile_total", &name, Some("error")) >= Some(1.0));
+    stop(ctx, h).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -146,7 +146,7 @@ impl Queue<Request> for Recording {
 
 fn opts() -> Options {
     Options {
-        skip_name_validation: true,
+        skip_name_validation: Some(true),
         cache_sync_timeout: Duration::from_secs(30),
         group: String::new(),
         kind: "ConfigMap".into(),

@@ -6,13 +6,11 @@ mod manager_common;
 
 use std::time::Duration;
 
-use ctrl_runtime::controller::{self, Controller};
-use ctrl_runtime::handler::EnqueueRequestForObject;
+use ctrl_runtime::controller;
 use ctrl_runtime::reconcile::{self, Action, Request};
-use ctrl_runtime::source::Kind;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use manager_common::{env, get, launch, manager, with_metrics};
+use manager_common::{add_configmap_controller, env, get, launch, manager, with_metrics};
 use tokio::sync::mpsc;
 
 #[tokio::test]
@@ -34,19 +32,13 @@ async fn a_manager_runs_a_controller_that_reconciles_on_envtest() {
             Ok(Action::done())
         }
     });
-    let c = Controller::new(
+    add_configmap_controller(
+        &mgr,
         "manager-configmaps",
         reconciler,
         controller::Options::default(),
     )
-    .expect("controller");
-    c.watch(Kind::<ConfigMap>::new(
-        &mgr.get_cache(),
-        EnqueueRequestForObject,
-    ))
-    .await
-    .expect("watch");
-    mgr.add(c).expect("add controller");
+    .await;
     let running = launch(&mgr).await;
 
     let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");

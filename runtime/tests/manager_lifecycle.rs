@@ -82,6 +82,8 @@ async fn groups_start_and_stop_in_controller_runtime_order() {
         .unwrap();
     mgr.add(Recorder::new("other", Group::Others, &log))
         .unwrap();
+    mgr.add(Recorder::new("warmup", Group::Warmup, &log))
+        .unwrap();
     let mut cache = Recorder::new("cache", Group::Caches, &log);
     cache.ready_after = Duration::from_millis(50);
     mgr.add(cache).unwrap();
@@ -100,9 +102,11 @@ async fn groups_start_and_stop_in_controller_runtime_order() {
         at(&log, "cache", "ready") <= start("other"),
         "others wait for the caches to sync"
     );
-    assert!(start("other") <= start("leader"));
+    assert!(start("other") <= start("warmup"));
+    assert!(start("warmup") <= start("leader"));
     assert!(stop("other") < stop("leader"));
-    assert!(stop("leader") < stop("cache"));
+    assert!(stop("leader") < stop("warmup"));
+    assert!(stop("warmup") < stop("cache"));
     assert!(stop("cache") < stop("webhook"));
     assert!(stop("webhook") < stop("http"));
 }

@@ -46,6 +46,9 @@ impl Hub for v2::Widget {}
 
 impl Convertible<v2::Widget> for v1::Widget {
     fn convert_to(&self) -> Result<v2::Widget, ConversionError> {
+        if self.spec.size == "boom" {
+            panic!("boom");
+        }
         let (w, h) = self
             .spec
             .size
@@ -168,6 +171,45 @@ async fn failures_are_reported_in_the_result_and_bad_input_is_a_400() {
         let (code, _) = post(&r, "/convert", "application/json", &body).await;
         assert_eq!(code, 400);
     }
+    let ok = convert(
+        &r,
+        review("example.com/v2", vec![widget("v1", json!({"size": "1x2"}))]),
+    )
+    .await;
+    assert_eq!(ok["result"]["status"], "Success");
+}
+
+fn conversion_panics() -> f64 {
+    ctrl_runtime::metrics::registry()
+        .gather()
+        .iter()
+        .find(|f| f.name() == "controller_runtime_conversion_webhook_panics_total")
+        .map_or(0.0, |f| f.get_metric()[0].get_counter().get_value())
+}
+
+#[tokio::test]
+async fn a_panicking_conversion_is_a_failed_review_and_is_counted() {
+    let r = start(|s| {
+        s.conversion()
+            .unwrap()
+            .hub::<v2::Widget>()
+            .spoke::<v2::Widget, v1::Widget>();
+    })
+    .await;
+    let before = conversion_panics();
+    let resp = convert(
+        &r,
+        review(
+            "example.com/v2",
+            vec![widget("v1", json!({"size": "boom"}))],
+        ),
+    )
+    .await;
+    assert_eq!(resp["uid"], "c-1");
+    assert_eq!(resp["result"]["status"], "Failure");
+    assert_eq!(resp["result"]["message"], "panic: boom [recovered]");
+    assert_eq!(conversion_panics(), before + 1.0);
+    // The server keeps serving.
     let ok = convert(
         &r,
         review("example.com/v2", vec![widget("v1", json!({"size": "1x2"}))]),

@@ -438,3 +438,52 @@ async fn fuzz_many_producers_and_consumers() {
         assert!(depth(&name, p).unwrap_or(0.0) >= 0.0);
     }
 }
+
+/// The `workqueue_depth` samples of queue `name`: priority label -> value.
+fn depth_by_priority(name: &str) -> std::collections::BTreeMap<String, f64> {
+    let families = ctrl_runtime::metrics::registry().gather();
+    let Some(fam) = families.iter().find(|f| f.name() == "workqueue_depth") else {
+        return Default::default();
+    };
+    fam.get_metric()
+        .iter()
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "name" && l.value() == name)
+        })
+        .filter_map(|m| {
+            let p = m.get_label().iter().find(|l| l.name() == "priority")?;
+            Some((p.value().to_string(), m.get_gauge().get_value()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_depth_priority_label_is_capped_at_25_values() {
+    use ctrl_runtime::workqueue::{
+        MAX_RECOMMENDED_UNIQUE_PRIORITIES, PRIORITY_CARDINALITY_EXCEEDED,
+    };
+    let (q, name) = queue();
+    for p in 0..31 {
+        q.add_with_opts(prio(p), [format!("item-{p}")]);
+    }
+    let depth = depth_by_priority(&name);
+    assert_eq!(MAX_RECOMMENDED_UNIQUE_PRIORITIES, 25);
+    assert_eq!(depth.len(), 26, "{depth:?}");
+    assert_eq!(
+        depth.get(PRIORITY_CARDINALITY_EXCEEDED),
+        Some(&6.0),
+        "{depth:?}"
+    );
+    for p in 0..25 {
+        assert_eq!(depth.get(&p.to_string()), Some(&1.0), "{depth:?}");
+    }
+    // Items past the limit leave the same shared series they were counted in.
+    for _ in 0..31 {
+        let item = q.get().await.expect("an item");
+        q.done(&item);
+    }
+    let depth = depth_by_priority(&name);
+    assert!(depth.values().all(|v| *v == 0.0), "{depth:?}");
+}

@@ -9,9 +9,11 @@
 //! | `requeue()` | rate-limited re-add | `requeue` |
 //! | `done()` | forget | `success` |
 //! | panic | as an error when `recover_panic`, else re-raised | `reconcile_panics_total` always |
+//! | dropped at `reconciliation_timeout` | as an error | `error` (+ errors and `reconcile_timeouts_total`) |
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::time::Instant;
@@ -124,35 +126,17 @@ impl Inner {
                     .catch_unwind()
                     .await
             }
-            Some(timeout) => {
-                let child = ctx.child_token();
-                let fut =
-                    AssertUnwindSafe(self.reconciler.reconcile(child.clone(), req)).catch_unwind();
-                tokio::pin!(fut);
-                let timer = tokio::time::sleep(timeout);
-                tokio::pin!(timer);
-                let mut fired = false;
-                loop {
-                    tokio::select! {
-                        r = &mut fut => break r,
-                        _ = &mut timer, if !fired => {
-                            fired = true;
-                            // Only our own deadline counts, not the parent's cancellation.
-                            if !ctx.is_cancelled() {
-                                self.metrics.timeouts.inc();
-                                child.cancel();
-                            }
-                        }
-                    }
-                }
-            }
+            Some(timeout) => match self.reconcile_until(ctx, req, timeout).await {
+                Some(res) => res,
+                None => return Ok(Err(Error::new(timed_out(timeout)))),
+            },
         };
         match res {
             Ok(result) => Ok(result),
             Err(payload) => {
                 self.metrics.panics.inc();
                 let msg = panic_message(&payload).to_string();
-                if self.opts.recover_panic {
+                if self.opts.recovers_panic() {
                     tracing::error!(panic = %msg, "Observed a panic in reconciler");
                     Ok(Err(Error::new(format!("panic: {msg} [recovered]"))))
                 } else {
@@ -162,4 +146,41 @@ impl Inner {
             }
         }
     }
+}
+
+impl Inner {
+    /// Runs the reconcile until it returns or `timeout` passes. At the deadline the
+    /// reconcile's token is cancelled and its future dropped at once (with any API
+    /// call it awaits), which is how a Go context deadline aborts a reconcile's
+    /// requests; `None` then. Only our own deadline is counted in
+    /// `reconcile_timeouts_total`, not the parent token's cancellation (as Go).
+    async fn reconcile_until(
+        &self,
+        ctx: &CancellationToken,
+        req: Request,
+        timeout: Duration,
+    ) -> Option<Result<Result<Action, Error>, Panic>> {
+        let child = ctx.child_token();
+        let mut fut = Box::pin(
+            AssertUnwindSafe(self.reconciler.reconcile(child.clone(), req)).catch_unwind(),
+        );
+        tokio::select! {
+            res = &mut fut => return Some(res),
+            _ = tokio::time::sleep(timeout) => {}
+        }
+        if !ctx.is_cancelled() {
+            self.metrics.timeouts.inc();
+        }
+        tracing::warn!(?timeout, "Reconcile dropped at its reconciliation timeout");
+        child.cancel();
+        drop(fut);
+        None
+    }
+}
+
+/// The error a reconcile dropped at its deadline returns (retried with backoff).
+fn timed_out(timeout: Duration) -> String {
+    format!(
+        "reconcile dropped after the reconciliation timeout of {timeout:?}: context deadline exceeded"
+    )
 }

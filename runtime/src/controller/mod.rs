@@ -63,7 +63,7 @@ impl Controller {
         if name.is_empty() {
             return Err(Error::EmptyName);
         }
-        if !opts.skip_name_validation {
+        if !opts.skips_name_validation() {
             options::claim_name(&name)?;
         }
         let opts = opts.normalized();
@@ -90,7 +90,7 @@ impl Controller {
 
     /// Whether the controller runs only on the elected leader.
     pub fn need_leader_election(&self) -> bool {
-        self.inner.opts.need_leader_election
+        self.inner.opts.needs_leader_election()
     }
 
     /// The controller's queue, once started.
@@ -117,11 +117,59 @@ impl Controller {
             .map_err(|error| Error::SourceStart { source_name, error })
     }
 
+    /// Starts the sources before leader election (Go's `Controller.Warmup`), when
+    /// `enable_warmup` is on; does nothing otherwise or if they already started.
+    /// Builds the queue and starts every source under `ctx`, each bounded by
+    /// `cache_sync_timeout`, and returns once they synced; events then fill the
+    /// queue, and [`Controller::start`] (on the elected leader) only adds workers.
+    /// The manager calls this in its Warmup group, on every replica.
+    pub async fn warmup(&self, ctx: CancellationToken) -> Result<(), Error> {
+        if !self.inner.opts.warms_up() {
+            return Ok(());
+        }
+        let mut st = self.inner.state.lock().await;
+        if st.queue.is_some() {
+            return Ok(());
+        }
+        tracing::info!(controller = %self.inner.name, "Warming up: starting event sources before leader election");
+        let queue = self.start_sources(&mut st, &ctx).await?;
+        shut_down_with(&ctx, queue);
+        Ok(())
+    }
+
+    /// Builds the queue and starts the stored sources under `ctx`, unless done
+    /// already (by a warmup); returns the queue.
+    async fn start_sources(
+        &self,
+        st: &mut State,
+        ctx: &CancellationToken,
+    ) -> Result<Arc<dyn Queue<Request>>, Error> {
+        let inner = &self.inner;
+        if let Some(queue) = &st.queue {
+            return Ok(queue.clone());
+        }
+        let queue = queue::new_queue(&inner.name, &inner.opts);
+        st.ctx = Some(ctx.clone());
+        st.queue = Some(queue.clone());
+        let watches = std::mem::take(&mut st.watches);
+        let started = futures::future::join_all(
+            watches
+                .into_iter()
+                .map(|src| start::start_source(inner, src, ctx, &queue)),
+        )
+        .await;
+        st.sources_started = true;
+        match started.into_iter().find_map(Result::err) {
+            Some(err) => Err(err),
+            None => Ok(queue),
+        }
+    }
+
     /// Runs the controller until `ctx` is cancelled: builds the queue, starts every
-    /// source (in parallel, each bounded by `cache_sync_timeout`), then runs the
-    /// workers. On cancel it shuts the queue down, starts no new reconcile and waits for
-    /// those in flight. With `recover_panic = false` a reconciler's panic propagates
-    /// out of this call.
+    /// source (in parallel, each bounded by `cache_sync_timeout`) unless a
+    /// [`warmup`](Controller::warmup) did, then runs the workers. On cancel it shuts
+    /// the queue down, starts no new reconcile and waits for those in flight. With
+    /// `recover_panic = false` a reconciler's panic propagates out of this call.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         let inner = &self.inner;
         let mut st = inner.state.lock().await;
@@ -130,27 +178,8 @@ impl Controller {
         }
         st.started = true;
         inner.metrics.init(inner.opts.max_concurrent_reconciles);
-        let queue = queue::new_queue(&inner.name, &inner.opts);
-        st.ctx = Some(ctx.clone());
-        st.queue = Some(queue.clone());
-        {
-            let (ctx, queue) = (ctx.clone(), queue.clone());
-            tokio::spawn(async move {
-                ctx.cancelled().await;
-                queue.shut_down();
-            });
-        }
-        let watches = std::mem::take(&mut st.watches);
-        let started = futures::future::join_all(
-            watches
-                .into_iter()
-                .map(|src| start::start_source(inner, src, &ctx, &queue)),
-        )
-        .await;
-        st.sources_started = true;
-        if let Some(err) = started.into_iter().find_map(Result::err) {
-            return Err(err);
-        }
+        let queue = self.start_sources(&mut st, &ctx).await?;
+        shut_down_with(&ctx, queue.clone());
         let n = inner.opts.max_concurrent_reconciles;
         tracing::info!(controller = %inner.name, "Starting Controller");
         tracing::info!(controller = %inner.name, worker_count = n, "Starting workers");
@@ -175,6 +204,15 @@ impl Controller {
     }
 }
 
+/// Shuts `queue` down once `ctx` is cancelled (the start's, or the warmup's).
+fn shut_down_with(ctx: &CancellationToken, queue: Arc<dyn Queue<Request>>) {
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        ctx.cancelled().await;
+        queue.shut_down();
+    });
+}
+
 /// Re-raises a worker's panic (only unrecovered reconciler panics end a worker early).
 fn rethrow(res: Result<(), tokio::task::JoinError>, queue: &dyn Queue<Request>) {
     if let Err(e) = res
@@ -192,12 +230,29 @@ async fn worker(inner: Arc<Inner>, queue: Arc<dyn Queue<Request>>, ctx: Cancella
             queue.done(&req);
             break;
         }
-        inner.metrics.active.inc();
+        let active = Active::new(&inner.metrics.active);
         let panic = inner.reconcile_handler(&ctx, &*queue, &req, priority).await;
-        inner.metrics.active.dec();
+        drop(active);
         queue.done(&req);
         if let Some(payload) = panic {
             std::panic::resume_unwind(payload);
         }
+    }
+}
+
+/// Counts one worker in `controller_runtime_active_workers` while alive, so a worker
+/// aborted mid-reconcile (at the end of the manager's grace period) is uncounted too.
+struct Active(prometheus::IntGauge);
+
+impl Active {
+    fn new(gauge: &prometheus::IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }

@@ -17,7 +17,7 @@ use crate::workqueue::{
 pub(crate) fn new_queue(name: &str, opts: &Options) -> Arc<dyn Queue<Request>> {
     if let Some(f) = &opts.new_queue {
         let limiter = opts.rate_limiter.clone().unwrap_or_else(|| {
-            if opts.use_priority_queue {
+            if opts.uses_priority_queue() {
                 default_item_rate_limiter()
             } else {
                 default_controller_rate_limiter()
@@ -30,7 +30,7 @@ pub(crate) fn new_queue(name: &str, opts: &Options) -> Arc<dyn Queue<Request>> {
         rate_limiter: opts.rate_limiter.clone(),
         metrics: Some(prometheus_metrics_provider()),
     };
-    if opts.use_priority_queue {
+    if opts.uses_priority_queue() {
         Arc::new(PriorityQueue::new(cfg))
     } else {
         Arc::new(RateLimitingQueue::new(cfg))

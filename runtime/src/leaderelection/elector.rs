@@ -1,4 +1,5 @@
-//! [`LeaderElector`]: acquires, renews and releases a [`LeaseLock`] with client-go's
+//! [`LeaderElector`]: acquires, renews and releases a [`Lock`] (a Lease, unless you
+//! bring your own) with client-go's
 //! semantics (`tools/leaderelection`): try-acquire-or-renew against the last
 //! observed record, a candidate retrying every retry period (with jitter), a leader
 //! renewing every retry period and giving up once the renew deadline passes without
@@ -17,7 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::observe::{self, Observed};
-use super::{Error, LeaderElectionRecord, LeaseLock, metrics};
+use super::{Error, LeaderElectionRecord, Lock, metrics};
 
 /// client-go's jitter factor: a candidate waits between `retry_period` and
 /// `retry_period * (1 + JITTER_FACTOR)` between attempts.
@@ -77,17 +78,32 @@ impl ElectorConfig {
 }
 
 /// A leader-election client on one lock (client-go's `LeaderElector`).
-#[derive(Debug)]
 pub struct LeaderElector {
     cfg: ElectorConfig,
-    lock: LeaseLock,
+    lock: Box<dyn Lock>,
     observed: Arc<Observed>,
     reported_leader: String,
 }
 
+impl std::fmt::Debug for LeaderElector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElector")
+            .field("cfg", &self.cfg)
+            .field("lock", &self.lock.describe())
+            .field("identity", &self.lock.identity())
+            .finish_non_exhaustive()
+    }
+}
+
 impl LeaderElector {
-    /// An elector for `lock`; fails if the timings are inconsistent.
-    pub fn new(lock: LeaseLock, cfg: ElectorConfig) -> Result<Self, Error> {
+    /// An elector for `lock` (a [`LeaseLock`](super::LeaseLock) or your own
+    /// [`Lock`]); fails if the timings are inconsistent.
+    pub fn new(lock: impl Lock, cfg: ElectorConfig) -> Result<Self, Error> {
+        Self::new_boxed(Box::new(lock), cfg)
+    }
+
+    /// [`LeaderElector::new`] for a boxed lock.
+    pub fn new_boxed(lock: Box<dyn Lock>, cfg: ElectorConfig) -> Result<Self, Error> {
         cfg.validate()?;
         metrics::leader_off(&cfg.name);
         Ok(Self {
@@ -190,12 +206,10 @@ impl LeaderElector {
     pub async fn acquire(&mut self, ctx: &CancellationToken) -> bool {
         let lease = self.lock.describe();
         tracing::info!(%lease, identity = %self.identity(), "attempting to acquire leader lease");
-        let watch = observe::spawn_watch(
-            self.lock.api().clone(),
-            self.lock.name().to_string(),
-            self.observed.clone(),
-        );
-        let _abort = AbortOnDrop(watch);
+        let _abort = self
+            .lock
+            .lease()
+            .map(|(api, name)| AbortOnDrop(observe::spawn_watch(api, name, self.observed.clone())));
         loop {
             let ok = tokio::select! {
                 _ = ctx.cancelled() => return false,

@@ -1,5 +1,7 @@
-//! [`LeaseLock`]: the `coordination.k8s.io/v1` Lease the elector locks on
-//! (client-go's `resourcelock.LeaseLock`).
+//! [`Lock`], what the elector (`elector`) locks on (client-go's
+//! `resourcelock.Interface`), and [`LeaseLock`], the `coordination.k8s.io/v1` Lease
+//! implementation every manager uses unless given its own ([`ResourceLock`], Go's
+//! `Options.LeaderElectionResourceLockInterface`).
 //!
 //! It keeps the Lease it last read or wrote and sends every update with that
 //! object's `resourceVersion`, so a write based on a stale read fails with 409 and
@@ -8,13 +10,68 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 
 use super::{Error, LeaderElectionRecord};
+
+/// A leader-election lock: one record, read and written with optimistic
+/// concurrency (client-go's `resourcelock.Interface`). Implement it to elect on
+/// something other than a Lease; [`LeaseLock`] is the stock one.
+#[async_trait]
+pub trait Lock: Send + Sync + 'static {
+    /// Reads the record: `Ok(None)` if the lock object does not exist.
+    async fn get(&mut self) -> Result<Option<LeaderElectionRecord>, Error>;
+    /// Creates the lock object holding `rec`; returns the record as stored.
+    async fn create(&mut self, rec: &LeaderElectionRecord) -> Result<LeaderElectionRecord, Error>;
+    /// Writes `rec` over the object last read or written; must fail (with a
+    /// conflict) if someone else wrote it since.
+    async fn update(&mut self, rec: &LeaderElectionRecord) -> Result<LeaderElectionRecord, Error>;
+    /// This candidate's identity (the record's `holderIdentity` while it leads).
+    fn identity(&self) -> &str;
+    /// The lock's name for logs (`namespace/name`).
+    fn describe(&self) -> String;
+    /// The Lease behind the lock, if it is one: the elector watches it to take over
+    /// at once when it is released. Default none (the elector polls every retry
+    /// period).
+    fn lease(&self) -> Option<(Api<Lease>, String)> {
+        None
+    }
+}
+
+/// A custom [`Lock`] handed to the manager (Go's
+/// `Options.LeaderElectionResourceLockInterface`). Cheap to clone; the first
+/// manager built with it takes the lock, a second one is refused.
+#[derive(Clone)]
+pub struct ResourceLock(Arc<Mutex<Option<Box<dyn Lock>>>>);
+
+impl ResourceLock {
+    /// Wraps `lock` for [`manager::Options`](crate::manager::Options).
+    pub fn new(lock: impl Lock) -> Self {
+        Self(Arc::new(Mutex::new(Some(Box::new(lock)))))
+    }
+
+    /// Takes the lock out (once).
+    pub(crate) fn take(&self) -> Option<Box<dyn Lock>> {
+        self.0.lock().take()
+    }
+}
+
+impl std::fmt::Debug for ResourceLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &*self.0.lock() {
+            Some(lock) => write!(f, "ResourceLock({})", lock.describe()),
+            None => f.write_str("ResourceLock(taken)"),
+        }
+    }
+}
 
 /// A Lease used as a leader-election lock.
 pub struct LeaseLock {
@@ -65,16 +122,6 @@ impl LeaseLock {
         self
     }
 
-    /// This candidate's identity.
-    pub fn identity(&self) -> &str {
-        &self.identity
-    }
-
-    /// `namespace/name`, for logs.
-    pub fn describe(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-
     /// The Lease's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -85,11 +132,6 @@ impl LeaseLock {
         &self.namespace
     }
 
-    /// The Lease API the lock writes through (the elector watches it too).
-    pub(crate) fn api(&self) -> &Api<Lease> {
-        &self.api
-    }
-
     async fn call<T>(&self, f: impl Future<Output = Result<T, kube::Error>>) -> Result<T, Error> {
         match tokio::time::timeout(self.timeout, f).await {
             Ok(r) => r.map_err(Error::Api),
@@ -98,7 +140,7 @@ impl LeaseLock {
     }
 
     /// Reads the Lease: `Ok(None)` if it does not exist.
-    pub async fn get(&mut self) -> Result<Option<LeaderElectionRecord>, Error> {
+    async fn read(&mut self) -> Result<Option<LeaderElectionRecord>, Error> {
         let lease = self.call(self.api.get_opt(&self.name)).await?;
         let rec = lease
             .as_ref()
@@ -108,7 +150,7 @@ impl LeaseLock {
     }
 
     /// Creates the Lease holding `rec`; returns the record as stored.
-    pub async fn create(
+    async fn create_lease(
         &mut self,
         rec: &LeaderElectionRecord,
     ) -> Result<LeaderElectionRecord, Error> {
@@ -129,7 +171,7 @@ impl LeaseLock {
 
     /// Writes `rec` over the Lease last read or written, guarded by its
     /// `resourceVersion` (a concurrent writer makes this fail with 409).
-    pub async fn update(
+    async fn update_lease(
         &mut self,
         rec: &LeaderElectionRecord,
     ) -> Result<LeaderElectionRecord, Error> {
@@ -151,5 +193,27 @@ impl LeaseLock {
         let rec = LeaderElectionRecord::from_spec(lease.spec.as_ref());
         self.lease = Some(lease);
         rec
+    }
+}
+
+#[async_trait]
+impl Lock for LeaseLock {
+    async fn get(&mut self) -> Result<Option<LeaderElectionRecord>, Error> {
+        self.read().await
+    }
+    async fn create(&mut self, rec: &LeaderElectionRecord) -> Result<LeaderElectionRecord, Error> {
+        self.create_lease(rec).await
+    }
+    async fn update(&mut self, rec: &LeaderElectionRecord) -> Result<LeaderElectionRecord, Error> {
+        self.update_lease(rec).await
+    }
+    fn identity(&self) -> &str {
+        &self.identity
+    }
+    fn describe(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+    fn lease(&self) -> Option<(Api<Lease>, String)> {
+        Some((self.api.clone(), self.name.clone()))
     }
 }

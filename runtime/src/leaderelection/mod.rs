@@ -3,7 +3,8 @@
 //! configured with the same Lease honour each other's leadership.
 //!
 //! - `record`: [`LeaderElectionRecord`], the holder/duration/times/transitions a Lease carries;
-//! - `lock`: [`LeaseLock`], reads and writes it with optimistic concurrency;
+//! - `lock`: the [`Lock`] trait (bring your own with [`ResourceLock`]) and [`LeaseLock`],
+//!   which reads and writes a Lease with optimistic concurrency;
 //! - `elector`: [`LeaderElector`], acquire / renew / release with client-go's timing rules;
 //! - `observe`: what a candidate has seen of the lock (its own reads and writes only), and a
 //!   watch that wakes a waiting candidate when the lease is freed;
@@ -24,7 +25,7 @@ mod resourcelock;
 use std::time::Duration;
 
 pub use elector::{ElectorConfig, JITTER_FACTOR, LeaderElector};
-pub use lock::LeaseLock;
+pub use lock::{LeaseLock, Lock, ResourceLock};
 pub use metrics::master_status;
 pub use record::LeaderElectionRecord;
 pub use resourcelock::{

@@ -1,7 +1,10 @@
 //! How the runtime's own parts run under a manager: [`Runnable`] for a
 //! [`Controller`] (leader-election group unless its options say otherwise), a
 //! [`Cache`] (caches group, ready once synced) and an [`http::Server`](Server)
-//! (HTTP-servers group, or leader-election if it serves only on the leader).
+//! (HTTP-servers group, or leader-election if it serves only on the leader), and
+//! [`Warmup`], the Warmup-group runnable a runnable's warmup runs as.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
@@ -18,6 +21,12 @@ impl Runnable for Controller {
     }
     fn need_leader_election(&self) -> bool {
         Controller::need_leader_election(self)
+    }
+    fn need_warmup(&self) -> bool {
+        self.options().warms_up()
+    }
+    async fn warmup(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        Controller::warmup(self, ctx).await.map_err(Into::into)
     }
     fn name(&self) -> String {
         format!("controller {}", Controller::name(self))
@@ -60,5 +69,21 @@ impl Runnable for Server {
     }
     fn name(&self) -> String {
         format!("{} server", self.kind())
+    }
+}
+
+/// A runnable's [`Runnable::warmup`], run as a runnable of the Warmup group.
+pub(super) struct Warmup(pub(super) Arc<dyn Runnable>);
+
+#[async_trait]
+impl Runnable for Warmup {
+    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        self.0.warmup(ctx).await
+    }
+    fn group(&self) -> Group {
+        Group::Warmup
+    }
+    fn name(&self) -> String {
+        format!("warmup of {}", self.0.name())
     }
 }

@@ -39,8 +39,9 @@ pub enum Error {
         /// The runnable's name.
         name: String,
     },
-    /// Runnables were still running when `graceful_shutdown_timeout` ran out (the
-    /// groups after the one that overran it are cancelled but not awaited).
+    /// Runnables were still running when `graceful_shutdown_timeout` ran out; they
+    /// were aborted, and so were the groups after the one that overran it, without
+    /// waiting.
     #[error(
         "failed waiting for all runnables to end within grace period of {timeout:?}: still running: {}",
         pending.join(", ")
@@ -54,6 +55,12 @@ pub enum Error {
     /// More than one error: a runnable's, then the shutdown's (Go's aggregate).
     #[error("[{}]", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
     Multiple(Vec<Error>),
+    /// The custom leader-election lock was already taken by another manager.
+    #[error("the leader election resource lock is already used by another manager")]
+    ResourceLockTaken,
+    /// The client for `leader_election_config` could not be built.
+    #[error("unable to create the leader election client: {0}")]
+    LeaderElectionClient(#[source] kube::Error),
     /// A health or readiness check was added after `start`.
     #[error("unable to add new checker because healthz endpoint has already been created")]
     CheckAfterStart,

@@ -60,6 +60,10 @@ pub struct Args {
         action = clap::ArgAction::Set
     )]
     pub leader_elect: bool,
+    /// The address the pprof endpoints bind to (`/debug/pprof/`). Empty or "0"
+    /// disables them.
+    #[arg(long = "pprof-bind-address", value_name = "ADDR", default_value = "")]
+    pub pprof_bind_address: String,
     /// Path to a kubeconfig. Only required if out-of-cluster.
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
@@ -71,6 +75,7 @@ impl Default for Args {
             metrics_bind_address: ":8080".into(),
             health_probe_bind_address: ":8081".into(),
             leader_elect: false,
+            pprof_bind_address: String::new(),
             kubeconfig: None,
         }
     }
@@ -87,6 +92,7 @@ impl Args {
         opts.metrics_bind_address = self.metrics_bind_address.clone();
         opts.health_probe_bind_address = self.health_probe_bind_address.clone();
         opts.leader_election = self.leader_elect;
+        opts.pprof_bind_address = self.pprof_bind_address.clone();
         opts
     }
 
@@ -95,9 +101,10 @@ impl Args {
         load_config(self.kubeconfig.as_deref()).await
     }
 
-    /// A client from [`Args::config`].
+    /// A client from [`Args::config`], its requests counted in
+    /// `rest_client_requests_total` ([`crate::metrics::client`]).
     pub async fn client(&self) -> Result<kube::Client, ConfigError> {
-        kube::Client::try_from(self.config().await?).map_err(ConfigError::Client)
+        crate::metrics::client::new_client(self.config().await?, false).map_err(ConfigError::Client)
     }
 }
 

@@ -1,7 +1,8 @@
 //! One runnable group (controller-runtime's `runnableGroup`): runnables added before
 //! the group starts are queued and started together, the group's start waiting for
 //! each to be ready; runnables added later start at once; stopping cancels the group's
-//! own token and waits for its runnables, up to a deadline.
+//! own token and waits for its runnables, up to a deadline, then aborts those still
+//! running.
 //!
 //! Each group has its own token, not a child of the manager's: the manager cancels
 //! the groups one by one, which is what gives the ordered shutdown.
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -24,7 +26,7 @@ struct State {
     started: bool,
     stopped: bool,
     queue: Vec<Arc<dyn Runnable>>,
-    running: BTreeMap<u64, String>,
+    running: BTreeMap<u64, (String, AbortHandle)>,
     next_id: u64,
 }
 
@@ -113,7 +115,6 @@ impl RunnableGroup {
         let id = st.next_id;
         st.next_id += 1;
         let name = r.name();
-        st.running.insert(id, name.clone());
         if let Some(ready) = ready {
             let (r, ctx, name) = (r.clone(), self.ctx.clone(), name.clone());
             tokio::spawn(async move {
@@ -123,7 +124,10 @@ impl RunnableGroup {
         }
         let group = self.clone();
         let ctx = self.ctx.clone();
-        self.tasks.spawn(async move {
+        let task_name = name.clone();
+        // The task removes itself from `running` under the state lock, which the
+        // caller holds: it cannot do so before it is inserted below.
+        let handle = self.tasks.spawn(async move {
             tracing::debug!(group = group.group.as_str(), runnable = %name, "Starting runnable");
             let res = AssertUnwindSafe(r.start(ctx)).catch_unwind().await;
             let stopped = {
@@ -145,11 +149,14 @@ impl RunnableGroup {
                 tracing::error!(error = %e.0, "error received after the manager stopped");
             }
         });
+        st.running.insert(id, (task_name, handle.abort_handle()));
     }
 
     /// Stops accepting runnables, drops the ones never started, cancels the group's
     /// token and waits for its runnables until `deadline` (`None`: forever). True if
-    /// they all returned.
+    /// they all returned; otherwise those still running are aborted (their futures
+    /// dropped, as the end of Go's grace period abandons them) and keep their names
+    /// in [`running`](Self::running).
     pub(super) async fn stop_and_wait(&self, deadline: Option<Instant>) -> bool {
         {
             let mut st = self.state.lock();
@@ -170,13 +177,23 @@ impl RunnableGroup {
                 self.tasks.wait().await;
                 true
             }
-            Some(d) => tokio::time::timeout_at(d, self.tasks.wait()).await.is_ok(),
+            Some(d) => {
+                if tokio::time::timeout_at(d, self.tasks.wait()).await.is_ok() {
+                    return true;
+                }
+                for (name, task) in self.state.lock().running.values() {
+                    tracing::warn!(group = self.group.as_str(), runnable = %name, "Aborting a runnable still running at the end of the grace period");
+                    task.abort();
+                }
+                false
+            }
         }
     }
 
     /// The names of the runnables still running.
     pub(super) fn running(&self) -> Vec<String> {
-        self.state.lock().running.values().cloned().collect()
+        let st = self.state.lock();
+        st.running.values().map(|(name, _)| name.clone()).collect()
     }
 }
 

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::group::RunnableGroup;
 use super::{Error, Options};
-use crate::leaderelection::{ElectorConfig, LeaderElector, LockOptions, new_resource_lock};
+use crate::leaderelection::{ElectorConfig, LeaderElector, Lock, LockOptions, new_resource_lock};
 
 /// The manager's leader-election state: the elector until `start`, then its task.
 pub(super) struct Leader {
@@ -43,15 +43,6 @@ impl Leader {
         errors: mpsc::UnboundedSender<Error>,
     ) -> Result<Self, Error> {
         let elector = if opts.leader_election {
-            let lock = new_resource_lock(
-                client.clone(),
-                &LockOptions {
-                    id: opts.leader_election_id.clone(),
-                    namespace: opts.leader_election_namespace.clone(),
-                    labels: opts.leader_election_labels.clone(),
-                    renew_deadline: opts.renew_deadline,
-                },
-            )?;
             let cfg = ElectorConfig {
                 lease_duration: opts.lease_duration,
                 renew_deadline: opts.renew_deadline,
@@ -59,7 +50,7 @@ impl Leader {
                 release_on_cancel: false,
                 name: opts.leader_election_id.clone(),
             };
-            Some(LeaderElector::new(lock, cfg)?)
+            Some(LeaderElector::new_boxed(lock(client, opts)?, cfg)?)
         } else {
             None
         };
@@ -94,6 +85,29 @@ impl Leader {
             }
         }
     }
+}
+
+/// The lock `opts` ask for: the custom one, else the Lease `leader_election_id`
+/// through `leader_election_config`'s client or the manager's.
+fn lock(client: &kube::Client, opts: &Options) -> Result<Box<dyn Lock>, Error> {
+    if let Some(custom) = &opts.leader_election_resource_lock {
+        return custom.take().ok_or(Error::ResourceLockTaken);
+    }
+    let client = match &opts.leader_election_config {
+        Some(config) => crate::metrics::client::new_client(config.clone(), false)
+            .map_err(Error::LeaderElectionClient)?,
+        None => client.clone(),
+    };
+    let lock = new_resource_lock(
+        client,
+        &LockOptions {
+            id: opts.leader_election_id.clone(),
+            namespace: opts.leader_election_namespace.clone(),
+            labels: opts.leader_election_labels.clone(),
+            renew_deadline: opts.renew_deadline,
+        },
+    )?;
+    Ok(Box::new(lock))
 }
 
 /// Becomes the leader — at once without leader election, else in the elector's

@@ -3,10 +3,11 @@
 //! (controller-runtime's `pkg/manager`).
 //!
 //! A [`Manager`] is built from a `kube::Client` and [`Options`]; it makes the shared
-//! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metrics::server`) and
-//! health probes (`crate::healthz`) on listeners bound in [`Manager::new`].
-//! Everything it runs is a [`Runnable`] in one of five [`Group`]s — HTTP servers,
-//! webhooks, caches, others, leader-election — started in that order (`start`) and
+//! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metrics::server`),
+//! health probes (`crate::healthz`) and, if asked, profiles (`crate::pprof`) on
+//! listeners bound in [`Manager::new`].
+//! Everything it runs is a [`Runnable`] in one of six [`Group`]s — HTTP servers,
+//! webhooks, caches, others, warmup, leader-election — started in that order (`start`) and
 //! stopped in reverse dependency order within the grace period. Controllers
 //! (`crate::controller`) are runnables; the builder adds them for you. The webhook
 //! server (`crate::webhook`) is [`Options::webhook_server`], handed out by
@@ -81,12 +82,13 @@ struct Inner {
     cache: Cache,
     client: Client,
     opts: Options,
-    groups: [Arc<RunnableGroup>; 5],
+    groups: [Arc<RunnableGroup>; 6],
     errors_rx: Mutex<Option<mpsc::UnboundedReceiver<Error>>>,
     elected: CancellationToken,
     leader: leader::Leader,
     metrics_addr: Option<SocketAddr>,
     probe_addr: Option<SocketAddr>,
+    pprof_addr: Option<SocketAddr>,
     recorder: recorder::Provider,
     webhook_server: webhook::Server,
     webhook_added: std::sync::Once,
@@ -100,6 +102,7 @@ struct State {
     metrics_extra: ExtraHandlers,
     metrics_listener: Option<StdListener>,
     probe_listener: Option<StdListener>,
+    pprof_listener: Option<StdListener>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -128,8 +131,10 @@ impl Manager {
     pub fn new(client: kube::Client, opts: Options) -> Result<Self, Error> {
         let metrics = bind("metrics", opts.metrics_addr())?;
         let probe = bind("health probe", opts.probe_addr())?;
+        let pprof = bind("pprof", opts.pprof_addr())?;
         let metrics_addr = metrics.as_ref().and_then(|l| l.local_addr().ok());
         let probe_addr = probe.as_ref().and_then(|l| l.local_addr().ok());
+        let pprof_addr = pprof.as_ref().and_then(|l| l.local_addr().ok());
         let cache = Cache::new(client.clone(), opts.cache.clone());
         let cached_client = Client::new(client.clone(), cache.clone());
         let mut readyz = healthz::Handler::new();
@@ -164,6 +169,7 @@ impl Manager {
                 leader,
                 metrics_addr,
                 probe_addr,
+                pprof_addr,
                 recorder,
                 webhook_server,
                 webhook_added: std::sync::Once::new(),
@@ -174,15 +180,23 @@ impl Manager {
                     metrics_extra: ExtraHandlers::default(),
                     metrics_listener: metrics,
                     probe_listener: probe,
+                    pprof_listener: pprof,
                 }),
             }),
         })
     }
 
     /// Adds a runnable to its [`Group`]. Before `start` it waits for its group to
-    /// start; after, it starts at once. Fails once the manager is stopping.
+    /// start; after, it starts at once. Fails once the manager is stopping. A
+    /// runnable that [needs warmup](Runnable::need_warmup) also has its
+    /// [`warmup`](Runnable::warmup) added to [`Group::Warmup`].
     pub fn add(&self, runnable: impl Runnable) -> Result<(), Error> {
         let r: Arc<dyn Runnable> = Arc::new(runnable);
+        if r.need_warmup() {
+            self.inner
+                .group(Group::Warmup)
+                .add(Arc::new(adapters::Warmup(r.clone())))?;
+        }
         let g = r.group();
         tracing::debug!(runnable = %r.name(), group = g.as_str(), "Adding runnable");
         self.inner.group(g).add(r)
@@ -300,6 +314,11 @@ impl Manager {
     /// Where the health probe server listens, if enabled.
     pub fn health_probe_addr(&self) -> Option<SocketAddr> {
         self.inner.probe_addr
+    }
+
+    /// Where the profiling server (`crate::pprof`) listens, if enabled.
+    pub fn pprof_addr(&self) -> Option<SocketAddr> {
+        self.inner.pprof_addr
     }
 
     /// Resolves once this manager is the leader and its leader-election runnables

@@ -4,8 +4,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cache;
+use crate::config;
 use crate::http::ServerOptions;
-use crate::leaderelection::{DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD};
+use crate::leaderelection::{
+    self, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
+};
 use crate::metrics::server::DEFAULT_BIND_ADDRESS;
 use crate::webhook;
 
@@ -36,6 +39,10 @@ pub struct Options {
     /// Where `/healthz` and `/readyz` are served; empty or `"0"` (the default)
     /// disables the health probe server.
     pub health_probe_bind_address: String,
+    /// Where the profiling endpoints (`/debug/pprof/`, see [`crate::pprof`]) are
+    /// served (Go's `PprofBindAddress`, the `--pprof-bind-address` flag); empty or
+    /// `"0"` (the default) disables them.
+    pub pprof_bind_address: String,
     /// The readiness endpoint; default `/readyz`.
     pub readiness_endpoint_name: String,
     /// The liveness endpoint; default `/healthz`.
@@ -43,7 +50,9 @@ pub struct Options {
     /// Limits and timeouts of the metrics and probe servers (Go's `httpserver.New`).
     pub server: ServerOptions,
     /// How long stopping waits for runnables to return, in stop order, before
-    /// `start` returns an error naming those still running. Default 30 s;
+    /// `start` aborts those still running (drops their futures: a controller's
+    /// reconciles in flight end at their current `.await`) and returns an error naming
+    /// them. Default 30 s;
     /// [`Duration::ZERO`] does not wait (and reports nothing); [`Duration::MAX`]
     /// waits forever.
     pub graceful_shutdown_timeout: Duration,
@@ -62,6 +71,16 @@ pub struct Options {
     /// gracefully, so a standby takes over at once instead of after the lease
     /// duration. Only safe if nothing the leader guards outlives `start`. Default false.
     pub leader_election_release_on_cancel: bool,
+    /// The lock to elect on instead of the Lease `leader_election_id` (Go's
+    /// `LeaderElectionResourceLockInterface`): a [`leaderelection::Lock`] of your
+    /// own, wrapped in a [`leaderelection::ResourceLock`]. Its identity is the
+    /// manager's; `leader_election_id`, `_namespace`, `_labels` and
+    /// `leader_election_config` are then not used. Default none.
+    pub leader_election_resource_lock: Option<leaderelection::ResourceLock>,
+    /// The client configuration for the Lease (Go's `LeaderElectionConfig`), when it
+    /// must live elsewhere or be reached with other credentials than the rest of the
+    /// manager; `None` uses the manager's client.
+    pub leader_election_config: Option<kube::Config>,
     /// How long standbys wait after the last observed renewal before taking over.
     /// Default 15 s.
     pub lease_duration: Duration,
@@ -74,6 +93,10 @@ pub struct Options {
     /// `<tmp>/k8s-webhook-server/serving-certs`). See
     /// [`Manager::get_webhook_server`](super::Manager::get_webhook_server).
     pub webhook_server: Option<webhook::Server>,
+    /// Defaults for every controller built against this manager (Go's
+    /// `Options.Controller`): a controller's own options win, then these, then
+    /// controller-runtime's defaults. See [`config::Controller`].
+    pub controller: config::Controller,
 }
 
 impl Default for Options {
@@ -82,6 +105,7 @@ impl Default for Options {
             cache: cache::Options::default(),
             metrics_bind_address: DEFAULT_BIND_ADDRESS.to_string(),
             health_probe_bind_address: String::new(),
+            pprof_bind_address: String::new(),
             readiness_endpoint_name: DEFAULT_READINESS_ENDPOINT.to_string(),
             liveness_endpoint_name: DEFAULT_LIVENESS_ENDPOINT.to_string(),
             server: ServerOptions::default(),
@@ -91,10 +115,13 @@ impl Default for Options {
             leader_election_namespace: None,
             leader_election_labels: BTreeMap::new(),
             leader_election_release_on_cancel: false,
+            leader_election_resource_lock: None,
+            leader_election_config: None,
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
             webhook_server: None,
+            controller: config::Controller::default(),
         }
     }
 }
@@ -105,6 +132,14 @@ impl Options {
         match self.metrics_bind_address.as_str() {
             "0" => None,
             "" => Some(DEFAULT_BIND_ADDRESS),
+            a => Some(a),
+        }
+    }
+
+    /// The pprof address to bind, or `None` when disabled.
+    pub(super) fn pprof_addr(&self) -> Option<&str> {
+        match self.pprof_bind_address.as_str() {
+            "" | "0" => None,
             a => Some(a),
         }
     }

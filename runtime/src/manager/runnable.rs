@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// The manager's runnable groups, in start order (controller-runtime's `runnables`).
-/// They stop in the order Others, LeaderElection, Caches, Webhooks, HttpServers.
+/// They stop in the order Others, LeaderElection, Warmup, Caches, Webhooks,
+/// HttpServers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Group {
     /// The metrics and health probe servers (and any user [`http::Server`](crate::http::Server)).
@@ -25,24 +26,30 @@ pub enum Group {
     Caches,
     /// Runnables that do not need leader election; started after the caches synced.
     Others,
+    /// The warmup of runnables that ask for one ([`Runnable::need_warmup`]): started
+    /// on every replica after Others and before leader election, so a controller's
+    /// sources are synced by the time its replica is elected (Go's `Warmup` group).
+    Warmup,
     /// Runnables that run only on the leader (controllers, by default).
     LeaderElection,
 }
 
 impl Group {
     /// All groups in start order.
-    pub const START_ORDER: [Group; 5] = [
+    pub const START_ORDER: [Group; 6] = [
         Group::HttpServers,
         Group::Webhooks,
         Group::Caches,
         Group::Others,
+        Group::Warmup,
         Group::LeaderElection,
     ];
 
     /// All groups in stop order.
-    pub const STOP_ORDER: [Group; 5] = [
+    pub const STOP_ORDER: [Group; 6] = [
         Group::Others,
         Group::LeaderElection,
+        Group::Warmup,
         Group::Caches,
         Group::Webhooks,
         Group::HttpServers,
@@ -65,6 +72,7 @@ impl Group {
             Group::Webhooks => "webhooks",
             Group::Caches => "caches",
             Group::Others => "non leader election runnables",
+            Group::Warmup => "warmup runnables",
             Group::LeaderElection => "leader election runnables",
         }
     }
@@ -103,6 +111,20 @@ pub trait Runnable: Send + Sync + 'static {
     fn name(&self) -> String {
         std::any::type_name::<Self>().to_string()
     }
+
+    /// Whether the manager also runs [`Runnable::warmup`], in the [`Group::Warmup`]
+    /// group, on every replica before leader election (Go's `warmupRunnable`).
+    /// Default false.
+    fn need_warmup(&self) -> bool {
+        false
+    }
+
+    /// Prepares, before leader election, what `start` will need (a controller starts
+    /// its sources); returns once done. Its `ctx` is cancelled when the Warmup group
+    /// stops, after the leader-election runnables. Default: nothing.
+    async fn warmup(&self, _ctx: CancellationToken) -> Result<(), BoxError> {
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -121,6 +143,12 @@ impl<R: Runnable + ?Sized> Runnable for Arc<R> {
     }
     fn name(&self) -> String {
         (**self).name()
+    }
+    fn need_warmup(&self) -> bool {
+        (**self).need_warmup()
+    }
+    async fn warmup(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        (**self).warmup(ctx).await
     }
 }
 

@@ -19,12 +19,13 @@ impl Manager {
     /// returns [`Error::LeaderElectionLost`].
     ///
     /// Start order: HTTP servers (metrics, probes), webhooks, caches (waiting for
-    /// them to sync), runnables without leader election, then — once elected — the
-    /// leader-election runnables, after which [`Manager::elected`] resolves. Stop
-    /// order: others, leader-election runnables, caches, webhooks, HTTP servers,
+    /// them to sync), runnables without leader election, warmups (on every
+    /// replica), then — once elected — the leader-election runnables, after which
+    /// [`Manager::elected`] resolves. Stop order: others, leader-election
+    /// runnables, warmups, caches, webhooks, HTTP servers,
     /// each group cancelled and awaited in turn within
-    /// `graceful_shutdown_timeout`; runnables still running then are named in the
-    /// error. Calling `start` twice is an error.
+    /// `graceful_shutdown_timeout`; runnables still running then are aborted (their
+    /// futures dropped) and named in the error. Calling `start` twice is an error.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         let inner = &self.inner;
         let mut errors = {
@@ -42,6 +43,7 @@ impl Manager {
                 Group::Webhooks,
                 Group::Caches,
                 Group::Others,
+                Group::Warmup,
             ] {
                 inner.group(g).start().await?;
             }
@@ -81,15 +83,17 @@ impl Manager {
         Error::join(result, stopped)
     }
 
-    /// Adds the cache and the metrics and health probe servers (Go adds them in `Start`).
+    /// Adds the cache and the metrics, health probe and pprof servers (Go adds them
+    /// in `Start`).
     fn add_internal_runnables(&self) -> Result<(), Error> {
         let inner = &self.inner;
         self.add(inner.cache.clone())?;
-        let (metrics, probe, extra, healthz, readyz) = {
+        let (metrics, probe, pprof, extra, healthz, readyz) = {
             let mut st = inner.state.lock();
             (
                 st.metrics_listener.take(),
                 st.probe_listener.take(),
+                st.pprof_listener.take(),
                 st.metrics_extra.clone(),
                 st.healthz.clone(),
                 st.readyz.clone(),
@@ -108,6 +112,9 @@ impl Manager {
             }
             self.add_server("health probe", l, router)?;
         }
+        if let Some(l) = pprof {
+            self.add_server("pprof", l, crate::pprof::router())?;
+        }
         Ok(())
     }
 
@@ -121,8 +128,9 @@ impl Manager {
 
 impl Inner {
     /// Stops the groups in order; each gets what is left of the grace period. Once
-    /// it has run out, the remaining groups are cancelled without waiting, and the
-    /// error names the runnables of the group that overran it.
+    /// it has run out, what still runs is aborted, the remaining groups are cancelled
+    /// and aborted without waiting, and the error names the runnables of the group
+    /// that overran it.
     async fn stop(&self, timeout: std::time::Duration) -> Result<(), Error> {
         let deadline = Instant::now().checked_add(timeout);
         let mut pending: Option<Vec<String>> = None;

@@ -1,10 +1,13 @@
 //! The process-wide Prometheus registry every ctrl metric is registered in.
 //!
-//! Work-queue metrics (`crate::workqueue`), controller metrics (`crate::controller`) and
+//! Work-queue metrics (`crate::workqueue`), controller metrics (`crate::controller`),
+//! the kube client's request metrics ([`client`]), process metrics ([`process`]), the tokio runtime's ([`runtime`]) and
 //! user collectors all go here, so one scrape of the metrics server shows everything,
 //! under controller-runtime's metric names.
 
+pub mod client;
 pub mod process;
+pub mod runtime;
 pub mod server;
 
 use std::sync::OnceLock;

@@ -5,7 +5,8 @@
 //! [`DEFAULT_BIND_ADDRESS`], `"0"` disables) and runs it in its HTTP-servers group;
 //! extra handlers can be added before start. It is an ordinary
 //! [`http::Server`](crate::http::Server) with [`router`]; `process_*` metrics
-//! ([`super::process`]) are registered when the router is built.
+//! ([`super::process`]) and `tokio_*` metrics ([`super::runtime`]) are registered
+//! when the router is built.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -132,9 +133,10 @@ impl ExtraHandlers {
 }
 
 /// The metrics server's routes: `/metrics` over the process-wide registry (with the
-/// `process_*` collector registered) plus `extra`.
+/// `process_*` and `tokio_*` collectors registered) plus `extra`.
 pub fn router(extra: &ExtraHandlers) -> Router {
     super::process::register();
+    super::runtime::register();
     let mut r = Router::new();
     r.handle(METRICS_PATH, MetricsHandler::new());
     for (path, h) in &extra.0 {

@@ -29,8 +29,10 @@ tokio::task_local! {
 /// (controller-runtime's `reconcile.Reconciler`).
 ///
 /// Reconcile is level-based: it gets only the object's key, never the event, and must
-/// read what it needs. `ctx` is cancelled when the controller shuts down or the
-/// controller's `reconciliation_timeout` passes.
+/// read what it needs. `ctx` is cancelled when the controller shuts down. When the
+/// controller's `reconciliation_timeout` passes, or the manager's grace period ends, the
+/// reconcile's future is dropped at its current `.await` (see the controllers guide,
+/// "Timeouts and shutdown").
 #[async_trait]
 pub trait Reconciler: Send + Sync + 'static {
     /// Reconciles the object `req` names; see [`Action`] for what the result means.

@@ -7,7 +7,8 @@
 //! conversions of any number of kinds; the webhook server (`super::Server`) keeps one
 //! at `/convert` ([`super::Server::conversion`]). Per the API, a failed conversion is
 //! a review whose `result.status` is `Failure` with the reason; input that is not a
-//! review is an HTTP `400`.
+//! review is an HTTP `400`. A panicking conversion is a failed review too, counted in
+//! `controller_runtime_conversion_webhook_panics_total`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -232,6 +233,28 @@ impl Webhook {
     }
 }
 
+impl Webhook {
+    /// [`Webhook::review`], with a panicking conversion counted in
+    /// `controller_runtime_conversion_webhook_panics_total` and answered as a failed
+    /// review (`panic: … [recovered]`), as Go's conversion webhook recovers.
+    fn review_recovering(&self, request: &Value) -> Value {
+        let run = std::panic::AssertUnwindSafe(|| self.review(request));
+        match std::panic::catch_unwind(run) {
+            Ok(response) => response,
+            Err(payload) => {
+                super::metrics::conversion_panic_observed();
+                let what = super::admission::panic_message(&payload);
+                tracing::error!(panic = %what, "panic in conversion webhook");
+                json!({
+                    "uid": request.get("uid").cloned().unwrap_or(Value::String(String::new())),
+                    "convertedObjects": [],
+                    "result": {"status": "Failure", "message": format!("panic: {what} [recovered]")},
+                })
+            }
+        }
+    }
+}
+
 fn json_reply(status: StatusCode, body: &Value) -> h::Response {
     let mut r = http::Response::new(Full::new(Bytes::from(body.to_string())));
     *r.status_mut() = status;
@@ -263,7 +286,7 @@ impl h::Handler for Webhook {
         let Some(request) = review.get("request").filter(|r| r.is_object()) else {
             return h::text(StatusCode::BAD_REQUEST, "conversion request is nil\n");
         };
-        let response = self.review(request);
+        let response = self.review_recovering(request);
         let api_version = review
             .get("apiVersion")
             .cloned()

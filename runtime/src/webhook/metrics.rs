@@ -1,6 +1,10 @@
 //! The webhook metrics, under controller-runtime's names, in the process registry
 //! (`crate::metrics`): per-path latency, requests by HTTP code, requests in flight,
-//! and recovered handler panics.
+//! and recovered handler panics (admission and conversion, as Go counts them apart).
+//!
+//! As Go's `InstrumentedHook`: the latency histogram has the labels `webhook` and
+//! `code` and Prometheus' default buckets, and registering a path creates its
+//! `code="200"` and `code="500"` request counters at zero ([`register_path`]).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -12,6 +16,7 @@ struct Metrics {
     total: IntCounterVec,
     in_flight: IntGaugeVec,
     panics: IntCounter,
+    conversion_panics: IntCounter,
 }
 
 fn metrics() -> &'static Metrics {
@@ -22,7 +27,7 @@ fn metrics() -> &'static Metrics {
                 "controller_runtime_webhook_latency_seconds",
                 "Histogram of the latency of processing admission requests",
             ),
-            &["webhook"],
+            &["webhook", "code"],
         )
         .expect("static metric definition is valid");
         let total = IntCounterVec::new(
@@ -46,7 +51,13 @@ fn metrics() -> &'static Metrics {
             "Total number of webhook panics",
         )
         .expect("static metric definition is valid");
+        let conversion_panics = IntCounter::new(
+            "controller_runtime_conversion_webhook_panics_total",
+            "Total number of conversion webhook panics",
+        )
+        .expect("static metric definition is valid");
         let reg = crate::metrics::registry();
+        let _ = reg.register(Box::new(conversion_panics.clone()));
         let _ = reg.register(Box::new(latency.clone()));
         let _ = reg.register(Box::new(total.clone()));
         let _ = reg.register(Box::new(in_flight.clone()));
@@ -56,6 +67,7 @@ fn metrics() -> &'static Metrics {
             total,
             in_flight,
             panics,
+            conversion_panics,
         }
     })
 }
@@ -63,6 +75,20 @@ fn metrics() -> &'static Metrics {
 /// Counts a recovered handler panic.
 pub(crate) fn panic_observed() {
     metrics().panics.inc();
+}
+
+/// Counts a recovered panic of a conversion webhook.
+pub(crate) fn conversion_panic_observed() {
+    metrics().conversion_panics.inc();
+}
+
+/// Creates `path`'s most likely request counters, `code="200"` and `code="500"`, at
+/// zero (Go's `InstrumentedHook`), so rate queries see the series before traffic.
+pub(crate) fn register_path(path: &str) {
+    let m = metrics();
+    for code in ["200", "500"] {
+        let _ = m.total.with_label_values(&[path, code]);
+    }
 }
 
 /// Makes sure every webhook metric is registered (so a scrape shows them at zero).
@@ -82,12 +108,12 @@ impl InFlight {
     /// Records the finished request's latency and code.
     pub(crate) fn done(&self, elapsed: Duration, code: u16) {
         let m = metrics();
+        let code = code.to_string();
+        let labels = [self.0.as_str(), code.as_str()];
         m.latency
-            .with_label_values(&[self.0.as_str()])
+            .with_label_values(&labels)
             .observe(elapsed.as_secs_f64());
-        m.total
-            .with_label_values(&[self.0.as_str(), &code.to_string()])
-            .inc();
+        m.total.with_label_values(&labels).inc();
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`admission`]: AdmissionReview v1, `CustomDefaulter` / `CustomValidator`, panic
 //!   recovery.
 //! - [`conversion`]: `/convert`, hub-and-spoke CRD version conversion.
+//! - [`authentication`]: `TokenReview` webhooks (who a bearer token belongs to).
 //! - [`certs`]: a self-signed CA + serving certificate for tests and local runs.
 //!
 //! A manager runs one server: `Manager::get_webhook_server()` (Go's
@@ -28,6 +29,7 @@
 //! ```
 
 pub mod admission;
+pub mod authentication;
 pub mod certs;
 pub mod conversion;
 mod metrics;

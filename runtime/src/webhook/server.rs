@@ -214,6 +214,7 @@ impl Server {
         let mut next = (**routes).clone();
         next.insert(path.to_string(), Arc::new(handler));
         *routes = Arc::new(next);
+        metrics::register_path(path);
         tracing::info!(path, "Registering webhook");
         Ok(())
     }

@@ -300,12 +300,25 @@ pub trait HistogramMetric: Send + Sync {
     }
 }
 
+/// How many priorities of one queue get their own `workqueue_depth` series
+/// (controller-runtime's `maxRecommendedUniquePriorities`).
+pub const MAX_RECOMMENDED_UNIQUE_PRIORITIES: usize = 25;
+
+/// The `priority` label of the series past that limit.
+pub const PRIORITY_CARDINALITY_EXCEEDED: &str = "exceeded_cardinality_limit";
+
 /// Makes the metric handles of a named queue (client-go's `MetricsProvider` plus
 /// controller-runtime's `MetricsProviderWithPriority`).
 pub trait MetricsProvider: Send + Sync {
     /// The depth gauge of queue `name` for `priority` (`None` for queues without
     /// priorities; the Prometheus provider then uses the label value `""`).
     fn new_depth_metric(&self, name: &str, priority: Option<i32>) -> Box<dyn GaugeMetric>;
+    /// The depth gauge of queue `name` for every priority past the first
+    /// [`MAX_RECOMMENDED_UNIQUE_PRIORITIES`] (controller-runtime's
+    /// `exceeded_cardinality_limit` series). Default: the gauge without priority.
+    fn new_depth_metric_over_limit(&self, name: &str) -> Box<dyn GaugeMetric> {
+        self.new_depth_metric(name, None)
+    }
     /// The total number of adds.
     fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric>;
     /// Seconds an item waits in the queue before it is handed out.
@@ -486,6 +499,13 @@ impl MetricsProvider for PrometheusProvider {
                 .with_label_values(&[name, name, p.as_str()]),
         )
     }
+    fn new_depth_metric_over_limit(&self, name: &str) -> Box<dyn GaugeMetric> {
+        Box::new(
+            prom_vecs()
+                .depth
+                .with_label_values(&[name, name, PRIORITY_CARDINALITY_EXCEEDED]),
+        )
+    }
     fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
         Box::new(prom_vecs().adds.with_label_values(&[name, name]))
     }
@@ -520,8 +540,11 @@ pub(crate) struct QueueMetrics {
     provider: Arc<dyn MetricsProvider>,
     name: String,
     priority_aware: bool,
-    /// Depth gauges by priority, resolved on first use (few distinct priorities).
+    /// Depth gauges by priority, resolved on first use; at most
+    /// [`MAX_RECOMMENDED_UNIQUE_PRIORITIES`], later priorities share `depth_over_limit`.
     depth: Vec<(i32, Box<dyn GaugeMetric>)>,
+    /// The `exceeded_cardinality_limit` gauge, once needed.
+    depth_over_limit: Option<Box<dyn GaugeMetric>>,
     /// Whether `adds`, `retries` and `depth` updates are batched (see
     /// [`MetricsProvider::batched`]).
     batched: bool,
@@ -552,6 +575,7 @@ impl QueueMetrics {
         let batched = provider.batched();
         Some(Self {
             depth: vec![(0, first)],
+            depth_over_limit: None,
             batched,
             pending_adds: 0,
             pending_retries: 0,
@@ -632,11 +656,21 @@ impl QueueMetrics {
         }
     }
 
-    /// The depth gauge for `priority` (always the single one on plain queues).
+    /// The depth gauge for `priority` (always the single one on plain queues). The
+    /// first [`MAX_RECOMMENDED_UNIQUE_PRIORITIES`] priorities seen get their own
+    /// series, later ones share `priority="exceeded_cardinality_limit"` (Go switches
+    /// every priority to it then; keeping the first ones keeps each series' adds and
+    /// removals on the same gauge).
     pub(crate) fn depth(&mut self, priority: i32) -> &dyn GaugeMetric {
         let priority = if self.priority_aware { priority } else { 0 };
         let pos = match self.depth.iter().position(|(p, _)| *p == priority) {
             Some(pos) => pos,
+            None if self.depth.len() >= MAX_RECOMMENDED_UNIQUE_PRIORITIES => {
+                let (provider, name) = (&self.provider, &self.name);
+                return &**self
+                    .depth_over_limit
+                    .get_or_insert_with(|| provider.new_depth_metric_over_limit(name));
+            }
             None => {
                 let g = self.provider.new_depth_metric(&self.name, Some(priority));
                 self.depth.push((priority, g));

@@ -24,7 +24,8 @@ mod shared;
 mod table;
 
 pub use metrics::{
-    BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric, MetricsProvider,
+    BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric,
+    MAX_RECOMMENDED_UNIQUE_PRIORITIES, MetricsProvider, PRIORITY_CARDINALITY_EXCEEDED,
     SettableGaugeMetric, prometheus_metrics_provider,
 };
 pub use priority::PriorityQueue;

@@ -81,6 +81,26 @@ pub async fn try_get(
     addr: SocketAddr,
     path: &str,
 ) -> Result<Reply, Box<dyn std::error::Error + Send + Sync>> {
+    let (status, headers, body) = get_bytes(addr, path).await?;
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    Ok(Reply {
+        status,
+        content_type: header(http::header::CONTENT_TYPE).unwrap_or_default(),
+        location: header(http::header::LOCATION),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// A GET whose body is kept as bytes (for binary answers).
+pub async fn get_bytes(
+    addr: SocketAddr,
+    path: &str,
+) -> Result<(u16, http::HeaderMap, Bytes), Box<dyn std::error::Error + Send + Sync>> {
     let stream = TcpStream::connect(addr).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(conn);
@@ -88,22 +108,10 @@ pub async fn try_get(
         .header(http::header::HOST, addr.to_string())
         .body(Empty::<Bytes>::new())?;
     let resp = sender.send_request(req).await?;
-    let header = |name| {
-        resp.headers()
-            .get(name)
-            .and_then(|v: &http::HeaderValue| v.to_str().ok())
-            .map(str::to_string)
-    };
     let status = resp.status().as_u16();
-    let content_type = header(http::header::CONTENT_TYPE).unwrap_or_default();
-    let location = header(http::header::LOCATION);
+    let headers = resp.headers().clone();
     let body = resp.into_body().collect().await?.to_bytes();
-    Ok(Reply {
-        status,
-        content_type,
-        location,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    })
+    Ok((status, headers, body))
 }
 
 /// Writes raw bytes on a fresh connection and reads until the server closes it or
@@ -155,4 +163,24 @@ pub fn once() -> (
     let (tx, rx) = tokio::sync::oneshot::channel();
     let tx = std::sync::Mutex::new(Some(tx));
     (move || tx.lock().ok().and_then(|mut t| t.take()), rx)
+}
+
+/// Adds to `mgr` a controller `name` running `r` on ConfigMaps from its cache.
+pub async fn add_configmap_controller(
+    mgr: &Manager,
+    name: &str,
+    r: impl ctrl_runtime::reconcile::Reconciler,
+    opts: ctrl_runtime::controller::Options,
+) {
+    use ctrl_runtime::handler::EnqueueRequestForObject;
+    use ctrl_runtime::source::Kind;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let c = ctrl_runtime::controller::Controller::new(name, r, opts).expect("controller");
+    c.watch(Kind::<ConfigMap>::new(
+        &mgr.get_cache(),
+        EnqueueRequestForObject,
+    ))
+    .await
+    .expect("watch");
+    mgr.add(c).expect("add controller");
 }

@@ -6,6 +6,8 @@
 //! a v1 `AdmissionReview` with a request gets an HTTP `400` (`413` when too big),
 //! still with a review body saying why, so a caller sees a clear client error.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::FutureExt;
@@ -21,10 +23,29 @@ use crate::webhook::metrics;
 /// 3 MiB; a review holds two).
 pub const MAX_REQUEST_BYTES: usize = 7 * 1024 * 1024;
 
+/// Builds what a handler can read with [`context`] from the HTTP request that carried
+/// the review (Go's `WithContextFunc`).
+pub type ContextFn = Arc<dyn Fn(&h::Request) -> http::Extensions + Send + Sync>;
+
+tokio::task_local! {
+    static CONTEXT: http::Extensions;
+}
+
+/// A value the webhook's [`ContextFn`] put in the handler's context (Go's
+/// `ctx.Value` on the context `WithContextFunc` returned); `None` outside a handler,
+/// without a context function, or if it put no `T`.
+pub fn context<T: Clone + Send + Sync + 'static>() -> Option<T> {
+    CONTEXT
+        .try_with(|ext| ext.get::<T>().cloned())
+        .ok()
+        .flatten()
+}
+
 /// Serves an admission handler (Go's `admission.Webhook`).
 pub struct Webhook {
     handler: Box<dyn Handler>,
     recover_panic: bool,
+    context_fn: Option<ContextFn>,
 }
 
 impl std::fmt::Debug for Webhook {
@@ -41,7 +62,24 @@ impl Webhook {
         Self {
             handler: Box::new(handler),
             recover_panic: true,
+            context_fn: None,
         }
+    }
+
+    /// Runs `f` on each HTTP request and lets the handler read what it returns with
+    /// [`context`] (Go's `WithContextFunc`): headers, the path, the peer's identity.
+    pub fn with_context_fn(
+        mut self,
+        f: impl Fn(&h::Request) -> http::Extensions + Send + Sync + 'static,
+    ) -> Self {
+        self.context_fn = Some(Arc::new(f));
+        self
+    }
+
+    /// [`Webhook::with_context_fn`] with a shared function (the builder's).
+    pub fn with_context_fn_shared(mut self, f: Option<ContextFn>) -> Self {
+        self.context_fn = f;
+        self
     }
 
     /// Whether a panicking handler becomes a `500` denial (default true, as Go's
@@ -54,10 +92,15 @@ impl Webhook {
 
     /// Runs the handler on a decoded review's request and fills in the uid.
     pub async fn review(&self, review: AdmissionReview) -> Response {
+        self.review_in(review, http::Extensions::new()).await
+    }
+
+    /// [`Webhook::review`] with `ext` readable through [`context`].
+    async fn review_in(&self, review: AdmissionReview, ext: http::Extensions) -> Response {
         let Some(req) = review.request else {
             return Response::errored(400, "AdmissionReview has no request");
         };
-        let fut = self.handler.handle(&req);
+        let fut = CONTEXT.scope(ext, self.handler.handle(&req));
         let mut resp = if self.recover_panic {
             match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
                 Ok(r) => r,
@@ -76,7 +119,8 @@ impl Webhook {
     }
 }
 
-fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+/// A panic payload's message (`&str` or `String`), for logs and `[recovered]` errors.
+pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {
@@ -84,6 +128,18 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
     } else {
         "unknown panic".to_string()
     }
+}
+
+/// Why `req` is not `application/json` (Go's webhooks accept nothing else), if it
+/// is not.
+pub(crate) fn not_json(req: &h::Request) -> Option<String> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    (ct.split(';').next().map(str::trim) != Some("application/json"))
+        .then(|| format!("contentType={ct}, expected application/json"))
 }
 
 fn reply(status: StatusCode, resp: Response) -> h::Response {
@@ -119,16 +175,8 @@ impl h::Handler for Webhook {
                 format!("request entity is too large; limit is {MAX_REQUEST_BYTES} bytes"),
             );
         }
-        let ct = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if ct.split(';').next().map(str::trim) != Some("application/json") {
-            return bad(
-                StatusCode::BAD_REQUEST,
-                format!("contentType={ct}, expected application/json"),
-            );
+        if let Some(msg) = not_json(&req) {
+            return bad(StatusCode::BAD_REQUEST, msg);
         }
         let raw: serde_json::Value = match serde_json::from_slice(body) {
             Ok(v) => v,
@@ -164,7 +212,12 @@ impl h::Handler for Webhook {
                 );
             }
         };
-        let resp = self.review(review).await;
+        let ext = self
+            .context_fn
+            .as_ref()
+            .map(|f| f(&req))
+            .unwrap_or_default();
+        let resp = self.review_in(review, ext).await;
         tracing::debug!(uid = %resp.uid, allowed = resp.allowed, code = resp.status.as_ref().map(|s| s.code), "admission decided");
         reply(StatusCode::OK, resp)
     }

@@ -8,12 +8,15 @@
 //! The typed handlers most operators use are [`CustomDefaulter`] (the response
 //! carries the JSON patch between the object as sent and as defaulted) and
 //! [`CustomValidator`] (create / update(old, new) / delete, each returning warnings
-//! or a denial). The webhook server (`crate::webhook::Server`) routes paths to
+//! or a denial). [`multi_mutating_handler`] and [`multi_validating_handler`] serve
+//! several handlers at one path (`multi`). The webhook server (`crate::webhook::Server`) routes paths to
 //! webhooks; `ctrl-builder`'s `WebhookBuilder` registers them under kubebuilder's
 //! paths.
 
 mod defaulter;
 mod http;
+pub(crate) use http::{not_json, panic_message};
+mod multi;
 mod review;
 mod validator;
 
@@ -21,8 +24,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+/// What a [`ContextFn`] returns: typed values by type (`http::Extensions`).
+pub use ::http::Extensions;
 pub use defaulter::{CustomDefaulter, DefaulterHandler, defaulting_webhook};
-pub use http::{MAX_REQUEST_BYTES, Webhook};
+pub use http::{ContextFn, MAX_REQUEST_BYTES, Webhook, context};
+pub use multi::{MultiMutating, MultiValidating, multi_mutating_handler, multi_validating_handler};
 pub use review::{API_VERSION, AdmissionReview, KIND, Operation, Request, Response, ResultStatus};
 pub use validator::{
     CustomValidator, ValidationError, ValidatorHandler, Warnings, validating_webhook,
