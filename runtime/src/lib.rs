@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod predicate;
 pub mod reconcile;
 pub mod recorder;
+pub mod sharding;
 pub mod source;
 pub mod webhook;
 pub mod workqueue;
