@@ -31,7 +31,8 @@ use ctrl_runtime::handler::{
 };
 use ctrl_runtime::manager::Manager;
 use ctrl_runtime::predicate::BoxPredicate;
-use ctrl_runtime::reconcile::Request;
+use ctrl_runtime::reconcile::{Reconciler, Request};
+use ctrl_runtime::sharding::{Shard, ShardedReconciler};
 use ctrl_runtime::source::{Kind, Source};
 use kube::core::PartialObjectMeta;
 
@@ -55,6 +56,7 @@ struct ForInput {
     kind: String,
     namespaced: bool,
     make: MakeSource,
+    sharded: fn(Shard, Cache, Arc<dyn Reconciler>) -> Arc<dyn Reconciler>,
 }
 
 /// Builds a controller and registers it with a manager (controller-runtime's
@@ -70,6 +72,7 @@ pub struct ControllerBuilder {
     options: controller::Options,
     name: Option<String>,
     log_constructor: Option<LogConstructor>,
+    shard: Option<Shard>,
 }
 
 impl std::fmt::Debug for ControllerBuilder {
@@ -117,6 +120,7 @@ impl ControllerBuilder {
             options: controller::Options::default(),
             name: None,
             log_constructor: None,
+            shard: None,
         }
     }
 
@@ -148,6 +152,7 @@ impl ControllerBuilder {
             make: Box::new(move |cache, filters| {
                 kind_source::<K>(cache, filters, EnqueueRequestForObject, preds)
             }),
+            sharded: ShardedReconciler::<K>::boxed,
         });
         self
     }
@@ -272,6 +277,19 @@ impl ControllerBuilder {
         self
     }
 
+    /// Runs the controller as `shard` of its ring (kubernetes-controller-sharding's
+    /// `NewShardedReconciler(mgr).InControllerRing(ring).WithShardName(id)`): it
+    /// reconciles only `For` objects labelled with the shard, acknowledges drains
+    /// before the reconciler sees them (removing both labels, never reconciling that
+    /// version again), and runs on every replica (no leader election). Needs
+    /// [`for_`](Self::for_); the manager's cache should select the shard's objects of
+    /// the `For` and `Owns` types ([`Shard::select`]) and run the shard's lease
+    /// ([`Shard::lease`]); see `ctrl_runtime::sharding`.
+    pub fn sharded(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
     /// The controller's name: `named`, else the `For` kind lower-cased.
     fn controller_name(&self) -> Result<String, Error> {
         if let Some(name) = &self.name
@@ -335,6 +353,7 @@ impl ControllerBuilder {
             filters,
             mut options,
             log_constructor,
+            shard,
             ..
         } = self;
         if let Some(f) = &for_input {
@@ -347,6 +366,13 @@ impl ControllerBuilder {
         }
         let cache = mgr.get_cache();
         let mut inner = reconciler.into_reconciler(&cache);
+        if let Some(shard) = shard {
+            let Some(f) = &for_input else {
+                return Err(Error::ShardedWithoutFor);
+            };
+            options.need_leader_election = false;
+            inner = (f.sharded)(shard, cache.clone(), inner);
+        }
         if let Some(ctor) = log_constructor {
             let span = ctor(None);
             span.in_scope(|| tracing::debug!(controller = %name, "building controller"));

@@ -33,6 +33,9 @@ pub enum Error {
         /// The Rust type the object reconciler takes.
         reconciler_type: &'static str,
     },
+    /// `sharded` was called without `for_`: a shard reconciles its `For` objects.
+    #[error("Sharded() needs For(): a shard reconciles the objects of its For() type")]
+    ShardedWithoutFor,
     /// The controller could not be made (e.g. its name is empty or already used).
     #[error(transparent)]
     Controller(#[from] controller::Error),

@@ -52,9 +52,17 @@ pub struct RingResource {
     kind = "ControllerRing",
     status = "ControllerRingStatus",
     doc = "A virtual ring of sharded controller instances (kubernetes-controller-sharding's ControllerRing).",
-    printcolumn(name = "Available", type_ = "string", json_path = ".status.availableShards"),
+    printcolumn(
+        name = "Available",
+        type_ = "string",
+        json_path = ".status.availableShards"
+    ),
     printcolumn(name = "Shards", type_ = "string", json_path = ".status.shards"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerRingSpec {

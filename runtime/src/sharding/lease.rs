@@ -76,23 +76,27 @@ pub fn shard_state(lease: &Lease, now: Timestamp) -> ShardState {
         .map_or(DEFAULT_LEASE_DURATION, |s| {
             Duration::from_secs(u64::try_from(s).unwrap_or(0))
         });
-    let expiration = match (&spec.acquire_time, &spec.renew_time, spec.lease_duration_seconds) {
-        (Some(_), Some(renew), Some(_)) => {
-            renew.0 + jiff_span(duration)
-        }
+    let expiration = match (
+        &spec.acquire_time,
+        &spec.renew_time,
+        spec.lease_duration_seconds,
+    ) {
+        (Some(_), Some(renew), Some(_)) => renew.0 + jiff_span(duration),
         _ => now,
     };
     let to_expired = expiration.duration_since(now);
     let holder = spec.holder_identity.unwrap_or_default();
     if holder.is_empty() || Some(holder.as_str()) != lease.metadata.name.as_deref() {
-        let to_orphaned = to_expired + k8s_openapi::jiff::SignedDuration::try_from(LEASE_TTL).unwrap_or_default();
+        let to_orphaned =
+            to_expired + k8s_openapi::jiff::SignedDuration::try_from(LEASE_TTL).unwrap_or_default();
         return if to_orphaned.is_positive() {
             ShardState::Dead
         } else {
             ShardState::Orphaned
         };
     }
-    let to_uncertain = to_expired + k8s_openapi::jiff::SignedDuration::try_from(duration).unwrap_or_default();
+    let to_uncertain =
+        to_expired + k8s_openapi::jiff::SignedDuration::try_from(duration).unwrap_or_default();
     if !to_uncertain.is_positive() {
         ShardState::Uncertain
     } else if !to_expired.is_positive() {
@@ -127,7 +131,9 @@ pub struct ShardLease {
 
 impl std::fmt::Debug for ShardLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShardLease").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("ShardLease")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -143,8 +149,14 @@ impl ShardLease {
         mut cfg: ElectorConfig,
     ) -> Result<Self, crate::leaderelection::Error> {
         cfg.name = format!("shard/{ring}/{id}");
-        let lock = LeaseLock::new(client, namespace, id, id, crate::leaderelection::call_timeout(cfg.renew_deadline))
-            .with_labels(lease_labels(ring));
+        let lock = LeaseLock::new(
+            client,
+            namespace,
+            id,
+            id,
+            crate::leaderelection::call_timeout(cfg.renew_deadline),
+        )
+        .with_labels(lease_labels(ring));
         let name = lock.describe();
         Ok(Self {
             elector: tokio::sync::Mutex::new(Some(LeaderElector::new(lock, cfg)?)),

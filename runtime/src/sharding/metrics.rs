@@ -11,13 +11,17 @@ use prometheus::{IntCounterVec, IntGaugeVec, Opts};
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
-    crate::metrics::registry().register(Box::new(c.clone())).ok();
+    crate::metrics::registry()
+        .register(Box::new(c.clone()))
+        .ok();
     c
 }
 
 fn gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
-    crate::metrics::registry().register(Box::new(g.clone())).ok();
+    crate::metrics::registry()
+        .register(Box::new(g.clone()))
+        .ok();
     g
 }
 

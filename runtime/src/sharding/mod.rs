@@ -41,9 +41,7 @@ pub use controllerring::{
 pub use lease::{LEASE_TTL, ShardLease, ShardState, lease_labels, shard_state};
 pub use ring::{HashRing, KeyError, TOKENS_PER_SHARD, hash, key_for_controller, key_for_object};
 pub use shard::{Shard, ShardedReconciler, acknowledge_drain};
-pub use sharder::{
-    Sharder, SharderOptions, webhook_configuration, webhook_path, IDENTITY_SHARDER,
-};
+pub use sharder::{IDENTITY_SHARDER, Sharder, SharderOptions, webhook_configuration, webhook_path};
 
 /// The label on shard leases naming their ring.
 pub const LABEL_CONTROLLER_RING: &str = "alpha.sharding.timebertt.dev/controllerring";
@@ -69,7 +67,13 @@ pub fn label_drain(ring: &str) -> String {
 mod tests {
     #[test]
     fn label_keys_are_upstreams() {
-        assert_eq!(super::label_shard("foo"), "shard.alpha.sharding.timebertt.dev/foo");
-        assert_eq!(super::label_drain("foo"), "drain.alpha.sharding.timebertt.dev/foo");
+        assert_eq!(
+            super::label_shard("foo"),
+            "shard.alpha.sharding.timebertt.dev/foo"
+        );
+        assert_eq!(
+            super::label_drain("foo"),
+            "drain.alpha.sharding.timebertt.dev/foo"
+        );
     }
 }

@@ -78,7 +78,9 @@ impl HashRing {
 pub enum KeyError {
     /// The object has no name: it uses `generateName`, and a main object's key cannot
     /// be computed before the API server names it.
-    #[error("generateName is not supported on ring resources that are not controlled by another resource")]
+    #[error(
+        "generateName is not supported on ring resources that are not controlled by another resource"
+    )]
     GenerateName,
     /// The object has neither a name nor a generateName.
     #[error("name must not be empty")]
@@ -128,10 +130,7 @@ pub fn key_for_controller(meta: &ObjectMeta) -> Result<Option<String>, KeyError>
         return Err(KeyError::BadControllerRef("name must not be empty"));
     }
     // "v1" has the empty group; "apps/v1" has "apps".
-    let group = owner
-        .api_version
-        .rsplit_once('/')
-        .map_or("", |(g, _)| g);
+    let group = owner.api_version.rsplit_once('/').map_or("", |(g, _)| g);
     Ok(Some(key(
         group,
         &owner.kind,
@@ -150,7 +149,9 @@ mod tests {
         let h = hash(key.as_bytes());
         let mut all: Vec<(u64, &str)> = shards
             .iter()
-            .flat_map(|s| (0..TOKENS_PER_SHARD).map(move |i| (hash(format!("{s}-{i}").as_bytes()), *s)))
+            .flat_map(|s| {
+                (0..TOKENS_PER_SHARD).map(move |i| (hash(format!("{s}-{i}").as_bytes()), *s))
+            })
             .collect();
         all.sort_by_key(|(t, _)| *t);
         let pick = all.iter().find(|(t, _)| *t >= h).unwrap_or(&all[0]);
@@ -173,9 +174,48 @@ mod tests {
         let ring = HashRing::new(shards);
         for i in 0..2000 {
             let key = format!("apps/Deployment/default/obj-{i}");
-            assert_eq!(ring.shard_for(&key), Some(naive(&shards, &key).as_str()), "{key}");
+            assert_eq!(
+                ring.shard_for(&key),
+                Some(naive(&shards, &key).as_str()),
+                "{key}"
+            );
         }
         assert_eq!(HashRing::new(Vec::<String>::new()).shard_for("x"), None);
+    }
+
+    /// Pinned answers for shards `shard-0..2` (upstream's algorithm, checked against
+    /// `naive` above): a Go sharder with these shards labels these keys the same way.
+    #[test]
+    fn ring_answers_the_pinned_vectors() {
+        let ring = HashRing::new(["shard-0", "shard-1", "shard-2"]);
+        let vectors = [
+            (
+                "example.com/AppService/default/web",
+                0xa062_4a87_e877_c7e6,
+                "shard-2",
+            ),
+            ("/ConfigMap/default/foo", 0x7339_3bb0_e2ae_31a8, "shard-0"),
+            (
+                "apps/Deployment/kube-system/coredns",
+                0x3876_6fbf_7008_e123,
+                "shard-2",
+            ),
+            (
+                "webhosting.timebertt.dev/Website/project-foo/homepage",
+                0x292e_e0a4_85f0_b9a2,
+                "shard-0",
+            ),
+            ("/Secret//cluster-thing", 0xeeab_a784_5f29_a0d3, "shard-1"),
+        ];
+        for (key, h, shard) in vectors {
+            assert_eq!(hash(key.as_bytes()), h, "{key}");
+            assert_eq!(ring.shard_for(key), Some(shard), "{key}");
+            assert_eq!(
+                naive(&["shard-0", "shard-1", "shard-2"], key),
+                shard,
+                "{key}"
+            );
+        }
     }
 
     #[test]
@@ -193,16 +233,21 @@ mod tests {
             generate_name: Some("web-".into()),
             ..Default::default()
         };
-        assert_eq!(key_for_object("", "ConfigMap", &gen_name), Err(KeyError::GenerateName));
+        assert_eq!(
+            key_for_object("", "ConfigMap", &gen_name),
+            Err(KeyError::GenerateName)
+        );
         let owned = ObjectMeta {
             namespace: Some("prod".into()),
-            owner_references: Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-                api_version: "example.com/v1".into(),
-                kind: "AppService".into(),
-                name: "web".into(),
-                controller: Some(true),
-                ..Default::default()
-            }]),
+            owner_references: Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    api_version: "example.com/v1".into(),
+                    kind: "AppService".into(),
+                    name: "web".into(),
+                    controller: Some(true),
+                    ..Default::default()
+                },
+            ]),
             ..Default::default()
         };
         assert_eq!(

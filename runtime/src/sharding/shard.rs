@@ -42,7 +42,11 @@ pub struct Shard {
 impl Shard {
     /// Shard `id` of `ring`, its lease in `namespace`, with controller-runtime's default
     /// lease timings (15 s / 10 s / 2 s), released on a graceful stop.
-    pub fn new(ring: impl Into<String>, id: impl Into<String>, namespace: impl Into<String>) -> Self {
+    pub fn new(
+        ring: impl Into<String>,
+        id: impl Into<String>,
+        namespace: impl Into<String>,
+    ) -> Self {
         Self {
             ring: ring.into(),
             id: id.into(),
@@ -88,16 +92,26 @@ impl Shard {
     /// `opts` with the cache of `K` restricted to this shard's objects (keeping any
     /// other per-type settings). Use it for the `For` and `Owns` types of sharded
     /// controllers when building the manager.
-    pub fn select<K: Resource<DynamicType = ()>>(&self, mut opts: cache::Options) -> cache::Options {
+    pub fn select<K: Resource<DynamicType = ()>>(
+        &self,
+        mut opts: cache::Options,
+    ) -> cache::Options {
         let key = cache::type_key::<K>(&());
         let by = opts.by_object.remove(&key).unwrap_or_else(ByObject::new);
-        opts.by_object.insert(key, by.label_selector(self.label_selector()));
+        opts.by_object
+            .insert(key, by.label_selector(self.label_selector()));
         opts
     }
 
     /// The shard's lease runnable; add it to the manager.
     pub fn lease(&self, client: kube::Client) -> Result<ShardLease, leaderelection::Error> {
-        ShardLease::new(client, &self.ring, &self.namespace, &self.id, self.lease.clone())
+        ShardLease::new(
+            client,
+            &self.ring,
+            &self.namespace,
+            &self.id,
+            self.lease.clone(),
+        )
     }
 
     /// Whether `labels` assign the object to this shard.
@@ -133,7 +147,8 @@ pub async fn acknowledge_drain(
         "resourceVersion": resource_version,
         "labels": { label_shard(ring): null, label_drain(ring): null },
     }});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
     Ok(())
 }
 

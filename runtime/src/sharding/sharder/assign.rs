@@ -36,7 +36,10 @@ pub(crate) fn role(ring: &ControllerRing, group: &str, resource: &str) -> Option
         if r.group_resource.group == group && r.group_resource.resource == resource {
             return Some(Role::Main);
         }
-        if r.controlled_resources.iter().any(|c| c.group == group && c.resource == resource) {
+        if r.controlled_resources
+            .iter()
+            .any(|c| c.group == group && c.resource == resource)
+        {
             role = Some(Role::Controlled);
         }
     }
@@ -44,7 +47,12 @@ pub(crate) fn role(ring: &ControllerRing, group: &str, resource: &str) -> Option
 }
 
 /// The hash key of an object of `group`/`kind` in `role` (`Ok(None)`: not assigned).
-pub(crate) fn key(role: Role, group: &str, kind: &str, meta: &ObjectMeta) -> Result<Option<String>, KeyError> {
+pub(crate) fn key(
+    role: Role,
+    group: &str,
+    kind: &str,
+    meta: &ObjectMeta,
+) -> Result<Option<String>, KeyError> {
     match role {
         Role::Main => key_for_object(group, kind, meta).map(Some),
         Role::Controlled => key_for_controller(meta),
@@ -52,7 +60,13 @@ pub(crate) fn key(role: Role, group: &str, kind: &str, meta: &ObjectMeta) -> Res
 }
 
 /// The decision for an object with hash key `key` and labels from `meta` in `ring`.
-pub(crate) fn decide(members: &Members, ring: &str, role: Role, key: &str, meta: &ObjectMeta) -> Decision {
+pub(crate) fn decide(
+    members: &Members,
+    ring: &str,
+    role: Role,
+    key: &str,
+    meta: &ObjectMeta,
+) -> Decision {
     let Some(desired) = members.ring.shard_for(key) else {
         return Decision::Keep;
     };
@@ -63,7 +77,11 @@ pub(crate) fn decide(members: &Members, ring: &str, role: Role, key: &str, meta:
         Some(c) if c == desired && !draining => Decision::Keep,
         Some(c) if c == desired => Decision::Assign(desired.to_string()),
         Some(c) if role == Role::Main && members.state(c).is_available() => {
-            if draining { Decision::Keep } else { Decision::Drain }
+            if draining {
+                Decision::Keep
+            } else {
+                Decision::Drain
+            }
         }
         _ => Decision::Assign(desired.to_string()),
     }

@@ -51,12 +51,17 @@ impl Members {
 
     /// The state of shard `name` (Unknown if it has no lease).
     pub fn state(&self, name: &str) -> ShardState {
-        self.shards.get(name).map_or(ShardState::Unknown, |(_, s)| *s)
+        self.shards
+            .get(name)
+            .map_or(ShardState::Unknown, |(_, s)| *s)
     }
 
     /// The number of available shards.
     pub fn available(&self) -> usize {
-        self.shards.values().filter(|(_, s)| s.is_available()).count()
+        self.shards
+            .values()
+            .filter(|(_, s)| s.is_available())
+            .count()
     }
 
     /// Takes over Uncertain leases, deletes Orphaned ones, labels the rest with their
@@ -69,10 +74,9 @@ impl Members {
                     changed = true;
                     take_over(api, lease.clone()).await
                 }
-                ShardState::Orphaned => api
-                    .delete(name, &DeleteParams::default())
-                    .await
-                    .map(|_| ()),
+                ShardState::Orphaned => {
+                    api.delete(name, &DeleteParams::default()).await.map(|_| ())
+                }
                 _ => label_state(api, lease, *state).await,
             };
             match result {
@@ -80,7 +84,9 @@ impl Members {
                     tracing::info!(ring, shard = %name, "Shard lease is uncertain, acquired it: the shard is dead")
                 }
                 Ok(()) => {}
-                Err(error) => tracing::warn!(ring, shard = %name, %error, "Could not maintain shard lease"),
+                Err(error) => {
+                    tracing::warn!(ring, shard = %name, %error, "Could not maintain shard lease")
+                }
             }
         }
         changed
@@ -101,19 +107,36 @@ async fn take_over(api: &Api<Lease>, mut lease: Lease) -> Result<(), kube::Error
         .metadata
         .labels
         .get_or_insert_with(BTreeMap::new)
-        .insert(LABEL_STATE.to_string(), ShardState::Dead.as_str().to_string());
-    api.replace(&name, &PostParams::default(), &lease).await.map(|_| ())
+        .insert(
+            LABEL_STATE.to_string(),
+            ShardState::Dead.as_str().to_string(),
+        );
+    api.replace(&name, &PostParams::default(), &lease)
+        .await
+        .map(|_| ())
 }
 
 /// Keeps the state label of a lease current (observability only, as upstream).
-async fn label_state(api: &Api<Lease>, lease: &Lease, state: ShardState) -> Result<(), kube::Error> {
-    let current = lease.metadata.labels.as_ref().and_then(|l| l.get(LABEL_STATE));
+async fn label_state(
+    api: &Api<Lease>,
+    lease: &Lease,
+    state: ShardState,
+) -> Result<(), kube::Error> {
+    let current = lease
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_STATE));
     if current.map(String::as_str) == Some(state.as_str()) {
         return Ok(());
     }
     let name = lease.metadata.name.clone().unwrap_or_default();
     let patch = serde_json::json!({ "metadata": { "labels": { LABEL_STATE: state.as_str() } } });
-    api.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
-        .await
-        .map(|_| ())
+    api.patch(
+        &name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
 }

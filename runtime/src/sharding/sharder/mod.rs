@@ -69,7 +69,9 @@ pub struct Sharder {
 
 impl std::fmt::Debug for Sharder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sharder").field("opts", &self.opts).finish_non_exhaustive()
+        f.debug_struct("Sharder")
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,7 +91,10 @@ impl Sharder {
 
     /// Serves the ring's webhook at [`webhook_path`] on `server` (every replica may
     /// serve it; the sharder need not lead).
-    pub fn register_webhook(&self, server: &crate::webhook::Server) -> Result<(), crate::webhook::Error> {
+    pub fn register_webhook(
+        &self,
+        server: &crate::webhook::Server,
+    ) -> Result<(), crate::webhook::Error> {
         let handler = webhook::SharderWebhook {
             client: self.client.clone(),
             ring: self.opts.ring.clone(),
@@ -101,7 +106,11 @@ impl Sharder {
 
     /// One tick: maintain leases; sync objects if `force` or membership changed since
     /// `last`. Returns what it synced against, if it synced.
-    async fn tick(&self, last: Option<&[String]>, force: bool) -> Result<Option<Synced>, kube::Error> {
+    async fn tick(
+        &self,
+        last: Option<&[String]>,
+        force: bool,
+    ) -> Result<Option<Synced>, kube::Error> {
         let ring_name = &self.opts.ring;
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.opts.lease_namespace);
         let mut members = Members::load(&leases, ring_name).await?;
@@ -114,7 +123,9 @@ impl Sharder {
             .filter(|(_, (_, s))| s.is_available())
             .map(|(n, _)| n.clone())
             .collect();
-        metrics::RING_SIZE.with_label_values(&[ring_name]).set(members.available() as i64);
+        metrics::RING_SIZE
+            .with_label_values(&[ring_name])
+            .set(members.available() as i64);
         if !force && last == Some(available.as_slice()) {
             return Ok(None);
         }

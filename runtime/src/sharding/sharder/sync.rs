@@ -32,7 +32,8 @@ pub(crate) async fn sync_ring(
 ) -> Result<Counts, kube::Error> {
     let name = ring.ring_name();
     let mut counts = Counts::default();
-    let mut per_shard: BTreeMap<String, i64> = members.shards.keys().map(|s| (s.clone(), 0)).collect();
+    let mut per_shard: BTreeMap<String, i64> =
+        members.shards.keys().map(|s| (s.clone(), 0)).collect();
     let discovered = discover(client, ring).await?;
     for (gr, role) in resources(ring) {
         let Some((ar, caps)) = discovered.get(&gr) else {
@@ -44,19 +45,25 @@ pub(crate) async fn sync_ring(
         counts.drained += c.drained;
     }
     for (shard, n) in per_shard {
-        metrics::OBJECTS_ASSIGNED.with_label_values(&[name, &shard]).set(n);
+        metrics::OBJECTS_ASSIGNED
+            .with_label_values(&[name, &shard])
+            .set(n);
     }
     Ok(counts)
 }
 
 /// The ring's resources with their roles, main resources first.
 fn resources(ring: &ControllerRing) -> Vec<(GroupResource, Role)> {
-    let main = ring.spec.resources.iter().map(|r| (r.group_resource.clone(), Role::Main));
-    let controlled = ring
+    let main = ring
         .spec
         .resources
         .iter()
-        .flat_map(|r| r.controlled_resources.iter().map(|c| (c.clone(), Role::Controlled)));
+        .map(|r| (r.group_resource.clone(), Role::Main));
+    let controlled = ring.spec.resources.iter().flat_map(|r| {
+        r.controlled_resources
+            .iter()
+            .map(|c| (c.clone(), Role::Controlled))
+    });
     main.chain(controlled).collect()
 }
 
@@ -64,13 +71,19 @@ type Discovered = HashMap<GroupResource, (ApiResource, ApiCapabilities)>;
 
 /// The API resources of the ring's groups.
 async fn discover(client: &kube::Client, ring: &ControllerRing) -> Result<Discovered, kube::Error> {
-    let groups: Vec<String> = resources(ring).into_iter().map(|(gr, _)| gr.group).collect();
+    let groups: Vec<String> = resources(ring)
+        .into_iter()
+        .map(|(gr, _)| gr.group)
+        .collect();
     let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
     let discovery = Discovery::new(client.clone()).filter(&groups).run().await?;
     let mut out = HashMap::new();
     for group in discovery.groups() {
         for (ar, caps) in group.recommended_resources() {
-            out.insert(GroupResource::new(ar.group.clone(), ar.plural.clone()), (ar, caps));
+            out.insert(
+                GroupResource::new(ar.group.clone(), ar.plural.clone()),
+                (ar, caps),
+            );
         }
     }
     Ok(out)
@@ -97,7 +110,11 @@ async fn sync_resource(
         let decision = decide(members, ring, role, &k, meta);
         let target = match &decision {
             Decision::Assign(s) => Some(s.clone()),
-            _ => meta.labels.as_ref().and_then(|l| l.get(&label_shard(ring))).cloned(),
+            _ => meta
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(&label_shard(ring)))
+                .cloned(),
         };
         if let Some(t) = target {
             *per_shard.entry(t).or_default() += 1;
@@ -115,11 +132,15 @@ async fn sync_resource(
         match patch_labels(&api, meta, labels).await {
             Ok(()) if drain => {
                 counts.drained += 1;
-                metrics::DRAINS.with_label_values(&[ring, &ar.group, &ar.plural]).inc();
+                metrics::DRAINS
+                    .with_label_values(&[ring, &ar.group, &ar.plural])
+                    .inc();
             }
             Ok(()) => {
                 counts.assigned += 1;
-                metrics::ASSIGNMENTS.with_label_values(&[ring, &ar.group, &ar.plural]).inc();
+                metrics::ASSIGNMENTS
+                    .with_label_values(&[ring, &ar.group, &ar.plural])
+                    .inc();
             }
             Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
             Err(e) => return Err(e),
@@ -135,7 +156,8 @@ async fn patch_labels(
     labels: Value,
 ) -> Result<(), kube::Error> {
     let name = meta.name.clone().unwrap_or_default();
-    let patch = json!({ "metadata": { "resourceVersion": meta.resource_version, "labels": labels } });
+    let patch =
+        json!({ "metadata": { "resourceVersion": meta.resource_version, "labels": labels } });
     api.patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map(|_| ())

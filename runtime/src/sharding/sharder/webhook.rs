@@ -14,7 +14,9 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, WebhookClientConfig,
 };
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 use kube::api::Api;
 
 use super::assign::{Decision, decide, key, role};
@@ -37,19 +39,28 @@ pub(crate) struct SharderWebhook {
 impl SharderWebhook {
     async fn assign(&self, req: &Request, meta: &ObjectMeta) -> Result<Option<String>, String> {
         let rings: Api<ControllerRing> = Api::all(self.client.clone());
-        let ring = rings.get(&self.ring).await.map_err(|e| format!("reading the ring: {e}"))?;
+        let ring = rings
+            .get(&self.ring)
+            .await
+            .map_err(|e| format!("reading the ring: {e}"))?;
         let (group, resource) = (&req.resource.group, &req.resource.resource);
         let Some(role) = role(&ring, group, resource) else {
             return Ok(None);
         };
-        let Some(k) = key(role, &req.kind.group, &req.kind.kind, meta).map_err(|e| e.to_string())? else {
+        let Some(k) =
+            key(role, &req.kind.group, &req.kind.kind, meta).map_err(|e| e.to_string())?
+        else {
             return Ok(None);
         };
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.lease_namespace);
-        let members = Members::load(&leases, &self.ring).await.map_err(|e| format!("listing shard leases: {e}"))?;
+        let members = Members::load(&leases, &self.ring)
+            .await
+            .map_err(|e| format!("listing shard leases: {e}"))?;
         match decide(&members, &self.ring, role, &k, meta) {
             Decision::Assign(shard) => {
-                metrics::ASSIGNMENTS.with_label_values(&[&self.ring, group, resource]).inc();
+                metrics::ASSIGNMENTS
+                    .with_label_values(&[&self.ring, group, resource])
+                    .inc();
                 Ok(Some(shard))
             }
             _ => Ok(None),
@@ -70,7 +81,11 @@ impl Handler for SharderWebhook {
             Some(Ok(m)) => m,
             _ => return Response::errored(400, "the object has no valid metadata"),
         };
-        if meta.labels.as_ref().is_some_and(|l| l.contains_key(&label_shard(&self.ring))) {
+        if meta
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(&label_shard(&self.ring)))
+        {
             return Response::allowed("object is already assigned");
         }
         match self.assign(req, &meta).await {
@@ -98,7 +113,11 @@ fn label_patch(meta: &ObjectMeta, key: &str, value: &str) -> json_patch::Patch {
 /// The MutatingWebhookConfiguration `controllerring-<ring>` sending creates and
 /// updates of the ring's unassigned objects to `base_url` + [`webhook_path`], trusted
 /// with `ca_pem`.
-pub fn webhook_configuration(ring: &ControllerRing, base_url: &str, ca_pem: &str) -> MutatingWebhookConfiguration {
+pub fn webhook_configuration(
+    ring: &ControllerRing,
+    base_url: &str,
+    ca_pem: &str,
+) -> MutatingWebhookConfiguration {
     let name = ring.ring_name();
     let rule = |group: &str, resource: &str| RuleWithOperations {
         api_groups: Some(vec![group.to_string()]),
@@ -110,7 +129,11 @@ pub fn webhook_configuration(ring: &ControllerRing, base_url: &str, ca_pem: &str
     let mut rules = Vec::new();
     for r in &ring.spec.resources {
         rules.push(rule(&r.group_resource.group, &r.group_resource.resource));
-        rules.extend(r.controlled_resources.iter().map(|c| rule(&c.group, &c.resource)));
+        rules.extend(
+            r.controlled_resources
+                .iter()
+                .map(|c| rule(&c.group, &c.resource)),
+        );
     }
     MutatingWebhookConfiguration {
         metadata: ObjectMeta {
@@ -121,7 +144,11 @@ pub fn webhook_configuration(ring: &ControllerRing, base_url: &str, ca_pem: &str
             name: "sharder.sharding.timebertt.dev".into(),
             admission_review_versions: vec!["v1".into()],
             client_config: WebhookClientConfig {
-                url: Some(format!("{}{}", base_url.trim_end_matches('/'), webhook_path(name))),
+                url: Some(format!(
+                    "{}{}",
+                    base_url.trim_end_matches('/'),
+                    webhook_path(name)
+                )),
                 ca_bundle: Some(ByteString(ca_pem.as_bytes().to_vec())),
                 service: None,
             },
