@@ -20,6 +20,7 @@ mod webhook;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use tokio::time::Instant;
@@ -65,6 +66,8 @@ impl SharderOptions {
 pub struct Sharder {
     client: kube::Client,
     opts: SharderOptions,
+    /// Where this replica serves the webhook (`https://host:port`) and its CA's PEM.
+    webhook: Option<(String, String)>,
 }
 
 impl std::fmt::Debug for Sharder {
@@ -86,7 +89,48 @@ struct Synced {
 impl Sharder {
     /// A sharder for `opts.ring` talking through `client`.
     pub fn new(client: kube::Client, opts: SharderOptions) -> Self {
-        Self { client, opts }
+        Self {
+            client,
+            opts,
+            webhook: None,
+        }
+    }
+
+    /// Points the ring's MutatingWebhookConfiguration ([`webhook_configuration`]) at
+    /// `base_url` (this replica's webhook server, trusted with `ca_pem`) whenever this
+    /// sharder becomes the leader, so the API server calls the active sharder.
+    pub fn with_webhook_registration(
+        mut self,
+        base_url: impl Into<String>,
+        ca_pem: impl Into<String>,
+    ) -> Self {
+        self.webhook = Some((base_url.into(), ca_pem.into()));
+        self
+    }
+
+    /// Creates or replaces the webhook configuration, if one is wanted.
+    async fn install_webhook(&self) -> Result<(), kube::Error> {
+        let Some((url, ca)) = &self.webhook else {
+            return Ok(());
+        };
+        let rings: Api<ControllerRing> = Api::all(self.client.clone());
+        let ring = rings.get(&self.opts.ring).await?;
+        let cfg = webhook_configuration(&ring, url, ca);
+        let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        let name = cfg.metadata.name.clone().unwrap_or_default();
+        let pp = kube::api::PostParams::default();
+        match api.get_opt(&name).await? {
+            Some(old) => {
+                let mut cfg = cfg;
+                cfg.metadata.resource_version = old.metadata.resource_version;
+                api.replace(&name, &pp, &cfg).await?;
+            }
+            None => {
+                api.create(&pp, &cfg).await?;
+            }
+        }
+        tracing::info!(ring = %self.opts.ring, %url, webhook = %name, "Registered the sharder webhook");
+        Ok(())
     }
 
     /// Serves the ring's webhook at [`webhook_path`] on `server` (every replica may
@@ -149,7 +193,16 @@ impl Runnable for Sharder {
         let mut last: Option<Vec<String>> = None;
         let mut next_full = Instant::now();
         let mut busy = false;
+        let mut webhook_installed = self.webhook.is_none();
         loop {
+            if !webhook_installed {
+                match self.install_webhook().await {
+                    Ok(()) => webhook_installed = true,
+                    Err(error) => {
+                        tracing::warn!(ring = %self.opts.ring, %error, "Could not register the sharder webhook")
+                    }
+                }
+            }
             let force = busy || Instant::now() >= next_full;
             match self.tick(last.as_deref(), force).await {
                 Ok(Some(synced)) => {
