@@ -94,7 +94,7 @@ async fn change(
         0 => {
             *next += 1;
             let id = format!("s-{next}");
-            live.push(churn_shard(client, &id, *next % 2 == 0, audit).await);
+            live.push(churn_shard(client, &id, next.is_multiple_of(2), audit).await);
         }
         // A graceful stop (the lease is released) and a crash (it is not).
         _ if live.len() > 1 => {
@@ -114,9 +114,9 @@ async fn no_object_is_reconciled_by_two_shards_at_once_over_thirty_membership_ch
     let sharder = start_sharder(client.clone());
     let mut live = Vec::new();
     let mut next = 0;
-    for i in 0..3 {
+    for i in 0..3usize {
         // Every other shard "crashes" when stopped: its lease is left to expire.
-        live.push(churn_shard(&client, &format!("s-{i}"), i % 2 == 0, &audit).await);
+        live.push(churn_shard(&client, &format!("s-{i}"), i.is_multiple_of(2), &audit).await);
         next = i;
     }
     for step in 0..30 {
@@ -189,17 +189,12 @@ async fn a_crashed_shards_objects_move_within_lease_duration_plus_sync_period() 
     sharder.stop().await;
 }
 
+/// An object's label states in watch order: (shard label, drain label present).
+type History = std::sync::Arc<parking_lot::Mutex<BTreeMap<String, Vec<(Option<String>, bool)>>>>;
+
 /// Every label state of every ConfigMap in [`NS`], in watch order.
-fn record_history(
-    client: kube::Client,
-) -> (
-    std::sync::Arc<parking_lot::Mutex<BTreeMap<String, Vec<(Option<String>, bool)>>>>,
-    tokio::task::JoinHandle<()>,
-) {
-    let history = std::sync::Arc::new(parking_lot::Mutex::new(BTreeMap::<
-        String,
-        Vec<(Option<String>, bool)>,
-    >::new()));
+fn record_history(client: kube::Client) -> (History, tokio::task::JoinHandle<()>) {
+    let history = History::default();
     let h = history.clone();
     let api: Api<ConfigMap> = Api::namespaced(client, NS);
     let task = tokio::spawn(async move {
@@ -261,7 +256,7 @@ async fn a_join_moves_about_a_third_each_after_its_drain_was_acknowledged() {
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
     watch.abort();
-    let history = history.lock();
+    let history = history.lock().clone();
     for (o, old) in &before {
         let states = &history[o];
         let Some(at_c) = states.iter().position(|(s, _)| s.as_deref() == Some("c")) else {
@@ -276,7 +271,6 @@ async fn a_join_moves_about_a_third_each_after_its_drain_was_acknowledged() {
             "{o} moved {old} -> c without a drain handshake: {states:?}"
         );
     }
-    drop(history);
     for s in shards {
         s.stop().await;
     }

@@ -45,6 +45,7 @@ pub struct RingResource {
 }
 
 /// The desired state of a ring: which resources it shards across its shards.
+#[allow(clippy::duplicated_attributes)] // two printer columns share `type_ = "string"`
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
     group = "sharding.timebertt.dev",

@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ShardLease, label_drain, label_shard, metrics};
-use crate::cache::{self, ByObject, Cache, CacheObject};
+use crate::cache::{self, Cache, CacheObject};
 use crate::leaderelection::{self, ElectorConfig};
 use crate::reconcile::{Action, Error, Reconciler, Request};
 
@@ -97,7 +97,7 @@ impl Shard {
         mut opts: cache::Options,
     ) -> cache::Options {
         let key = cache::type_key::<K>(&());
-        let by = opts.by_object.remove(&key).unwrap_or_else(ByObject::new);
+        let by = opts.by_object.remove(&key).unwrap_or_default();
         opts.by_object
             .insert(key, by.label_selector(self.label_selector()));
         opts
