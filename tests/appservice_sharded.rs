@@ -113,20 +113,8 @@ async fn settled(client: &kube::Client, live: &[&str]) -> BTreeMap<String, Strin
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_sharded_replicas_share_appservices_and_hand_them_over() {
-    let env = Environment::builder()
-        .crd(operator::crd::crd())
-        .simulate_pods(true)
-        .pod_start_delay(Duration::from_millis(50))
-        .start()
-        .await
-        .expect("envtest");
-    let client = env.client();
-    let mut replicas = Vec::new();
-    for id in ["r-0", "r-1", "r-2"] {
-        replicas.push(replica(&env, id).await);
-    }
+/// Waits until the sharder (on the leader) registered the ring's webhook.
+async fn wait_for_webhook(client: &kube::Client) {
     let webhooks: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let deadline = Instant::now() + WAIT;
     while webhooks
@@ -141,31 +129,47 @@ async fn three_sharded_replicas_share_appservices_and_hand_them_over() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    tokio::time::sleep(Duration::from_secs(1)).await; // all three shard leases held
+}
+
+/// Creates `app-0..N` (size 1); returns how many came back labelled with a shard.
+async fn create_apps(client: &kube::Client) -> usize {
     let apps: Api<AppService> = Api::namespaced(client.clone(), "default");
-    let mut by_webhook = 0;
+    let mut labelled = 0;
     for i in 0..N {
         let spec = AppServiceSpec {
             size: 1,
             ..Default::default()
         };
+        let app = AppService::new(&format!("app-{i}"), spec);
         let created = apps
-            .create(
-                &PostParams::default(),
-                &AppService::new(&format!("app-{i}"), spec),
-            )
+            .create(&PostParams::default(), &app)
             .await
             .expect("create");
-        by_webhook += usize::from(
-            created
-                .metadata
-                .labels
-                .unwrap_or_default()
-                .contains_key(&label_shard(RING)),
-        );
+        let labels = created.metadata.labels.unwrap_or_default();
+        labelled += usize::from(labels.contains_key(&label_shard(RING)));
     }
+    labelled
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sharded_replicas_share_appservices_and_hand_them_over() {
+    let env = Environment::builder()
+        .crd(operator::crd::crd())
+        .simulate_pods(true)
+        .pod_start_delay(Duration::from_millis(50))
+        .start()
+        .await
+        .expect("envtest");
+    let client = env.client();
+    let mut replicas = Vec::new();
+    for id in ["r-0", "r-1", "r-2"] {
+        replicas.push(replica(&env, id).await);
+    }
+    wait_for_webhook(&client).await;
+    tokio::time::sleep(Duration::from_secs(1)).await; // all three shard leases held
     assert_eq!(
-        by_webhook, N,
+        create_apps(&client).await,
+        N,
         "the sharder's webhook labels AppServices as they are created"
     );
     let first = settled(&client, &["r-0", "r-1", "r-2"]).await;

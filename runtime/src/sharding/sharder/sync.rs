@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::{ApiCapabilities, Discovery, Scope};
 use serde_json::{Value, json};
@@ -102,45 +103,37 @@ async fn sync_resource(
     let list = all.list_metadata(&ListParams::default()).await?;
     let mut counts = Counts::default();
     let namespaced = matches!(caps.scope, Scope::Namespaced);
+    let labels = [ring, ar.group.as_str(), ar.plural.as_str()];
     for obj in list.items {
         let meta = &obj.metadata;
         let Ok(Some(k)) = key(role, &ar.group, &ar.kind, meta) else {
             continue;
         };
         let decision = decide(members, ring, role, &k, meta);
-        let target = match &decision {
-            Decision::Assign(s) => Some(s.clone()),
-            _ => meta
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(&label_shard(ring)))
-                .cloned(),
+        let current = meta.labels.as_ref().and_then(|l| l.get(&label_shard(ring)));
+        let owner = match &decision {
+            Decision::Assign(s) => Some(s),
+            _ => current,
         };
-        if let Some(t) = target {
-            *per_shard.entry(t).or_default() += 1;
+        if let Some(owner) = owner {
+            *per_shard.entry(owner.clone()).or_default() += 1;
         }
-        let labels = match decision {
-            Decision::Keep => continue,
-            Decision::Assign(shard) => json!({ label_shard(ring): shard, label_drain(ring): null }),
-            Decision::Drain => json!({ label_drain(ring): "true" }),
-        };
         let api: Api<DynamicObject> = match (namespaced, meta.namespace.as_deref()) {
             (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
             _ => Api::all_with(client.clone(), ar),
         };
-        let drain = labels.get(label_drain(ring)).is_some_and(Value::is_string);
-        match patch_labels(&api, meta, labels).await {
-            Ok(()) if drain => {
+        match apply(&api, ring, meta, &decision).await {
+            Ok(false) => {}
+            Ok(true) if decision == Decision::Drain => {
                 counts.drained += 1;
-                metrics::DRAINS
-                    .with_label_values(&[ring, &ar.group, &ar.plural])
-                    .inc();
+                metrics::DRAINS.with_label_values(&labels).inc();
             }
-            Ok(()) => {
+            Ok(true) => {
                 counts.assigned += 1;
-                metrics::ASSIGNMENTS
-                    .with_label_values(&[ring, &ar.group, &ar.plural])
-                    .inc();
+                if current.is_some() {
+                    metrics::MOVEMENTS.with_label_values(&labels).inc();
+                }
+                metrics::ASSIGNMENTS.with_label_values(&labels).inc();
             }
             Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
             Err(e) => return Err(e),
@@ -149,10 +142,25 @@ async fn sync_resource(
     Ok(counts)
 }
 
+/// Writes `decision`'s labels; `Ok(false)` when there is nothing to write.
+async fn apply(
+    api: &Api<DynamicObject>,
+    ring: &str,
+    meta: &ObjectMeta,
+    decision: &Decision,
+) -> Result<bool, kube::Error> {
+    let labels = match decision {
+        Decision::Keep => return Ok(false),
+        Decision::Assign(shard) => json!({ label_shard(ring): shard, label_drain(ring): null }),
+        Decision::Drain => json!({ label_drain(ring): "true" }),
+    };
+    patch_labels(api, meta, labels).await.map(|()| true)
+}
+
 /// Merge-patches `labels` onto the object, only if it is still at the listed version.
 async fn patch_labels(
     api: &Api<DynamicObject>,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    meta: &ObjectMeta,
     labels: Value,
 ) -> Result<(), kube::Error> {
     let name = meta.name.clone().unwrap_or_default();

@@ -47,9 +47,9 @@ impl SharderWebhook {
         let Some(role) = role(&ring, group, resource) else {
             return Ok(None);
         };
-        let Some(k) =
-            key(role, &req.kind.group, &req.kind.kind, meta).map_err(|e| e.to_string())?
-        else {
+        // No key (generateName on a main object, no controller owner): admitted as is;
+        // the sync assigns it once it has a name.
+        let Ok(Some(k)) = key(role, &req.kind.group, &req.kind.kind, meta) else {
             return Ok(None);
         };
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.lease_namespace);
