@@ -43,6 +43,7 @@ pub type Audit = Arc<Mutex<Vec<Run>>>;
 /// A running manager and how to stop it.
 pub struct Running {
     pub id: String,
+    pub mgr: Manager,
     stop: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -99,12 +100,18 @@ fn options() -> Options {
 fn run(id: String, mgr: Manager) -> Running {
     let stop = CancellationToken::new();
     let token = stop.clone();
+    let running = mgr.clone();
     let task = tokio::spawn(async move {
         if let Err(error) = mgr.start(token).await {
             tracing::warn!(%error, "manager stopped with an error");
         }
     });
-    Running { id, stop, task }
+    Running {
+        id,
+        mgr: running,
+        stop,
+        task,
+    }
 }
 
 /// Starts the sharder of [`RING`] (its own manager, no leader election).
@@ -114,6 +121,35 @@ pub fn start_sharder(client: kube::Client) -> Running {
     opts.sync_period = SYNC;
     opts.lease_poll = Duration::from_millis(300);
     mgr.add(Sharder::new(client, opts)).expect("add sharder");
+    run("sharder".into(), mgr)
+}
+
+/// Starts the sharder of [`RING`] with its webhook served on a loopback port with a
+/// self-signed certificate and registered with the API server, as `appservice
+/// --sharded` runs it.
+pub fn start_sharder_with_webhook(client: kube::Client) -> Running {
+    use ctrl::webhook::{self, Server, certs};
+    let dir = certs::temp_cert_dir().expect("cert dir");
+    let generated = certs::generate_self_signed(&dir, &[]).expect("certificate");
+    let server = Server::new(webhook::Options {
+        host: "127.0.0.1".into(),
+        port: 0,
+        cert_dir: dir,
+        ..Default::default()
+    });
+    let addr = server.bind().expect("bind webhook server");
+    let mut opts = options();
+    opts.webhook_server = Some(server);
+    let mgr = Manager::new(client.clone(), opts).expect("manager");
+    let mut sopts = SharderOptions::new(RING, NS);
+    sopts.sync_period = SYNC;
+    sopts.lease_poll = Duration::from_millis(300);
+    let sharder = Sharder::new(client, sopts)
+        .with_webhook_registration(format!("https://{addr}"), generated.ca_pem);
+    sharder
+        .register_webhook(&mgr.get_webhook_server())
+        .expect("register webhook");
+    mgr.add(sharder).expect("add sharder");
     run("sharder".into(), mgr)
 }
 

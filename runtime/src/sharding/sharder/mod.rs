@@ -148,6 +148,27 @@ impl Sharder {
         server.register(&webhook_path(&self.opts.ring), wh)
     }
 
+    /// Writes the ring's `status.shards` and `status.availableShards` (best effort).
+    async fn write_status(
+        &self,
+        rings: &Api<ControllerRing>,
+        ring: &ControllerRing,
+        members: &Members,
+    ) {
+        let status = serde_json::json!({ "status": {
+            "observedGeneration": ring.metadata.generation,
+            "shards": members.shards.len(),
+            "availableShards": members.available(),
+        }});
+        let pp = kube::api::PatchParams::default();
+        if let Err(error) = rings
+            .patch_status(ring.ring_name(), &pp, &kube::api::Patch::Merge(&status))
+            .await
+        {
+            tracing::debug!(ring = %self.opts.ring, %error, "Could not write the ring's status");
+        }
+    }
+
     /// One tick: maintain leases; sync objects if `force` or membership changed since
     /// `last`. Returns what it synced against, if it synced.
     async fn tick(
@@ -179,6 +200,7 @@ impl Sharder {
             return Ok(None);
         };
         let counts = sync::sync_ring(&self.client, &ring, &members).await?;
+        self.write_status(&rings, &ring, &members).await;
         tracing::info!(ring = %ring_name, shards = ?available, assigned = counts.assigned, drained = counts.drained, "Synced ring");
         Ok(Some(Synced {
             shards: available,
