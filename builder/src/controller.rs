@@ -10,6 +10,7 @@
 //! | `.WatchesRawSource(src)` | [`.watches_raw_source(src)`](ControllerBuilder::watches_raw_source) |
 //! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
 //! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
+//! | kubernetes-controller-sharding's `NewShardedReconciler(mgr)...InControllerRing(r).WithShardName(id)` | [`.sharded(shard)`](ControllerBuilder::sharded) |
 //! | `.Build(r)` / `.Complete(r)` | [`.build(r).await`](ControllerBuilder::build) / [`.complete(r).await`](ControllerBuilder::complete) |
 //!
 //! `For` watches `T` with `EnqueueRequestForObject`; `Owns` watches `U` with
