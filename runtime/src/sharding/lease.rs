@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -71,33 +71,29 @@ impl ShardState {
 /// The state of `lease` at `now` (upstream's `leases.ToState`).
 pub fn shard_state(lease: &Lease, now: Timestamp) -> ShardState {
     let spec = lease.spec.clone().unwrap_or_default();
-    let duration = spec
-        .lease_duration_seconds
-        .map_or(DEFAULT_LEASE_DURATION, |s| {
-            Duration::from_secs(u64::try_from(s).unwrap_or(0))
-        });
-    let expiration = match (
+    // Upstream's `ToTimes`: a lease missing any time counts as expiring now, with the
+    // default duration.
+    let (expiration, duration) = match (
         &spec.acquire_time,
         &spec.renew_time,
         spec.lease_duration_seconds,
     ) {
-        (Some(_), Some(renew), Some(_)) => renew.0 + jiff_span(duration),
-        _ => now,
+        (Some(_), Some(renew), Some(secs)) => {
+            let d = SignedDuration::from_secs(i64::from(secs));
+            (renew.0 + d, d)
+        }
+        _ => (now, span(DEFAULT_LEASE_DURATION)),
     };
     let to_expired = expiration.duration_since(now);
     let holder = spec.holder_identity.unwrap_or_default();
     if holder.is_empty() || Some(holder.as_str()) != lease.metadata.name.as_deref() {
-        let to_orphaned =
-            to_expired + k8s_openapi::jiff::SignedDuration::try_from(LEASE_TTL).unwrap_or_default();
-        return if to_orphaned.is_positive() {
+        return if (to_expired + span(LEASE_TTL)).is_positive() {
             ShardState::Dead
         } else {
             ShardState::Orphaned
         };
     }
-    let to_uncertain =
-        to_expired + k8s_openapi::jiff::SignedDuration::try_from(duration).unwrap_or_default();
-    if !to_uncertain.is_positive() {
+    if !(to_expired + duration).is_positive() {
         ShardState::Uncertain
     } else if !to_expired.is_positive() {
         ShardState::Expired
@@ -106,8 +102,8 @@ pub fn shard_state(lease: &Lease, now: Timestamp) -> ShardState {
     }
 }
 
-fn jiff_span(d: Duration) -> k8s_openapi::jiff::SignedDuration {
-    k8s_openapi::jiff::SignedDuration::try_from(d).unwrap_or_default()
+fn span(d: Duration) -> SignedDuration {
+    SignedDuration::try_from(d).unwrap_or_default()
 }
 
 /// The labels of a shard lease of `ring`.
@@ -204,5 +200,57 @@ impl Runnable for ShardLease {
 
     fn name(&self) -> String {
         format!("shard lease {}", self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    /// Lease `shard` held by `holder`, renewed `ago` seconds before `now`, 10 s duration.
+    fn lease(holder: &str, now: Timestamp, ago: i64) -> Lease {
+        let renew = MicroTime(now - SignedDuration::from_secs(ago));
+        Lease {
+            metadata: ObjectMeta {
+                name: Some("shard".into()),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(holder.into()),
+                lease_duration_seconds: Some(10),
+                acquire_time: Some(renew.clone()),
+                renew_time: Some(renew),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn states_follow_upstreams_timings() {
+        let now = Timestamp::now();
+        let cases = [
+            ("shard", 0, ShardState::Ready),
+            ("shard", 9, ShardState::Ready),
+            ("shard", 11, ShardState::Expired),
+            ("shard", 21, ShardState::Uncertain),
+            ("", 0, ShardState::Dead),
+            ("shardlease-controller", 30, ShardState::Dead),
+            ("shardlease-controller", 71, ShardState::Orphaned),
+        ];
+        for (holder, ago, want) in cases {
+            assert_eq!(
+                shard_state(&lease(holder, now, ago), now),
+                want,
+                "{holder} {ago}s"
+            );
+        }
+        assert!(ShardState::Uncertain.is_available());
+        assert!(!ShardState::Dead.is_available());
+        assert_eq!(ShardState::Orphaned.as_str(), "orphaned");
     }
 }
