@@ -11,7 +11,11 @@
 //! cargo run --example appservice -- --print-crd        # the CRD, for kubectl apply -f -
 //! cargo run --example appservice -- --kubeconfig ~/.kube/config   # a real cluster
 //! cargo run --example appservice -- --kubeconfig KC --leader-elect   # one of N replicas
+//! cargo run --example appservice -- --kubeconfig KC --sharded        # one of N shards
 //! ```
+//!
+//! With `--sharded` every replica reconciles its share of the AppServices (ring
+//! `appservice`, see `examples/appservice/sharding.rs` and `docs/sharding.md`).
 //!
 //! With no cluster configured (no `--kubeconfig`, no `KUBECONFIG`, not in a pod) it
 //! starts ctrl-envtest in process with the CRD and its simulated kubelet (Pods get
@@ -32,7 +36,8 @@ use contract::cli::{ExampleArgs, cluster_configured, local, parse_duration};
 use contract::{logging, run};
 use ctrl::manager::{Args, Manager, Options, load_config};
 use operator::setup::LeaderElectionFlags;
-use operator::{controller, crd, demo, setup};
+use operator::sharding::ShardingFlags;
+use operator::{controller, crd, demo, setup, sharding};
 use tokio_util::sync::CancellationToken;
 
 /// The operator's command line: kubebuilder's manager flags plus its own.
@@ -48,6 +53,8 @@ struct Cli {
     manager: Args,
     #[command(flatten)]
     leader: LeaderElectionFlags,
+    #[command(flatten)]
+    sharding: ShardingFlags,
     /// Every AppService is reconciled again this long after its last reconcile.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     resync_period: Duration,
@@ -71,10 +78,9 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         ..Default::default()
     };
     let base = cli.leader.apply(cli.manager.options());
-    log_leader_election(&base);
     if !demo {
         let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
-        let mgr = setup::manager(client, base, &cfg).await?;
+        let mgr = build(client, base, cfg, &cli.sharding).await?;
         return Ok(mgr.start(stop).await?);
     }
 
@@ -84,7 +90,7 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         health_probe_bind_address: local(&cli.manager.health_probe_bind_address, ":8081"),
         ..base
     };
-    let mgr = setup::manager(env.client(), opts, &cfg).await?;
+    let mgr = build(env.client(), opts, cfg, &cli.sharding).await?;
     if let Some(addr) = mgr.metrics_addr() {
         tracing::info!(target: "appservice::manager", "metrics at http://{addr}/metrics");
     }
@@ -98,6 +104,28 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
     running.await??;
     env.stop();
     Ok(())
+}
+
+/// The operator's manager: plain, or with `--sharded` a shard of ring `appservice`
+/// (installing the ControllerRing CRD and the ring first) that also runs the sharder
+/// when it holds the sharder's Lease.
+async fn build(
+    client: kube::Client,
+    opts: Options,
+    mut cfg: controller::Config,
+    flags: &ShardingFlags,
+) -> Result<Manager, Box<dyn std::error::Error + Send + Sync>> {
+    let namespace = opts
+        .leader_election_namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let Some(shard) = flags.shard(&namespace) else {
+        log_leader_election(&opts);
+        return setup::manager(client, opts, &cfg).await;
+    };
+    let mgr = sharding::manager(client, opts, &mut cfg, shard).await?;
+    log_leader_election(mgr.options());
+    Ok(mgr)
 }
 
 /// Says which Lease this replica competes for, when leader election is on.

@@ -2,6 +2,7 @@
 //!
 //! This facade re-exports the pieces operator authors use; see [`prelude`].
 
+pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
 pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};

@@ -12,6 +12,7 @@
 //! | `.WatchesRawSource(src)` | [`.watches_raw_source(src)`](ControllerBuilder::watches_raw_source) |
 //! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
 //! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
+//! | kubernetes-controller-sharding's `NewShardedReconciler(mgr)...InControllerRing(r).WithShardName(id)` | [`.sharded(shard)`](ControllerBuilder::sharded) |
 //! | `.Build(r)` / `.Complete(r)` | [`.build(r).await`](ControllerBuilder::build) / [`.complete(r).await`](ControllerBuilder::complete) |
 //!
 //! `For` watches `T` with `EnqueueRequestForObject`; `Owns` watches `U` with
@@ -34,7 +35,8 @@ use ctrl_runtime::handler::{
 };
 use ctrl_runtime::manager::Manager;
 use ctrl_runtime::predicate::BoxPredicate;
-use ctrl_runtime::reconcile::Request;
+use ctrl_runtime::reconcile::{Reconciler, Request};
+use ctrl_runtime::sharding::{Shard, ShardedReconciler};
 use ctrl_runtime::source::{Kind, Source};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 
@@ -60,6 +62,8 @@ struct ForInput {
     /// `None` for a dynamic type: resolved through discovery when building.
     namespaced: Option<bool>,
     make: MakeSource,
+    /// Wraps the reconciler for a shard; `None` for a dynamic type (not shardable).
+    sharded: Option<fn(Shard, Cache, Arc<dyn Reconciler>) -> Arc<dyn Reconciler>>,
 }
 
 /// Builds a controller and registers it with a manager (controller-runtime's
@@ -75,6 +79,7 @@ pub struct ControllerBuilder {
     options: controller::Options,
     name: Option<String>,
     log_constructor: Option<LogConstructor>,
+    shard: Option<Shard>,
 }
 
 impl std::fmt::Debug for ControllerBuilder {
@@ -150,6 +155,7 @@ impl ControllerBuilder {
             options: controller::Options::default(),
             name: None,
             log_constructor: None,
+            shard: None,
         }
     }
 
@@ -182,6 +188,7 @@ impl ControllerBuilder {
             make: Box::new(move |cache, filters| {
                 kind_source::<K>(cache, filters, EnqueueRequestForObject, preds)
             }),
+            sharded: Some(ShardedReconciler::<K>::boxed),
         });
         self
     }
@@ -299,6 +306,7 @@ impl ControllerBuilder {
             make: Box::new(move |cache, filters| {
                 dynamic_source::<K>(cache, filters, &ar, EnqueueRequestForObject, preds)
             }),
+            sharded: None,
         });
         self
     }
@@ -425,6 +433,19 @@ impl ControllerBuilder {
         self
     }
 
+    /// Runs the controller as `shard` of its ring (kubernetes-controller-sharding's
+    /// `NewShardedReconciler(mgr).InControllerRing(ring).WithShardName(id)`): it
+    /// reconciles only `For` objects labelled with the shard, acknowledges drains
+    /// before the reconciler sees them (removing both labels, never reconciling that
+    /// version again), and runs on every replica (no leader election). Needs
+    /// [`for_`](Self::for_); the manager's cache should select the shard's objects of
+    /// the `For` and `Owns` types ([`Shard::select`]) and run the shard's lease
+    /// ([`Shard::lease`]); see `ctrl_runtime::sharding`.
+    pub fn sharded(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
     /// The controller's name: `named`, else the `For` kind lower-cased.
     fn controller_name(&self) -> Result<String, Error> {
         if let Some(name) = &self.name
@@ -488,6 +509,7 @@ impl ControllerBuilder {
             filters,
             mut options,
             log_constructor,
+            shard,
             ..
         } = self;
         let config = &mgr.options().controller;
@@ -504,9 +526,19 @@ impl ControllerBuilder {
                 options.max_concurrent_reconciles = n;
             }
         }
-        let options = options.default_from_config(config);
+        let mut options = options.default_from_config(config);
         let cache = mgr.get_cache();
         let mut inner = reconciler.into_reconciler(&cache);
+        if let Some(shard) = shard {
+            let Some(f) = &for_input else {
+                return Err(Error::ShardedWithoutFor);
+            };
+            let Some(wrap) = f.sharded else {
+                return Err(Error::ShardedDynamicFor);
+            };
+            options.need_leader_election = Some(false);
+            inner = wrap(shard, cache.clone(), inner);
+        }
         if let Some(ctor) = log_constructor {
             let span = ctor(None);
             span.in_scope(|| tracing::debug!(controller = %name, "building controller"));

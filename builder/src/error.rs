@@ -33,6 +33,13 @@ pub enum Error {
         /// The Rust type the object reconciler takes.
         reconciler_type: &'static str,
     },
+    /// `sharded` was called without `for_`: a shard reconciles its `For` objects.
+    #[error("Sharded() needs For(): a shard reconciles the objects of its For() type")]
+    ShardedWithoutFor,
+    /// `sharded` was called on a controller whose `For` type is dynamic
+    /// (`for_dynamic*`): the shard side reads a typed `For` object from the cache.
+    #[error("Sharded() needs a typed For(): dynamic For() types cannot be sharded yet")]
+    ShardedDynamicFor,
     /// The controller could not be made (e.g. its name is empty or already used).
     #[error(transparent)]
     Controller(#[from] controller::Error),

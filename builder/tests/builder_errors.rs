@@ -74,6 +74,28 @@ async fn invalid_builds_are_typed_errors() {
     assert!(matches!(err, Error::OwnsWithoutFor), "{err}");
 
     let (r, _rx) = reporter();
+    let shard = ctrl_runtime::sharding::Shard::new("ring", "shard-0", "default");
+    let err = ControllerBuilder::new(&mgr)
+        .named("sharded-without-for")
+        .watches::<ReplicaSet>(EnqueueRequestForObject)
+        .sharded(shard)
+        .build(r)
+        .await;
+    let err = failed(err, "sharded without for");
+    assert!(matches!(err, Error::ShardedWithoutFor), "{err}");
+
+    let (r, _rx) = reporter();
+    let shard = ctrl_runtime::sharding::Shard::new("ring", "shard-0", "default");
+    let err = ControllerBuilder::new(&mgr)
+        .named("sharded-dynamic-for")
+        .for_dynamic(kube::api::ApiResource::erase::<ReplicaSet>(&()))
+        .sharded(shard)
+        .build(r)
+        .await;
+    let err = failed(err, "sharded with a dynamic for");
+    assert!(matches!(err, Error::ShardedDynamicFor), "{err}");
+
+    let (r, _rx) = reporter();
     let err = ControllerBuilder::new(&mgr)
         .named("no-watches")
         .build(r)

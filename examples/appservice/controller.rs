@@ -23,6 +23,7 @@ use ctrl::manager::{BoxError, Manager};
 use ctrl::prelude::{Client, ListOptions, ignore_not_found};
 use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::recorder::{EventType, Recorder};
+use ctrl::sharding::{Shard, label_shard};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -40,6 +41,9 @@ pub struct Config {
     pub name: String,
     /// Every AppService is reconciled again this long after its last reconcile.
     pub resync_period: Duration,
+    /// With `--sharded`: the shard this replica is (it reconciles only its
+    /// AppServices, and labels the Pods it creates with its shard).
+    pub shard: Option<Shard>,
 }
 
 impl Default for Config {
@@ -47,6 +51,7 @@ impl Default for Config {
         Self {
             name: "appservice".into(),
             resync_period: Duration::from_secs(30),
+            shard: None,
         }
     }
 }
@@ -54,10 +59,15 @@ impl Default for Config {
 /// Adds the AppService controller to `mgr` (Go's
 /// `ctrl.NewControllerManagedBy(mgr).For(&AppService{}).Owns(&corev1.Pod{}).Complete(r)`).
 pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
-    ControllerBuilder::new(mgr)
+    let builder = ControllerBuilder::new(mgr)
         .for_::<AppService>()
         .owns::<Pod>()
-        .named(cfg.name.clone())
+        .named(cfg.name.clone());
+    let builder = match &cfg.shard {
+        Some(shard) => builder.sharded(shard.clone()),
+        None => builder,
+    };
+    builder
         .complete(AppServiceReconciler {
             client: mgr.get_client(),
             recorder: mgr.get_event_recorder(cfg.name.clone()),
@@ -231,12 +241,25 @@ impl AppServiceReconciler {
 
 /// The Pod `name` of `app`: its image, sleeping, labelled and controller-owned by it
 /// (the walkthrough's `newPodForCR` with `SetControllerReference`).
+/// The labels of an AppService's Pods: [`APP_LABEL`], and its shard label when
+/// sharded, so the Pod is in its shard's cache from the start (the sharder's webhook
+/// would add the same label).
+fn pod_labels(app: &AppService) -> std::collections::BTreeMap<String, String> {
+    let shard_label = label_shard(super::sharding::RING);
+    let mut labels: std::collections::BTreeMap<String, String> =
+        [(APP_LABEL.to_string(), app.name_any())].into();
+    if let Some(shard) = app.labels().get(&shard_label) {
+        labels.insert(shard_label, shard.clone());
+    }
+    labels
+}
+
 fn desired_pod(app: &AppService, name: &str) -> Result<Pod, reconcile::Error> {
     let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             namespace: app.namespace(),
-            labels: Some([(APP_LABEL.to_string(), app.name_any())].into()),
+            labels: Some(pod_labels(app)),
             ..Default::default()
         },
         spec: Some(PodSpec {

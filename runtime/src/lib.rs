@@ -24,6 +24,7 @@ pub mod pprof;
 pub mod predicate;
 pub mod reconcile;
 pub mod recorder;
+pub mod sharding;
 pub mod source;
 pub mod webhook;
 pub mod workqueue;

@@ -1,0 +1,248 @@
+//! The sharder (upstream's sharder: its `sharder` and `shardlease` controllers and its
+//! webhook): assigns a ring's objects to its shards and keeps the assignment right as
+//! shards come and go.
+//!
+//! [`Sharder`] is a leader-elected [`Runnable`]: only one sharder of a ring acts at a
+//! time. Each tick (every `lease_poll`) it reads the shard leases (`members`), takes
+//! over those gone Uncertain and deletes Orphaned ones; when the set of available
+//! shards changed, or every `sync_period`, it syncs every object of the ring (`sync`):
+//! unassigned objects and objects of dead shards get their new shard at once, main
+//! objects of shards that are still available but no longer own them get the drain
+//! label (`assign` decides). Its webhook (`webhook`), registered on a manager's webhook
+//! server with [`Sharder::register_webhook`], assigns objects as they are created or
+//! let go.
+
+mod assign;
+mod members;
+mod sync;
+mod webhook;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use webhook::{webhook_configuration, webhook_path};
+
+use super::{ControllerRing, metrics};
+use crate::manager::{BoxError, Runnable};
+use members::Members;
+
+/// The holder identity the sharder writes into leases it takes over (upstream's
+/// `IdentityShardLeaseController`).
+pub const IDENTITY_SHARDER: &str = "shardlease-controller";
+
+/// How a [`Sharder`] runs.
+#[derive(Clone, Debug)]
+pub struct SharderOptions {
+    /// The ring's name (its `ControllerRing`).
+    pub ring: String,
+    /// The namespace of the shard leases.
+    pub lease_namespace: String,
+    /// How often every object is checked even when membership did not change.
+    /// Defaults to 5 minutes (upstream's default).
+    pub sync_period: Duration,
+    /// How often the shard leases are read. Defaults to 2 s.
+    pub lease_poll: Duration,
+}
+
+impl SharderOptions {
+    /// The defaults for `ring`, leases in `lease_namespace`.
+    pub fn new(ring: impl Into<String>, lease_namespace: impl Into<String>) -> Self {
+        Self {
+            ring: ring.into(),
+            lease_namespace: lease_namespace.into(),
+            sync_period: Duration::from_secs(300),
+            lease_poll: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The sharder of one ring; see the module docs.
+pub struct Sharder {
+    client: kube::Client,
+    opts: SharderOptions,
+    /// Where this replica serves the webhook (`https://host:port`) and its CA's PEM.
+    webhook: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for Sharder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sharder")
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one tick synced against.
+struct Synced {
+    /// The available shards.
+    shards: Vec<String>,
+    /// Whether it changed anything (drains pending: sync again next tick).
+    busy: bool,
+}
+
+impl Sharder {
+    /// A sharder for `opts.ring` talking through `client`.
+    pub fn new(client: kube::Client, opts: SharderOptions) -> Self {
+        Self {
+            client,
+            opts,
+            webhook: None,
+        }
+    }
+
+    /// Points the ring's MutatingWebhookConfiguration ([`webhook_configuration`]) at
+    /// `base_url` (this replica's webhook server, trusted with `ca_pem`) whenever this
+    /// sharder becomes the leader, so the API server calls the active sharder.
+    pub fn with_webhook_registration(
+        mut self,
+        base_url: impl Into<String>,
+        ca_pem: impl Into<String>,
+    ) -> Self {
+        self.webhook = Some((base_url.into(), ca_pem.into()));
+        self
+    }
+
+    /// Creates or replaces the webhook configuration, if one is wanted.
+    async fn install_webhook(&self) -> Result<(), kube::Error> {
+        let Some((url, ca)) = &self.webhook else {
+            return Ok(());
+        };
+        let rings: Api<ControllerRing> = Api::all(self.client.clone());
+        let ring = rings.get(&self.opts.ring).await?;
+        let cfg = webhook_configuration(&ring, url, ca);
+        let api: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        let name = cfg.metadata.name.clone().unwrap_or_default();
+        let pp = kube::api::PostParams::default();
+        match api.get_opt(&name).await? {
+            Some(old) => {
+                let mut cfg = cfg;
+                cfg.metadata.resource_version = old.metadata.resource_version;
+                api.replace(&name, &pp, &cfg).await?;
+            }
+            None => {
+                api.create(&pp, &cfg).await?;
+            }
+        }
+        tracing::info!(ring = %self.opts.ring, %url, webhook = %name, "Registered the sharder webhook");
+        Ok(())
+    }
+
+    /// Serves the ring's webhook at [`webhook_path`] on `server` (every replica may
+    /// serve it; the sharder need not lead).
+    pub fn register_webhook(
+        &self,
+        server: &crate::webhook::Server,
+    ) -> Result<(), crate::webhook::Error> {
+        let handler = webhook::SharderWebhook {
+            client: self.client.clone(),
+            ring: self.opts.ring.clone(),
+            lease_namespace: self.opts.lease_namespace.clone(),
+        };
+        let wh = crate::webhook::admission::Webhook::new(handler);
+        server.register(&webhook_path(&self.opts.ring), wh)
+    }
+
+    /// Writes the ring's `status.shards` and `status.availableShards` (best effort).
+    async fn write_status(
+        &self,
+        rings: &Api<ControllerRing>,
+        ring: &ControllerRing,
+        members: &Members,
+    ) {
+        let status = serde_json::json!({ "status": {
+            "observedGeneration": ring.metadata.generation,
+            "shards": members.shards.len(),
+            "availableShards": members.available(),
+        }});
+        let pp = kube::api::PatchParams::default();
+        if let Err(error) = rings
+            .patch_status(ring.ring_name(), &pp, &kube::api::Patch::Merge(&status))
+            .await
+        {
+            tracing::debug!(ring = %self.opts.ring, %error, "Could not write the ring's status");
+        }
+    }
+
+    /// One tick: maintain leases; sync objects if `force` or membership changed since
+    /// `last`. Returns what it synced against, if it synced.
+    async fn tick(
+        &self,
+        last: Option<&[String]>,
+        force: bool,
+    ) -> Result<Option<Synced>, kube::Error> {
+        let ring_name = &self.opts.ring;
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.opts.lease_namespace);
+        let mut members = Members::load(&leases, ring_name).await?;
+        if members.maintain(&leases, ring_name).await {
+            members = Members::load(&leases, ring_name).await?;
+        }
+        let available: Vec<String> = members
+            .shards
+            .iter()
+            .filter(|(_, (_, s))| s.is_available())
+            .map(|(n, _)| n.clone())
+            .collect();
+        metrics::RING_SIZE
+            .with_label_values(&[ring_name])
+            .set(members.available() as i64);
+        if !force && last == Some(available.as_slice()) {
+            return Ok(None);
+        }
+        let rings: Api<ControllerRing> = Api::all(self.client.clone());
+        let Some(ring) = rings.get_opt(ring_name).await? else {
+            tracing::warn!(ring = %ring_name, "ControllerRing not found, nothing to shard");
+            return Ok(None);
+        };
+        let counts = sync::sync_ring(&self.client, &ring, &members).await?;
+        self.write_status(&rings, &ring, &members).await;
+        tracing::info!(ring = %ring_name, shards = ?available, assigned = counts.assigned, drained = counts.drained, "Synced ring");
+        Ok(Some(Synced {
+            shards: available,
+            busy: counts.assigned + counts.drained > 0,
+        }))
+    }
+}
+
+#[async_trait]
+impl Runnable for Sharder {
+    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
+        let mut last: Option<Vec<String>> = None;
+        let mut next_full = Instant::now();
+        let mut busy = false;
+        let mut webhook_installed = self.webhook.is_none();
+        loop {
+            if !webhook_installed {
+                match self.install_webhook().await {
+                    Ok(()) => webhook_installed = true,
+                    Err(error) => {
+                        tracing::warn!(ring = %self.opts.ring, %error, "Could not register the sharder webhook")
+                    }
+                }
+            }
+            let force = busy || Instant::now() >= next_full;
+            match self.tick(last.as_deref(), force).await {
+                Ok(Some(synced)) => {
+                    last = Some(synced.shards);
+                    busy = synced.busy;
+                    next_full = Instant::now() + self.opts.sync_period;
+                }
+                Ok(None) => {}
+                Err(error) => tracing::warn!(ring = %self.opts.ring, %error, "Sharder sync failed"),
+            }
+            tokio::select! {
+                _ = ctx.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(self.opts.lease_poll) => {}
+            }
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("sharder {}", self.opts.ring)
+    }
+}

@@ -1,0 +1,211 @@
+//! `appservice --sharded` as an integration test: three replicas of the operator's
+//! modules on one ctrl-envtest (with the simulated kubelet) share AppServices through
+//! ring `appservice`; the sharder (on the leader) assigns them by webhook, every one is
+//! reconciled (its Pod exists) by its shard, and they move when a replica stops and
+//! another joins. Checked through a plain kube client, as kubectl would.
+
+#[path = "../examples/contract/mod.rs"]
+mod contract;
+#[allow(dead_code)]
+#[path = "../examples/appservice/mod.rs"]
+mod operator;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ctrl::manager::Options;
+use ctrl::sharding::{Shard, label_shard};
+use ctrl_envtest::Environment;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, PostParams};
+use operator::crd::{AppService, AppServiceSpec};
+use operator::sharding::RING;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(30);
+const N: usize = 60;
+
+struct Replica {
+    id: String,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+async fn replica(env: &Environment, id: &str) -> Replica {
+    let opts = Options {
+        metrics_bind_address: "0".into(),
+        health_probe_bind_address: "0".into(),
+        leader_election_namespace: Some("default".into()),
+        graceful_shutdown_timeout: Duration::from_secs(10),
+        ..Default::default()
+    };
+    let mut cfg = operator::controller::Config {
+        name: format!("appservice-{id}"),
+        ..Default::default()
+    };
+    let shard = Shard::new(RING, id, "default");
+    let mgr = operator::sharding::manager(env.client(), opts, &mut cfg, shard)
+        .await
+        .expect("sharded manager");
+    let stop = CancellationToken::new();
+    let token = stop.clone();
+    let task = tokio::spawn(async move {
+        mgr.start(token).await.expect("replica runs");
+    });
+    Replica {
+        id: id.into(),
+        stop,
+        task,
+    }
+}
+
+/// AppService name -> shard label, and the names of existing Pods.
+async fn observe(client: &kube::Client) -> (BTreeMap<String, String>, Vec<String>) {
+    let apps: Api<AppService> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let lp = ListParams::default();
+    let assigned = apps
+        .list(&lp)
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .map(|a| {
+            let shard = a
+                .metadata
+                .labels
+                .unwrap_or_default()
+                .remove(&label_shard(RING));
+            (
+                a.metadata.name.unwrap_or_default(),
+                shard.unwrap_or_default(),
+            )
+        })
+        .collect();
+    let pods = pods.list(&lp).await.expect("pods").items;
+    (
+        assigned,
+        pods.into_iter().filter_map(|p| p.metadata.name).collect(),
+    )
+}
+
+/// Waits until every AppService is on one of `live` and has its Pod.
+async fn settled(client: &kube::Client, live: &[&str]) -> BTreeMap<String, String> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (assigned, pods) = observe(client).await;
+        let ok = assigned.len() == N
+            && assigned.values().all(|s| live.contains(&s.as_str()))
+            && assigned
+                .keys()
+                .all(|a| pods.contains(&format!("{a}-pod-0")));
+        if ok {
+            return assigned;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not settled on {live:?}: {assigned:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until the sharder (on the leader) registered the ring's webhook.
+async fn wait_for_webhook(client: &kube::Client) {
+    let webhooks: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let deadline = Instant::now() + WAIT;
+    while webhooks
+        .get_opt("controllerring-appservice")
+        .await
+        .expect("get")
+        .is_none()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the sharder registers its webhook"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Creates `app-0..N` (size 1); returns how many came back labelled with a shard.
+async fn create_apps(client: &kube::Client) -> usize {
+    let apps: Api<AppService> = Api::namespaced(client.clone(), "default");
+    let mut labelled = 0;
+    for i in 0..N {
+        let spec = AppServiceSpec {
+            size: 1,
+            ..Default::default()
+        };
+        let app = AppService::new(&format!("app-{i}"), spec);
+        let created = apps
+            .create(&PostParams::default(), &app)
+            .await
+            .expect("create");
+        let labels = created.metadata.labels.unwrap_or_default();
+        labelled += usize::from(labels.contains_key(&label_shard(RING)));
+    }
+    labelled
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sharded_replicas_share_appservices_and_hand_them_over() {
+    let env = Environment::builder()
+        .crd(operator::crd::crd())
+        .simulate_pods(true)
+        .pod_start_delay(Duration::from_millis(50))
+        .start()
+        .await
+        .expect("envtest");
+    let client = env.client();
+    let mut replicas = Vec::new();
+    for id in ["r-0", "r-1", "r-2"] {
+        replicas.push(replica(&env, id).await);
+    }
+    wait_for_webhook(&client).await;
+    tokio::time::sleep(Duration::from_secs(1)).await; // all three shard leases held
+    assert_eq!(
+        create_apps(&client).await,
+        N,
+        "the sharder's webhook labels AppServices as they are created"
+    );
+    let first = settled(&client, &["r-0", "r-1", "r-2"]).await;
+    for id in ["r-0", "r-1", "r-2"] {
+        assert!(first.values().any(|s| s == id), "{id} got AppServices");
+    }
+
+    let gone = replicas.remove(0);
+    gone.stop.cancel();
+    gone.task.await.expect("stopped");
+    let after_stop = settled(&client, &["r-1", "r-2"]).await;
+    assert!(
+        first
+            .iter()
+            .filter(|(_, s)| *s == &gone.id)
+            .all(|(a, _)| after_stop[a] != gone.id)
+    );
+
+    replicas.push(replica(&env, "r-3").await);
+    let deadline = Instant::now() + WAIT;
+    while !observe(&client).await.0.values().any(|s| s == "r-3") {
+        assert!(
+            Instant::now() < deadline,
+            "AppServices move to the new replica"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await; // the drains of one sync
+    let after_join = settled(&client, &["r-1", "r-2", "r-3"]).await;
+    let moved = after_join.values().filter(|s| *s == "r-3").count();
+    assert!(
+        (N / 6..=N / 2).contains(&moved),
+        "about a third moved to the new replica: {moved}"
+    );
+    for r in replicas {
+        r.stop.cancel();
+        r.task.await.expect("stopped");
+    }
+}
