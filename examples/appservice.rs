@@ -33,9 +33,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::{ExampleArgs, cluster_configured, local, parse_duration};
+use contract::leader::{LeaderElectionFlags, log_leader_election};
 use contract::{logging, run};
 use ctrl::manager::{Args, Manager, Options, load_config};
-use operator::setup::LeaderElectionFlags;
 use operator::sharding::ShardingFlags;
 use operator::{controller, crd, demo, setup, sharding};
 use tokio_util::sync::CancellationToken;
@@ -77,7 +77,9 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         resync_period: cli.resync_period,
         ..Default::default()
     };
-    let base = cli.leader.apply(cli.manager.options());
+    let base = cli
+        .leader
+        .apply(setup::DEFAULT_LEASE_NAME, cli.manager.options());
     if !demo {
         let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
         let mgr = build(client, base, cfg, &cli.sharding).await?;
@@ -126,17 +128,6 @@ async fn build(
     let mgr = sharding::manager(client, opts, &mut cfg, shard).await?;
     log_leader_election(mgr.options());
     Ok(mgr)
-}
-
-/// Says which Lease this replica competes for, when leader election is on.
-fn log_leader_election(opts: &Options) {
-    if opts.leader_election {
-        let ns = opts
-            .leader_election_namespace
-            .as_deref()
-            .unwrap_or("default");
-        tracing::info!(target: "appservice::leader", "leader election on: Lease {ns}/{}", opts.leader_election_id);
-    }
 }
 
 /// Runs the demo once this replica leads (at once without leader election), unless

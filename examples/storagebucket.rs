@@ -32,10 +32,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::{ExampleArgs, cluster_configured, local, parse_duration};
+use contract::leader::{LeaderElectionFlags, log_leader_election};
 use contract::{logging, run};
 use ctrl::manager::{Args, Options, load_config};
 use ctrl::webhook;
-use operator::leader::LeaderElectionFlags;
 use operator::{controller, crd, demo, setup};
 use tokio_util::sync::CancellationToken;
 
@@ -67,17 +67,6 @@ struct Cli {
     flip_every: Duration,
 }
 
-/// Says which Lease this replica competes for, when leader election is on.
-fn log_leader_election(opts: &Options) {
-    if opts.leader_election {
-        let ns = opts
-            .leader_election_namespace
-            .as_deref()
-            .unwrap_or("default");
-        tracing::info!(target: "storagebucket::leader", "leader election on: Lease {ns}/{}", opts.leader_election_id);
-    }
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -95,7 +84,9 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         probe_interval: cli.probe_interval,
         ..Default::default()
     };
-    let base = cli.leader.apply(cli.manager.options());
+    let base = cli
+        .leader
+        .apply(operator::LEASE_NAME, cli.manager.options());
     if !demo {
         let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
         let server = cli.webhook_cert_path.clone().map(|cert_dir| {

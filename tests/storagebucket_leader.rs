@@ -15,13 +15,14 @@ mod operator;
 use std::time::Duration;
 
 use common::{WAIT, available, buckets_api, create_bucket, wait_until};
+use contract::leader::LeaderElectionFlags;
 use ctrl::manager::{Error as ManagerError, Manager, Options};
 use ctrl_envtest::{Environment, FaultMatch, FaultStatus, Verb};
 use futures::FutureExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
+use operator::LEASE_NAME as DEFAULT_LEASE_NAME;
 use operator::controller::Config;
-use operator::leader::{DEFAULT_LEASE_NAME, LeaderElectionFlags};
 use operator::store::ObjectStore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -46,16 +47,19 @@ impl Replica {
 /// One replica as `storagebucket --leader-elect` builds it, with short durations.
 async fn replica(env: &Environment, name: &str) -> Replica {
     let flags = LeaderElectionFlags::default();
-    let opts = flags.apply(Options {
-        metrics_bind_address: "0".into(),
-        leader_election: true,
-        // Short, but with room for a loaded CI machine: a leader that misses renewals
-        // for 2 s would (rightly) lose the Lease and fail the test.
-        lease_duration: Duration::from_secs(3),
-        renew_deadline: Duration::from_secs(2),
-        retry_period: RETRY,
-        ..Default::default()
-    });
+    let opts = flags.apply(
+        DEFAULT_LEASE_NAME,
+        Options {
+            metrics_bind_address: "0".into(),
+            leader_election: true,
+            // Short, but with room for a loaded CI machine: a leader that misses renewals
+            // for 2 s would (rightly) lose the Lease and fail the test.
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: RETRY,
+            ..Default::default()
+        },
+    );
     assert_eq!(opts.leader_election_namespace.as_deref(), Some("default"));
     assert!(opts.leader_election_release_on_cancel);
     let cfg = Config {
@@ -201,7 +205,8 @@ fn the_lease_comes_from_the_flags_then_the_pod_then_the_defaults() {
 
     let cli = Cli::parse_from(["storagebucket", "--leader-elect"]);
     assert!(cli.manager.leader_elect);
-    assert_eq!(cli.leader.leader_election_id, DEFAULT_LEASE_NAME);
+    let defaults = cli.leader.apply(DEFAULT_LEASE_NAME, cli.manager.options());
+    assert_eq!(defaults.leader_election_id, DEFAULT_LEASE_NAME);
     // Out of cluster (no namespace file): `default`.
     assert_eq!(cli.leader.namespace(&file), "default");
     // In a pod: the service account's namespace.
@@ -217,7 +222,7 @@ fn the_lease_comes_from_the_flags_then_the_pod_then_the_defaults() {
         "ops",
     ]);
     assert_eq!(cli.leader.namespace(&file), "ops");
-    let opts = cli.leader.apply(cli.manager.options());
+    let opts = cli.leader.apply(DEFAULT_LEASE_NAME, cli.manager.options());
     assert!(opts.leader_election && opts.leader_election_release_on_cancel);
     assert_eq!(opts.leader_election_id, "other-lease");
     assert_eq!(opts.leader_election_namespace.as_deref(), Some("ops"));

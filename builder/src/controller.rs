@@ -63,8 +63,12 @@ struct ForInput {
     namespaced: Option<bool>,
     make: MakeSource,
     /// Wraps the reconciler for a shard; `None` for a dynamic type (not shardable).
-    sharded: Option<fn(Shard, Cache, Arc<dyn Reconciler>) -> Arc<dyn Reconciler>>,
+    sharded: Option<WrapSharded>,
 }
+
+/// Wraps a reconciler so that it reconciles only its shard's objects
+/// (`ShardedReconciler::boxed` of the `For` type).
+type WrapSharded = fn(Shard, Cache, Arc<dyn Reconciler>) -> Arc<dyn Reconciler>;
 
 /// Builds a controller and registers it with a manager (controller-runtime's
 /// `builder.Builder`); see the module docs for the Go -> Rust map.

@@ -17,5 +17,6 @@
 
 pub mod cli;
 pub mod envtest;
+pub mod leader;
 pub mod logging;
 pub mod run;
