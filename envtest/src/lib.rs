@@ -79,6 +79,7 @@
 //!   `/healthz`, `/readyz`, `/livez` and `/version` stay readable without credentials.
 
 mod admission;
+mod api;
 mod apply;
 mod builtins;
 mod conversion;
@@ -101,7 +102,7 @@ mod selector;
 mod server;
 mod status;
 mod store;
-mod strategic;
+
 mod table;
 mod validation;
 mod verbs;

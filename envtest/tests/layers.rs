@@ -453,7 +453,10 @@ fn the_checker_sees_cycles_and_long_functions() {
     let deps = imports(&strip(a, true), &["a".to_string()]);
     assert_eq!(deps, ["b", "c"].iter().map(|s| s.to_string()).collect());
     assert_eq!(function_lengths(&strip(a, false)), vec![("f".into(), 2, 4)]);
-    let up = imports("use super::super::d::Y; use super::e;", &["x".into(), "y".into()]);
+    let up = imports(
+        "use super::super::d::Y; use super::e;",
+        &["x".into(), "y".into()],
+    );
     assert_eq!(up, ["d"].iter().map(|s| s.to_string()).collect());
     let mut g = BTreeMap::new();
     g.insert("a".to_string(), BTreeSet::from(["b".to_string()]));

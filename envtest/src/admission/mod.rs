@@ -34,6 +34,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use serde_json::{Value, json};
 
+use crate::api::patch::{Patch, Target};
 use crate::registry::ResourceType;
 use crate::router::ResourceRoute;
 use crate::server::{Req, State};
@@ -171,7 +172,7 @@ pub(crate) async fn admit(
     };
     let mut new: Option<Value> = match op {
         Op::Delete => None,
-        _ if req.method == Method::PATCH => Some(apply_patch(old.as_ref(), &ct, &req.body)?),
+        _ if req.method == Method::PATCH => Some(apply_patch(old.as_ref(), rt, &ct, &req.body)?),
         _ => Some(verbs::decode_body(&req)?),
     };
     if let (Some(n), Some(ns)) = (new.as_mut(), r.namespace.as_deref())
@@ -252,7 +253,7 @@ pub(crate) async fn admit(
                     ApiError::internal(format!("webhook {:?} returned a bad patch: {e}", h.name))
                 })?
             {
-                let patched = verbs::update::json_patch_apply(n, &p).map_err(|e| {
+                let patched = crate::api::patch::apply_json(n, &p).map_err(|e| {
                     ApiError::internal(format!(
                         "applying the patch of webhook {:?}: {}",
                         h.name, e.message
@@ -286,31 +287,18 @@ pub(crate) async fn admit(
     Ok(req)
 }
 
-/// A JSON, merge or strategic merge patch applied to `old` (the object as served).
-pub(crate) fn apply_patch(old: Option<&Value>, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
+/// The patch of `req` (sent as `ct`) applied to `old` (the object as served), under the same
+/// rules as the PATCH verb ([`crate::api::patch`]).
+pub(crate) fn apply_patch(
+    old: Option<&Value>,
+    rt: &ResourceType,
+    ct: &str,
+    body: &[u8],
+) -> Result<Value, ApiError> {
     let Some(old) = old else {
         return Err(ApiError::internal("no object to patch"));
     };
-    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
-    match ct {
-        "application/json-patch+json" => {
-            let p: json_patch::Patch = serde_json::from_slice(body).map_err(bad)?;
-            verbs::update::json_patch_apply(old, &p)
-        }
-        "application/merge-patch+json" => {
-            let p: Value = serde_json::from_slice(body).map_err(bad)?;
-            let mut doc = old.clone();
-            json_patch::merge(&mut doc, &p);
-            Ok(doc)
-        }
-        "application/strategic-merge-patch+json" => {
-            let p: Value = serde_json::from_slice(body).map_err(bad)?;
-            crate::strategic::apply(old, &p)
-        }
-        _ => Err(ApiError::unsupported_media(
-            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
-        )),
-    }
+    Patch::decode(ct, body, Target::of(rt.crd.is_some()))?.apply(old)
 }
 
 /// An optional object converted from `rt`'s version to `at`'s.

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::fieldset::{self, FieldSet, Shape};
-use crate::strategic::ListStrategy;
+use crate::api::strategic::ListStrategy;
 
 /// One managedFields entry.
 #[derive(Debug, Clone)]

@@ -132,7 +132,7 @@ async fn patch(
             .unwrap_or("")
             .to_string();
         let cur = review::convert_one(conv, cur, &served.api_version()).await?;
-        let mut new = crate::admission::apply_patch(Some(&cur), &ct, &req.body)?;
+        let mut new = crate::admission::apply_patch(Some(&cur), &storage.rt, &ct, &req.body)?;
         if !new.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",

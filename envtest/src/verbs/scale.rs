@@ -8,6 +8,7 @@ use std::sync::Arc;
 use http::{Method, Response};
 use serde_json::{Value, json};
 
+use crate::api::patch::{Patch, Target};
 use crate::registry::{ResourceType, ScaleSpec};
 use crate::router::ResourceRoute;
 use crate::server::{self, Body, Req, State};
@@ -115,32 +116,7 @@ pub(crate) fn handle(
             return Ok(server::json(200, &scale_of(&out, &sc)));
         }
         Method::PATCH => {
-            let ct = req
-                .header("content-type")
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            let mut doc = current.clone();
-            match ct.as_str() {
-                "application/merge-patch+json" => {
-                    let p: Value = serde_json::from_slice(&req.body)
-                        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-                    json_patch::merge(&mut doc, &p);
-                }
-                "application/json-patch+json" => {
-                    let p: json_patch::Patch = serde_json::from_slice(&req.body)
-                        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-                    doc = update::json_patch_apply(&doc, &p)?;
-                }
-                _ => {
-                    return Err(ApiError::unsupported_media(
-                        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
-                    ));
-                }
-            }
-            doc
+            Patch::decode(req.media_type(), &req.body, Target::Scale)?.apply(&current)?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

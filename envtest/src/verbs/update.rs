@@ -9,6 +9,7 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::patch::{Patch, Target};
 use crate::registry::ResourceType;
 use crate::router::ResourceRoute;
 use crate::server::{Body, Req, State};
@@ -41,9 +42,6 @@ pub(crate) fn put(
     Ok(super::respond(200, &out, &r.rt, req))
 }
 
-/// Applies a decoded patch to the stored object (as served).
-type PatchFn = Box<dyn FnOnce(&Value) -> Result<Value, ApiError>>;
-
 pub(crate) fn patch(
     state: &Arc<State>,
     r: &ResourceRoute,
@@ -52,15 +50,7 @@ pub(crate) fn patch(
 ) -> Result<Response<Body>, ApiError> {
     let who = super::Who::of(req, r)?;
     let w = who.opts(&req.query)?;
-    let ct = req
-        .header("content-type")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    let accepted =
-        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+    let ct = req.media_type();
     if ct != "application/apply-patch+yaml" && req.query.flag("force")? {
         let cause = FieldCause::forbidden("force", "may not be specified for non-apply patch");
         return Err(ApiError::invalid(
@@ -70,44 +60,13 @@ pub(crate) fn patch(
             &[cause],
         ));
     }
+    if ct == "application/apply-patch+yaml" {
+        return Err(ApiError::internal(
+            "server-side apply is served by crate::apply",
+        ));
+    }
     let rt = r.rt.clone();
-    let apply: PatchFn = match ct.as_str() {
-        "application/json-patch+json" => {
-            let p: json_patch::Patch = serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            if p.0.len() > 10_000 {
-                return Err(ApiError::new(
-                    413,
-                    "RequestEntityTooLarge",
-                    "The allowed maximum operations in a JSON patch is 10000",
-                ));
-            }
-            Box::new(move |cur| json_patch_apply(cur, &p))
-        }
-        "application/merge-patch+json" => {
-            let p: Value = serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            Box::new(move |cur| {
-                let mut doc = cur.clone();
-                json_patch::merge(&mut doc, &p);
-                Ok(doc)
-            })
-        }
-        "application/strategic-merge-patch+json" => {
-            let p: Value = serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            if rt.crd.is_some() {
-                return Err(ApiError::unsupported_media(accepted));
-            }
-            Box::new(move |cur| crate::strategic::apply(cur, &p))
-        }
-        "application/apply-patch+yaml" => {
-            return Err(ApiError::internal(
-                "server-side apply is served by crate::apply",
-            ));
-        }
-        _ => return Err(ApiError::unsupported_media(accepted)),
-    };
+    let p = Patch::decode(ct, &req.body, Target::of(rt.crd.is_some()))?;
     let served_rt = rt.clone();
     let mode = super::fields::mode(req)?;
     let (out, _) = update_object(
@@ -120,7 +79,7 @@ pub(crate) fn patch(
         false,
         move |cur| {
             let doc = super::served(cur, &served_rt).into_owned();
-            let new = apply(&doc)?;
+            let new = p.apply(&doc)?;
             if !new.is_object() {
                 return Err(ApiError::bad_request(
                     "the patched object is not a JSON object",
@@ -138,62 +97,6 @@ pub(crate) fn patch(
         },
     )?;
     Ok(super::respond(200, &out, &r.rt, req))
-}
-
-/// Upstream's `JSONPatchMaxCopyBytes`: how much JSON `copy` operations may add to a document.
-pub(crate) const JSON_PATCH_MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
-
-/// RFC 6902 with upstream's compatibility rule: `test` of a missing path against `null` passes.
-/// `copy` operations may add at most [`JSON_PATCH_MAX_COPY_BYTES`] in all (the size of each
-/// copied value as JSON), so a short patch cannot double a document into gigabytes.
-pub(crate) fn json_patch_apply(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
-    let mut doc = cur.clone();
-    let mut copied = 0usize;
-    let rejected = |e: &dyn std::fmt::Display| {
-        ApiError::new(
-            422,
-            "Invalid",
-            format!("the server rejected our request due to an error in our request: {e}"),
-        )
-    };
-    for op in &p.0 {
-        match op {
-            json_patch::PatchOperation::Test(t)
-                if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() =>
-            {
-                continue;
-            }
-            json_patch::PatchOperation::Copy(c) => {
-                copied += doc.pointer(c.from.as_str()).map_or(0, json_size);
-                if copied > JSON_PATCH_MAX_COPY_BYTES {
-                    return Err(rejected(&format!(
-                        "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
-                    )));
-                }
-            }
-            _ => {}
-        }
-        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| rejected(&e))?;
-    }
-    Ok(doc)
-}
-
-/// The length of `v` written as compact JSON, without building the text.
-fn json_size(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
-    // Writing a Value to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut n, v);
-    n.0
 }
 
 /// The shared update path. `make` builds the new object from the stored one. `put` marks a PUT

@@ -1,0 +1,11 @@
+//! The bottom layer (kube-apiserver's `k8s.io/apimachinery`): pure functions over
+//! `serde_json::Value` with no server state. Everything above may call into it; it calls
+//! nothing above it.
+//!
+//! * [`patch`]: the one place a JSON, merge or strategic merge patch is decoded and applied,
+//!   with upstream's limits — every write path (the PATCH verb, `/scale`, admission,
+//!   conversion) goes through it.
+//! * [`strategic`]: strategic merge patch and the list strategies server-side apply reuses.
+
+pub(crate) mod patch;
+pub(crate) mod strategic;
