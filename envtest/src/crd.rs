@@ -13,12 +13,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::registry::context::State;
 use crate::registry::{ResourceType, ScaleSpec};
-use crate::server::State;
-use crate::status::ApiError;
-use crate::validation::FieldCause;
+
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
 use crate::verbs::{delete, update};
-use crate::{meta, schema};
+use crate::{api::meta, schema};
 
 /// The finalizer that holds a CRD until its objects are gone.
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";

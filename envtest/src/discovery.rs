@@ -8,8 +8,9 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::registry::context::State;
 use crate::registry::{ResourceType, Snapshot};
-use crate::server::{self, Body, State};
+use crate::server::{self, Body};
 
 /// The Kubernetes version reported: the minor matches the k8s-openapi feature (`v1_35`).
 pub(crate) fn version() -> Value {

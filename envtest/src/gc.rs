@@ -15,9 +15,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::registry::ResourceType;
-use crate::server::State;
+use crate::registry::context::State;
+
 use crate::verbs::{delete, update};
-use crate::{meta, namespaces};
+use crate::{api::meta, namespaces};
 
 /// Deepest owner chain followed in one write (guards against reference cycles).
 const MAX_DEPTH: usize = 32;
@@ -155,7 +156,7 @@ fn dependents(
             continue;
         };
         for (_, bytes) in items {
-            let d = crate::store::parse(&bytes);
+            let d = crate::storage::parse(&bytes);
             if refs(&d)
                 .iter()
                 .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))

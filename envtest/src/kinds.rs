@@ -7,9 +7,9 @@ use base64::Engine;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
 use crate::registry::ResourceType;
 use crate::server::{self, Body, Req};
-use crate::status::ApiError;
 use crate::verbs;
 
 fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
@@ -33,8 +33,8 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
         }
     }
     if is(rt, "", "namespaces") {
-        let name = crate::meta::name(obj).to_string();
-        let m = crate::meta::meta_mut(obj);
+        let name = crate::api::meta::name(obj).to_string();
+        let m = crate::api::meta::meta_mut(obj);
         if !m.get("labels").is_some_and(Value::is_object) {
             m.insert("labels".into(), json!({}));
         }

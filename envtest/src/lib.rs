@@ -91,20 +91,14 @@ mod filter;
 mod gc;
 mod kinds;
 mod kubelet;
-mod meta;
 mod namespaces;
 mod openapi;
-mod protobuf;
 mod registry;
 mod router;
 mod schema;
-mod selector;
 mod server;
-mod status;
-mod store;
-
+mod storage;
 mod table;
-mod validation;
 mod verbs;
 mod watch;
 

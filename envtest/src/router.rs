@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::api::status::ApiError;
 use crate::registry::{ResourceType, Snapshot};
-use crate::status::ApiError;
 
 /// A resource request: collection or item, with namespace and subresource.
 #[derive(Debug, Clone)]

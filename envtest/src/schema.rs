@@ -3,9 +3,9 @@
 //!
 //! The write path for custom resources runs, in upstream's order: [`prune`] (drop unknown fields,
 //! report them for `fieldValidation=Strict`/`Warn`), [`apply_defaults`] (`default:` values), then
-//! [`validate`], whose [`FieldCause`]s become a 422 through [`crate::validation`]. At the root
+//! [`validate`], whose [`FieldCause`]s become a 422 through [`crate::api::validation`]. At the root
 //! `apiVersion`, `kind` and `metadata` are never pruned or validated here — metadata is checked by
-//! [`crate::validation::validate_object_meta`]. [`check_schema`] is what the CRD handler can use
+//! [`crate::api::validation::validate_object_meta`]. [`check_schema`] is what the CRD handler can use
 //! to reject a schema that is not structural enough to drive the other three.
 //!
 //! Supported keywords: `type` (object, array, string, integer, number, boolean), `properties`,
@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::validation::FieldCause;
+use crate::api::validation::FieldCause;
 
 /// Root fields that belong to the API machinery, not to the schema.
 const ROOT_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];

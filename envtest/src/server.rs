@@ -9,7 +9,6 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
@@ -21,44 +20,18 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
-use tokio_util::sync::CancellationToken;
 
-use crate::faults::{Faults, RequestFacts, RequestRecord, Verb};
-use crate::registry::{Registry, ResourceType, Snapshot};
+use crate::api::status::ApiError;
+use crate::faults::{RequestFacts, RequestRecord, Verb};
+pub(crate) use crate::registry::context::{Settings, State};
+use crate::registry::{ResourceType, Snapshot};
 use crate::router::{self, Query, Route};
-use crate::status::ApiError;
-use crate::store::Store;
 use crate::{conversion, discovery};
 
-/// The request body limit (upstream's 3 MiB).
-pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
+use crate::api::status::BODY_LIMIT;
 
 /// A response body: a whole buffer or a stream (watch).
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
-
-/// Server settings fixed at start.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub token: Option<String>,
-    pub bookmark_interval: Duration,
-    pub max_watch: Duration,
-    /// How long a connection may take to send a request head, or sit idle between requests.
-    pub header_read_timeout: Duration,
-    /// The garbage collector and namespace finalization run (`gc`, `namespaces`).
-    pub controllers: bool,
-    /// Pods are scheduled, run and stopped by the simulated kubelet (`kubelet`).
-    pub kubelet: Option<crate::kubelet::Config>,
-}
-
-/// Everything a request handler can reach.
-pub(crate) struct State {
-    pub registry: Registry,
-    pub store: Arc<Store>,
-    pub faults: Faults,
-    pub settings: Settings,
-    pub shutdown: CancellationToken,
-    pub addr: std::net::SocketAddr,
-}
 
 /// A decoded request (body already read).
 pub(crate) struct Req {

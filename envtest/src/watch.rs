@@ -14,12 +14,13 @@ use http::Response;
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use crate::api::status::ApiError;
 use crate::filter::Filter;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{
+use crate::server::{self, Body, Req};
+use crate::storage::{
     Event, EventType, Start, Subscription, encode_line, parse, partial_metadata, push_line,
 };
 use crate::verbs::read::parse_rv;
@@ -234,7 +235,7 @@ impl Watch {
     fn write(&mut self, ty: EventType, obj: &Bytes) {
         if let Some((cols, sent)) = &mut self.table {
             let v = parse(obj);
-            let md = serde_json::json!({"resourceVersion": crate::meta::meta_str(&v, "resourceVersion")});
+            let md = serde_json::json!({"resourceVersion": crate::api::meta::meta_str(&v, "resourceVersion")});
             let line = encode_line(ty.as_str(), &cols.table(&[v], md, !*sent));
             *sent = true;
             self.buf.extend_from_slice(&line);

@@ -35,11 +35,12 @@ use k8s_openapi::api::admissionregistration::v1::{
 use serde_json::{Value, json};
 
 use crate::api::patch::{Patch, Target};
+use crate::api::status::ApiError;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Req, State};
-use crate::status::ApiError;
-use crate::{meta, verbs};
+use crate::server::Req;
+use crate::{api::meta, verbs};
 
 use rules::Hook;
 
@@ -98,7 +99,10 @@ fn configs(state: &State, plural: &str) -> Vec<Value> {
         return Vec::new();
     };
     match state.store.list(&rt.store_key(), None, None) {
-        Ok((_, items)) => items.iter().map(|(_, b)| crate::store::parse(b)).collect(),
+        Ok((_, items)) => items
+            .iter()
+            .map(|(_, b)| crate::storage::parse(b))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::api::selector::LabelSelector;
 use crate::registry::ResourceType;
-use crate::selector::LabelSelector;
-use crate::server::State;
+use crate::registry::context::State;
 
 /// One webhook of a configuration.
 #[derive(Clone, Debug)]

@@ -7,5 +7,10 @@
 //!   conversion) goes through it.
 //! * [`strategic`]: strategic merge patch and the list strategies server-side apply reuses.
 
+pub(crate) mod meta;
 pub(crate) mod patch;
+pub(crate) mod protobuf;
+pub(crate) mod selector;
+pub(crate) mod status;
 pub(crate) mod strategic;
+pub(crate) mod validation;

@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use crate::status::ApiError;
+use crate::api::status::ApiError;
 
 /// The media types a PATCH of a resource accepts, as listed in a 415.
 pub(crate) const ACCEPTED: &str =

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::status::ApiError;
+use crate::api::status::ApiError;
 
 /// How a list field merges.
 #[derive(Debug, Clone, PartialEq, Eq)]

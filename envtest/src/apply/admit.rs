@@ -11,10 +11,11 @@ use std::sync::Arc;
 use http::{HeaderValue, Method, header};
 use serde_json::Value;
 
+use crate::api::status::ApiError;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Req, State};
-use crate::status::ApiError;
-use crate::{meta, verbs};
+use crate::server::Req;
+use crate::{api::meta, verbs};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 

@@ -93,7 +93,7 @@ pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
             ))
     });
     let list: Vec<Value> = kept.into_iter().map(Entry::to_json).collect();
-    let m = crate::meta::meta_mut(obj);
+    let m = crate::api::meta::meta_mut(obj);
     if list.is_empty() {
         m.remove("managedFields");
     } else {

@@ -22,12 +22,13 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req, State};
-use crate::status::ApiError;
-use crate::validation::FieldCause;
-use crate::{meta, verbs};
+use crate::server::{Body, Req};
+use crate::{api::meta, verbs};
 use fieldset::Shape;
 use managed::Entry;
 

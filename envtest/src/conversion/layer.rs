@@ -15,11 +15,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Conversion, review};
+use crate::api::status::ApiError;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::{crd, meta, verbs};
+use crate::server::{self, Body, Req};
+use crate::{api::meta, crd, verbs};
 
 /// How often a patch at a non-storage version is retried when the object changed meanwhile.
 const PATCH_ATTEMPTS: usize = 5;
@@ -231,7 +232,7 @@ fn watch_back(
                 Err(e) => {
                     tracing::warn!(crd = %conv.crd, error = %e.message, "watch event conversion failed; ending the watch");
                     let _ = tx
-                        .send(crate::store::encode_line("ERROR", &e.to_value()))
+                        .send(crate::storage::encode_line("ERROR", &e.to_value()))
                         .await;
                     return;
                 }

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{Change, Outcome};
-use crate::validation::FieldCause;
-use crate::{crd, kinds, meta, validation};
+use crate::server::{Body, Req};
+use crate::storage::{Change, Outcome};
+use crate::{api::meta, api::validation, crd, kinds};
 
 pub(crate) fn create(
     state: &Arc<State>,
@@ -78,7 +79,7 @@ pub(crate) fn create_object(
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
         .cloned();
-    meta::init_create(&mut obj, rt);
+    meta::init_create(&mut obj, rt.generation);
     if let Some(m) = managed {
         meta::set_meta(&mut obj, "managedFields", m);
     }

@@ -8,13 +8,14 @@ use http::Response;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde_json::{Value, json};
 
+use crate::api::status::{self, ApiError};
+use crate::api::validation::FieldCause;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::{Query, ResourceRoute};
-use crate::server::{self, Body, Req, State};
-use crate::status::{self, ApiError};
-use crate::store::{Change, Outcome};
-use crate::validation::FieldCause;
-use crate::{crd, filter::Filter, meta};
+use crate::server::{self, Body, Req};
+use crate::storage::{Change, Outcome};
+use crate::{api::meta, crd, filter::Filter};
 
 /// DeleteOptions from the body and the query, as the verbs act on them.
 #[derive(Debug, Default, Clone)]
@@ -228,7 +229,7 @@ pub(crate) fn delete_collection(
         .map_err(|_| ApiError::internal("list failed"))?;
     let mut out = Vec::new();
     for ((ns, name), bytes) in &items {
-        if !filter.no_selectors() && !filter.matches(&crate::store::parse(bytes)) {
+        if !filter.no_selectors() && !filter.matches(&crate::storage::parse(bytes)) {
             continue;
         }
         match delete_object(state, rt, Some(ns), name, &opts) {

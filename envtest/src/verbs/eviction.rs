@@ -11,10 +11,11 @@ use http::{Method, Response};
 use serde_json::{Value, json};
 
 use super::delete;
+use crate::api::status::ApiError;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::{meta, status};
+use crate::server::{self, Body, Req};
+use crate::{api::meta, api::status};
 
 pub(crate) fn handle(
     state: &Arc<State>,

@@ -16,9 +16,9 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::api::status::ApiError;
 use crate::registry::ResourceType;
 use crate::server::Req;
-use crate::status::ApiError;
 
 /// `?fieldValidation=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

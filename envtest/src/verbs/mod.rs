@@ -20,12 +20,13 @@ use bytes::Bytes;
 use http::{Method, Response};
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{ObjKey, partial_metadata};
-use crate::{kinds, meta, watch};
+use crate::server::{self, Body, Req};
+use crate::storage::{ObjKey, partial_metadata};
+use crate::{api::meta, kinds, watch};
 
 pub(crate) async fn dispatch(
     state: &Arc<State>,
@@ -120,7 +121,7 @@ impl Who {
     pub fn of(req: &Req, r: &ResourceRoute) -> Result<Who, ApiError> {
         let manager = match req.query.value("fieldManager") {
             Some(m) if m.chars().count() > 128 => {
-                let c = crate::validation::FieldCause::invalid(
+                let c = crate::api::validation::FieldCause::invalid(
                     "fieldManager",
                     &json!(m),
                     "must be no more than 128 characters",
@@ -204,7 +205,7 @@ pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
         })?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_value(&req.body)
             .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?,
-        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(&req.body)?,
+        "application/vnd.kubernetes.protobuf" => crate::api::protobuf::decode(&req.body)?,
         _ => {
             return Err(ApiError::unsupported_media(
                 "application/json, application/yaml",
@@ -334,7 +335,7 @@ pub(crate) fn respond_bytes(
     req: &Req,
 ) -> Response<Body> {
     if req.meta_only() || rt.rewrites() {
-        return respond(code, &Arc::new(crate::store::parse(obj)), rt, req);
+        return respond(code, &Arc::new(crate::storage::parse(obj)), rt, req);
     }
     server::bytes(code, "application/json", obj.clone())
 }
@@ -361,7 +362,7 @@ pub(crate) fn ensure_namespace(
 
 /// The structural checks of every version's `openAPIV3Schema` of a CRD (`schema::check_schema`),
 /// as the apiextensions server validates them on create and update.
-fn crd_schema_causes(crd: &Value) -> Vec<crate::validation::FieldCause> {
+fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
     crd.pointer("/spec/versions")
         .and_then(Value::as_array)
         .into_iter()
@@ -386,8 +387,13 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
             ))
         })?;
     }
-    let mut causes =
-        crate::validation::validate_object(&rt.group, &rt.plural, &rt.kind, rt.namespaced, obj);
+    let mut causes = crate::api::validation::validate_object(
+        &rt.group,
+        &rt.plural,
+        &rt.kind,
+        rt.namespaced,
+        obj,
+    );
     if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
         causes.extend(crd_schema_causes(obj));
     }

@@ -10,11 +10,12 @@ use bytes::Bytes;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
 use crate::filter::Filter;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{ObjKey, parse, partial_metadata};
+use crate::server::{self, Body, Req};
+use crate::storage::{ObjKey, parse, partial_metadata};
 
 pub(crate) fn get(
     state: &Arc<State>,
@@ -29,7 +30,7 @@ pub(crate) fn get(
     ) {
         Some(obj) if crate::table::wanted(req) => {
             let v = parse(&obj);
-            let md = json!({"resourceVersion": crate::meta::meta_str(&v, "resourceVersion")});
+            let md = json!({"resourceVersion": crate::api::meta::meta_str(&v, "resourceVersion")});
             let t = crate::table::columns(state, rt).table(&[v], md, true);
             Ok(server::bytes(
                 200,

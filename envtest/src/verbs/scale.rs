@@ -9,11 +9,12 @@ use http::{Method, Response};
 use serde_json::{Value, json};
 
 use crate::api::patch::{Patch, Target};
+use crate::api::status::ApiError;
+use crate::registry::context::State;
 use crate::registry::{ResourceType, ScaleSpec};
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::{meta, verbs::update};
+use crate::server::{self, Body, Req};
+use crate::{api::meta, verbs::update};
 
 /// `.spec.replicas` → `/spec/replicas`.
 pub(crate) fn pointer(path: &str) -> String {
@@ -121,7 +122,7 @@ pub(crate) fn handle(
         _ => return Err(ApiError::method_not_allowed()),
     };
     let Some(n) = wanted.pointer("/spec/replicas").and_then(Value::as_i64) else {
-        let cause = crate::validation::FieldCause::required("spec.replicas", "");
+        let cause = crate::api::validation::FieldCause::required("spec.replicas", "");
         return Err(ApiError::invalid("autoscaling", "Scale", name, &[cause]));
     };
     let rv = meta::meta_str(&wanted, "resourceVersion").map(String::from);

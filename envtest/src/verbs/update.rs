@@ -10,13 +10,14 @@ use http::Response;
 use serde_json::{Value, json};
 
 use crate::api::patch::{Patch, Target};
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{Change, Outcome};
-use crate::validation::FieldCause;
-use crate::{crd, kinds, meta};
+use crate::server::{Body, Req};
+use crate::storage::{Change, Outcome};
+use crate::{api::meta, crd, kinds};
 
 pub(crate) fn put(
     state: &Arc<State>,
@@ -154,7 +155,7 @@ pub(crate) fn update_object(
             None if put && rt.crd.is_some() => {
                 let cause = FieldCause::invalid("metadata.resourceVersion", &json!("0x0"), "must be specified for an update");
                 let mut e = ApiError::invalid(&rt.group, &rt.kind, name, &[cause]);
-                e.message = format!("{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update", crate::status::qualified(&rt.group, &rt.plural));
+                e.message = format!("{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update", crate::api::status::qualified(&rt.group, &rt.plural));
                 return Err(e);
             }
             _ => {}

@@ -4,7 +4,11 @@
 
 use serde_json::{Value, json};
 
-use crate::validation::{self, FieldCause};
+use crate::api::validation::{self, FieldCause};
+
+/// The request body limit (upstream's 3 MiB): the server enforces it, [`ApiError::too_large`]
+/// names it.
+pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
 
 /// A failed API request, rendered as a `Status` object with the HTTP code `code`.
 #[derive(Debug, Clone)]
@@ -110,10 +114,7 @@ impl ApiError {
         Self::new(
             413,
             "RequestEntityTooLarge",
-            format!(
-                "Request entity too large: limit is {}",
-                crate::server::BODY_LIMIT
-            ),
+            format!("Request entity too large: limit is {}", BODY_LIMIT),
         )
     }
 

@@ -4,17 +4,17 @@
 //! store always read one consistent table — including the webhook conversions of CRDs
 //! (`conversion`), which are swapped together with the CRD's types.
 
+pub(crate) mod context;
+pub(crate) mod conversion;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use crate::conversion::Conversion;
-
-/// Where the objects of a resource live: one collection per (group, plural), shared by every
-/// served version of a custom resource.
-pub(crate) type StoreKey = (String, String);
+pub(crate) use crate::storage::StoreKey;
+pub(crate) use conversion::Conversion;
 
 /// The `/scale` subresource of a custom resource (JSON paths like `.spec.replicas`).
 #[derive(Debug, Clone, PartialEq)]

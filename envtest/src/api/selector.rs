@@ -3,7 +3,7 @@
 //!
 //! The label grammar is apimachinery's `labels.Parse` (equality, set-based, exists, does-not-exist
 //! and the integer `>`/`<` comparisons), including its error messages; keys and values are checked
-//! with the label syntax rules of [`crate::validation`]. Field selectors follow
+//! with the label syntax rules of [`crate::api::validation`]. Field selectors follow
 //! `fields.ParseSelector`: comma-joined `field=value`, `field==value`, `field!=value` terms, with
 //! backslash escapes for `\,`, `\=` and `\\` in values. Which fields a type supports is the server's
 //! business (it reads [`FieldSelector::fields`] and answers 400 for unsupported ones); this module
@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::validation::{is_qualified_name, is_valid_label_value};
+use crate::api::validation::{is_qualified_name, is_valid_label_value};
 
 /// A label selector operator (apimachinery's `selection.Operator`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,9 +16,12 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::meta;
-use crate::registry::StoreKey;
-use crate::status::ApiError;
+use crate::api::meta;
+use crate::api::status::ApiError;
+
+/// Where the objects of a resource live: one collection per (group, plural), shared by every
+/// served version of a custom resource.
+pub(crate) type StoreKey = (String, String);
 
 /// (namespace, name); namespace is empty for cluster-scoped objects.
 pub(crate) type ObjKey = (String, String);

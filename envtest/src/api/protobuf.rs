@@ -16,7 +16,7 @@ use k8s_pb::apimachinery::pkg::runtime::Unknown;
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-use crate::status::ApiError;
+use crate::api::status::ApiError;
 
 /// The 4 bytes every Kubernetes protobuf body starts with.
 const MAGIC: &[u8] = b"k8s\0";
