@@ -169,14 +169,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             name: rr.and_then(|r| r.name.as_deref()),
             namespace: rr.and_then(|r| r.namespace.as_deref()),
         };
-        if let Some(inj) = state.faults.intercept(&facts).await {
-            let mut r = json(inj.code, &inj.body);
-            if let Some(s) = inj
-                .retry_after_seconds
-                .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
-            {
-                r.headers_mut().insert(header::RETRY_AFTER, s);
-            }
+        if let Some(r) = injected(&state, &facts).await {
             record(
                 &state,
                 &parts.method,
@@ -189,44 +182,21 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             );
             return r;
         }
-        let route = match route {
-            Ok(r) => r,
-            Err(e) => break 'resp error(&e),
-        };
-        let reads_body = matches!(
-            parts.method,
-            Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-        );
-        let body = if reads_body {
-            match read_body(body, &parts.headers).await {
-                Ok(b) => b,
-                Err(e) => {
-                    // The rest of a too-large body is not read: the connection cannot be
-                    // reused, and says so, so a pooled client does not send on it again.
-                    let mut r = error(&e);
-                    r.headers_mut()
-                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                    break 'resp r;
-                }
+        match route {
+            Ok(route) => {
+                serve_routed(
+                    &state,
+                    route,
+                    &snap,
+                    parts.method.clone(),
+                    parts.headers,
+                    query,
+                    body,
+                )
+                .await
             }
-        } else {
-            Bytes::new()
-        };
-        let warnings = Warnings::default();
-        let req = Req {
-            method: parts.method.clone(),
-            query,
-            headers: parts.headers,
-            body,
-            warnings: warnings.clone(),
-            served_as: None,
-        };
-        let mut resp = match dispatch(&state, route, &snap, req).await {
-            Ok(r) => r,
             Err(e) => error(&e),
-        };
-        warnings.write(resp.headers_mut());
-        resp
+        }
     };
     record(
         &state,
@@ -252,6 +222,65 @@ fn authenticated(settings: &Settings, headers: &HeaderMap, route: Option<&Route>
         None => matches!(route, Some(Route::Health | Route::Version)),
         Some(v) => v.to_str().ok() == Some(format!("Bearer {token}").as_str()),
     }
+}
+/// The answer of an injected fault matching the request, if any.
+async fn injected(state: &State, facts: &RequestFacts<'_>) -> Option<Response<Body>> {
+    let inj = state.faults.intercept(facts).await?;
+    let mut r = json(inj.code, &inj.body);
+    if let Some(s) = inj
+        .retry_after_seconds
+        .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, s);
+    }
+    Some(r)
+}
+
+/// Reads the body of a routed request (within the limit) and dispatches it; the warnings
+/// raised while serving become `Warning` headers.
+async fn serve_routed(
+    state: &Arc<State>,
+    route: Route,
+    snap: &Snapshot,
+    method: Method,
+    headers: HeaderMap,
+    query: Query,
+    body: Incoming,
+) -> Response<Body> {
+    let reads_body = matches!(
+        method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    let body = if reads_body {
+        match read_body(body, &headers).await {
+            Ok(b) => b,
+            Err(e) => {
+                // The rest of a too-large body is not read: the connection cannot be
+                // reused, and says so, so a pooled client does not send on it again.
+                let mut r = error(&e);
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+        }
+    } else {
+        Bytes::new()
+    };
+    let warnings = Warnings::default();
+    let req = Req {
+        method,
+        query,
+        headers,
+        body,
+        warnings: warnings.clone(),
+        served_as: None,
+    };
+    let mut resp = match dispatch(state, route, snap, req).await {
+        Ok(r) => r,
+        Err(e) => error(&e),
+    };
+    warnings.write(resp.headers_mut());
+    resp
 }
 
 #[allow(clippy::too_many_arguments)]

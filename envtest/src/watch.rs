@@ -50,31 +50,7 @@ pub(crate) fn serve(
     let rt = r.rt.clone();
     let filter = Filter::parse(q, &rt, r.namespace.clone())?;
     let rv = parse_rv(q)?;
-    let bookmarks = q.flag("allowWatchBookmarks")?;
-    let initial_events = q
-        .get("sendInitialEvents")
-        .map(|_| q.flag("sendInitialEvents"))
-        .transpose()?;
-    let rvm = q.value("resourceVersionMatch");
-    if initial_events.is_some() && rvm != Some("NotOlderThan") {
-        return Err(ApiError::new(
-            422,
-            "Invalid",
-            "sendInitialEvents requires resourceVersionMatch=NotOlderThan",
-        ));
-    }
-    if initial_events.is_none() && rvm.is_some() {
-        return Err(ApiError::bad_request(
-            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-        ));
-    }
-    if initial_events == Some(true) && !bookmarks {
-        return Err(ApiError::new(
-            422,
-            "Invalid",
-            "sendInitialEvents requires allowWatchBookmarks=true",
-        ));
-    }
+    let (bookmarks, initial_events) = watch_options(q)?;
     let timeout = match q.number("timeoutSeconds")? {
         Some(s) => Duration::from_secs(s).min(state.settings.max_watch),
         None => state.settings.max_watch,
@@ -132,6 +108,37 @@ pub(crate) fn serve(
         initial_events == Some(true),
     ));
     Ok(server::stream(ct, rx))
+}
+
+/// `allowWatchBookmarks` and `sendInitialEvents`, checked against `resourceVersionMatch` as
+/// upstream's watch validation does.
+fn watch_options(q: &crate::router::Query) -> Result<(bool, Option<bool>), ApiError> {
+    let bookmarks = q.flag("allowWatchBookmarks")?;
+    let initial_events = q
+        .get("sendInitialEvents")
+        .map(|_| q.flag("sendInitialEvents"))
+        .transpose()?;
+    let rvm = q.value("resourceVersionMatch");
+    if initial_events.is_some() && rvm != Some("NotOlderThan") {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "sendInitialEvents requires resourceVersionMatch=NotOlderThan",
+        ));
+    }
+    if initial_events.is_none() && rvm.is_some() {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    if initial_events == Some(true) && !bookmarks {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "sendInitialEvents requires allowWatchBookmarks=true",
+        ));
+    }
+    Ok((bookmarks, initial_events))
 }
 
 async fn run(

@@ -21,7 +21,7 @@ const MAX_FN_LINES: usize = 80;
 /// Ratchet: top-level modules that sit in an import cycle today (0 is the goal).
 const MAX_MODULES_IN_CYCLES: usize = 13;
 /// Ratchet: functions longer than [`MAX_FN_LINES`] today (0 is the goal).
-const MAX_LONG_FUNCTIONS: usize = 13;
+const MAX_LONG_FUNCTIONS: usize = 0;
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

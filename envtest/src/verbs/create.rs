@@ -37,38 +37,7 @@ pub(crate) fn create_object(
     mut obj: Value,
     w: super::WriteOpts<'_>,
 ) -> Result<Arc<Value>, ApiError> {
-    let body_ns = meta::namespace(&obj).to_string();
-    if rt.namespaced {
-        let url_ns = url_ns.unwrap_or("");
-        if body_ns.is_empty() {
-            meta::set_meta(&mut obj, "namespace", json!(url_ns));
-        } else if body_ns != url_ns {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-    } else {
-        meta::remove_meta(&mut obj, "namespace");
-    }
-    let ns = meta::namespace(&obj).to_string();
-    if meta::name(&obj).is_empty() {
-        match meta::meta_str(&obj, "generateName").filter(|g| !g.is_empty()) {
-            Some(prefix) => {
-                let n = validation::generate_name(prefix);
-                meta::set_meta(&mut obj, "name", json!(n));
-            }
-            None => {
-                let cause =
-                    FieldCause::required("metadata.name", "name or generateName is required");
-                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
-            }
-        }
-    }
-    if meta::meta_str(&obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::bad_request(
-            "resourceVersion can not be set for Create requests",
-        ));
-    }
+    let ns = identity(rt, url_ns, &mut obj)?;
     let name = meta::name(&obj).to_string();
     super::validate(rt, &mut obj)?;
     if rt.namespaced {
@@ -117,4 +86,43 @@ pub(crate) fn create_object(
         crd::after_write(state, rt, &stored, false);
     }
     Ok(stored)
+}
+
+/// The identity of a new object: its namespace (the URL's, which a body may only repeat; none
+/// for a cluster-scoped type, returned) and its name (generated from `generateName`); a
+/// create may not name a resourceVersion.
+fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<String, ApiError> {
+    let body_ns = meta::namespace(obj).to_string();
+    if rt.namespaced {
+        let url_ns = url_ns.unwrap_or("");
+        if body_ns.is_empty() {
+            meta::set_meta(obj, "namespace", json!(url_ns));
+        } else if body_ns != url_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    } else {
+        meta::remove_meta(obj, "namespace");
+    }
+    let ns = meta::namespace(obj).to_string();
+    if meta::name(obj).is_empty() {
+        match meta::meta_str(obj, "generateName").filter(|g| !g.is_empty()) {
+            Some(prefix) => {
+                let n = validation::generate_name(prefix);
+                meta::set_meta(obj, "name", json!(n));
+            }
+            None => {
+                let cause =
+                    FieldCause::required("metadata.name", "name or generateName is required");
+                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
+            }
+        }
+    }
+    if meta::meta_str(obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::bad_request(
+            "resourceVersion can not be set for Create requests",
+        ));
+    }
+    Ok(ns)
 }

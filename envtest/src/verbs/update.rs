@@ -128,76 +128,19 @@ pub(crate) fn update_object(
             .and_then(|m| m.get("managedFields"))
             .cloned();
         super::check_type(&mut new, rt, &sibs)?;
-        // name and namespace
-        match meta::meta_str(&new, "name") {
-            None | Some("") => meta::set_meta(&mut new, "name", json!(name)),
-            Some(n) if n != name => {
-                return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
-            }
-            _ => {}
-        }
-        if rt.namespaced {
-            let url_ns = ns.unwrap_or("");
-            match meta::meta_str(&new, "namespace") {
-                None | Some("") => meta::set_meta(&mut new, "namespace", json!(url_ns)),
-                Some(n) if n != url_ns => {
-                    return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
-                }
-                _ => {}
-            }
-        } else {
-            meta::remove_meta(&mut new, "namespace");
-        }
-        // optimistic concurrency
-        let cur_rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
-        match meta::meta_str(&new, "resourceVersion").filter(|v| !v.is_empty()) {
-            Some(rv) if rv != cur_rv => return Err(ApiError::conflict(&rt.group, &rt.plural, name)),
-            None if put && rt.crd.is_some() => {
-                let cause = FieldCause::invalid("metadata.resourceVersion", &json!("0x0"), "must be specified for an update");
-                let mut e = ApiError::invalid(&rt.group, &rt.kind, name, &[cause]);
-                e.message = format!("{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update", crate::api::status::qualified(&rt.group, &rt.plural));
-                return Err(e);
-            }
-            _ => {}
-        }
-        if let Some(uid) = meta::meta_str(&new, "uid").filter(|u| !u.is_empty())
-            && Some(uid) != meta::meta_str(cur, "uid") {
-                let cause = FieldCause::invalid("metadata.uid", &json!(uid), "field is immutable");
-                return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
-            }
+        check_identity(&mut new, rt, ns, name)?;
+        check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
-        // status subresource rules
-        if status_write {
-            let mut merged = cur.clone();
-            // managedFields follow the write (server-side apply to /status records its entry).
-            if let Some(mf) = new.get("metadata").and_then(|m| m.get("managedFields")) {
-                meta::set_meta(&mut merged, "managedFields", mf.clone());
-            }
-            match new.get("status") {
-                Some(s) => merged["status"] = s.clone(),
-                None => {
-                    if let Some(o) = merged.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
-            }
-            new = merged;
-        } else if rt.status {
-            match cur.get("status") {
-                Some(s) => new["status"] = s.clone(),
-                None => {
-                    if let Some(o) = new.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
-            }
-        }
+        new = status_rules(cur, new, rt, status_write);
         // finalizers of an object being deleted
         let deleting = meta::meta_str(cur, "deletionTimestamp").is_some();
         if deleting {
             let old_f = meta::finalizers(cur);
             if meta::finalizers(&new).iter().any(|f| !old_f.contains(f)) {
-                let cause = FieldCause::forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted");
+                let cause = FieldCause::forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted",
+                );
                 return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
             }
         }
@@ -235,6 +178,107 @@ pub(crate) fn update_object(
         crate::gc::after_write(state, rt, &obj, removed);
     }
     Ok((obj, removed))
+}
+
+/// The object's name must be the URL's (set when missing); a namespaced object's namespace
+/// must be the URL's (set when missing), a cluster-scoped one has none.
+fn check_identity(
+    new: &mut Value,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    name: &str,
+) -> Result<(), ApiError> {
+    match meta::meta_str(new, "name") {
+        None | Some("") => meta::set_meta(new, "name", json!(name)),
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => {}
+    }
+    if rt.namespaced {
+        let url_ns = ns.unwrap_or("");
+        match meta::meta_str(new, "namespace") {
+            None | Some("") => meta::set_meta(new, "namespace", json!(url_ns)),
+            Some(n) if n != url_ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {}
+        }
+    } else {
+        meta::remove_meta(new, "namespace");
+    }
+    Ok(())
+}
+
+/// Optimistic concurrency: a resourceVersion given must be the stored one (a PUT of a custom
+/// resource must give one), and a uid given must be the stored one.
+fn check_preconditions(
+    cur: &Value,
+    new: &Value,
+    rt: &ResourceType,
+    name: &str,
+    put: bool,
+) -> Result<(), ApiError> {
+    let cur_rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
+    match meta::meta_str(new, "resourceVersion").filter(|v| !v.is_empty()) {
+        Some(rv) if rv != cur_rv => return Err(ApiError::conflict(&rt.group, &rt.plural, name)),
+        None if put && rt.crd.is_some() => {
+            let cause = FieldCause::invalid(
+                "metadata.resourceVersion",
+                &json!("0x0"),
+                "must be specified for an update",
+            );
+            let mut e = ApiError::invalid(&rt.group, &rt.kind, name, &[cause]);
+            e.message = format!(
+                "{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                crate::api::status::qualified(&rt.group, &rt.plural)
+            );
+            return Err(e);
+        }
+        _ => {}
+    }
+    if let Some(uid) = meta::meta_str(new, "uid").filter(|u| !u.is_empty())
+        && Some(uid) != meta::meta_str(cur, "uid")
+    {
+        let cause = FieldCause::invalid("metadata.uid", &json!(uid), "field is immutable");
+        return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
+    }
+    Ok(())
+}
+
+/// The status subresource rules: a `/status` write changes only status (and managedFields);
+/// a write of the main resource of a type with a status subresource keeps the stored status.
+fn status_rules(cur: &Value, mut new: Value, rt: &ResourceType, status_write: bool) -> Value {
+    if status_write {
+        let mut merged = cur.clone();
+        // managedFields follow the write (server-side apply to /status records its entry).
+        if let Some(mf) = new.get("metadata").and_then(|m| m.get("managedFields")) {
+            meta::set_meta(&mut merged, "managedFields", mf.clone());
+        }
+        match new.get("status") {
+            Some(s) => merged["status"] = s.clone(),
+            None => {
+                if let Some(o) = merged.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+        new = merged;
+    } else if rt.status {
+        match cur.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    new
 }
 
 /// A namespace is held by its `spec.finalizers` too.
