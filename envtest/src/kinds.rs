@@ -8,8 +8,8 @@ use http::Response;
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::server::{self, Body, Req};
 use crate::verbs;
 
 fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
@@ -56,5 +56,5 @@ pub(crate) fn review(rt: &ResourceType, req: &Req) -> Result<Response<Body>, Api
         }
         _ => json!({"allowed": true, "reason": "ctrl-envtest authorizes every request"}),
     };
-    Ok(server::json(201, &obj))
+    Ok(endpoints::json(201, &obj))
 }

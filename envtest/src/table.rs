@@ -13,9 +13,9 @@ mod printers;
 
 use printers::Column;
 
+use crate::endpoints::Req;
 use crate::registry::ResourceType;
 use crate::registry::context::State;
-use crate::server::Req;
 use crate::storage::partial_metadata;
 
 /// The Table media type of responses.

@@ -15,11 +15,11 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::filter::Filter;
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req};
 use crate::storage::{
     Event, EventType, Start, Subscription, encode_line, parse, partial_metadata, push_line,
 };
@@ -85,7 +85,7 @@ pub(crate) fn serve(
             ));
             let line = encode_line("ERROR", &e.to_value());
             let _ = tx.try_send(line);
-            return Ok(server::stream(ct, rx));
+            return Ok(endpoints::stream(ct, rx));
         }
     };
     let w = Watch {
@@ -107,7 +107,7 @@ pub(crate) fn serve(
         timeout,
         initial_events == Some(true),
     ));
-    Ok(server::stream(ct, rx))
+    Ok(endpoints::stream(ct, rx))
 }
 
 /// `allowWatchBookmarks` and `sendInitialEvents`, checked against `resourceVersionMatch` as

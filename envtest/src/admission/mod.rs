@@ -12,7 +12,7 @@
 //! Under `matchPolicy: Equivalent` (the default) a webhook whose rules name another served
 //! version of the resource is called at that version: the objects are converted to it
 //! (through the CRD's conversion webhook, `crate::conversion`) and a mutation back.
-//! A response's `warnings` go to the request's [`Warnings`](crate::server::Warnings), which
+//! A response's `warnings` go to the request's [`Warnings`](crate::endpoints::Warnings), which
 //! the server writes as `Warning: 299 - "<text>"` headers, allowed or denied.
 //!
 //! Configurations are ordinary objects: create them through the API, or give them
@@ -36,10 +36,10 @@ use serde_json::{Value, json};
 
 use crate::api::patch::{Patch, Target};
 use crate::api::status::ApiError;
+use crate::endpoints::{Req, Warnings};
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Req, Warnings};
 use crate::{api::meta, verbs};
 
 use rules::Hook;

@@ -12,9 +12,9 @@ use http::{HeaderValue, Method, header};
 use serde_json::Value;
 
 use crate::api::status::ApiError;
+use crate::endpoints::Req;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::Req;
 use crate::{api::meta, verbs};
 
 const GROUP: &str = "admissionregistration.k8s.io";

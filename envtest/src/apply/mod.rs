@@ -24,10 +24,10 @@ use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
+use crate::endpoints::{Body, Req};
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req};
 use crate::{api::meta, verbs};
 use fieldset::Shape;
 use managed::Entry;

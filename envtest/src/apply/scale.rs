@@ -13,9 +13,9 @@ use super::fieldset::{FieldSet, Path};
 use super::managed::{self, Conflict, Entry};
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
+use crate::endpoints::Req;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::Req;
 use crate::{api::meta, verbs};
 
 /// Applies the `Scale` in `req` to the parent object `name`, whose replicas field is at JSON

@@ -16,10 +16,10 @@ use tokio::sync::mpsc;
 
 use super::{Conversion, review};
 use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req};
 use crate::{api::meta, crd, verbs};
 
 /// How often a patch at a non-storage version is retried when the object changed meanwhile.
@@ -242,7 +242,7 @@ fn watch_back(
             }
         }
     });
-    Response::from_parts(parts, server::stream("", rx).into_body())
+    Response::from_parts(parts, endpoints::stream("", rx).into_body())
 }
 
 /// Newline-delimited watch events with their objects converted back.

@@ -1,3 +1,8 @@
+//! Layer 2, the registry (kube-apiserver's `registry/{generic,rest}` plus apiextensions):
+//! what is served. It may call `api` and `storage`, never the HTTP side. [`context`] holds the
+//! [`context::State`] every layer above shares; [`conversion`] the data of a CRD's webhook
+//! conversion (calling the webhook is the `conversion` module's, above).
+//!
 //! The registry of served resource types. Built-ins (see `builtins`) are registered at start,
 //! CRDs (see `crd`) add and remove theirs at run time. The registry is one immutable snapshot
 //! behind a lock that is swapped whole on every change, so routing, discovery, OpenAPI and the

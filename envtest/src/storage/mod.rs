@@ -1,3 +1,8 @@
+//! Layer 1, storage (kube-apiserver's `storage/etcd3`): it owns the bytes and the
+//! resourceVersions and may call only `api` (metadata accessors, errors) and `faults` (whose
+//! `WatchControl` it implements). It knows nothing of types, HTTP or admission: the
+//! `registry` and the handlers above decide what a write is; the store applies it atomically.
+//!
 //! The in-memory object store: one collection of JSON objects per resource (keyed by group and
 //! plural, see `registry`), one global resourceVersion counter, a bounded per-collection
 //! history of change events for watch resume and consistent paginated lists, and the fan-out

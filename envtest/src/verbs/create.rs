@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
+use crate::endpoints::{Body, Req};
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req};
 use crate::storage::{Change, Outcome};
 use crate::{api::meta, api::validation, crd, kinds};
 

@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use crate::api::status::{self, ApiError};
 use crate::api::validation::FieldCause;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::{Query, ResourceRoute};
-use crate::server::{self, Body, Req};
 use crate::storage::{Change, Outcome};
 use crate::{api::meta, crd, filter::Filter};
 
@@ -133,7 +133,7 @@ pub(crate) fn delete(
     let (obj, removed) = delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
     if removed {
         let uid = meta::meta_str(&obj, "uid").unwrap_or("");
-        return Ok(server::json(
+        return Ok(endpoints::json(
             200,
             &status::success(&r.rt.group, &r.rt.plural, name, uid),
         ));
@@ -242,5 +242,5 @@ pub(crate) fn delete_collection(
         "kind": rt.list_kind, "apiVersion": rt.api_version(),
         "metadata": {"resourceVersion": state.store.current_rv().to_string()}, "items": out,
     });
-    Ok(server::json(200, &list))
+    Ok(endpoints::json(200, &list))
 }

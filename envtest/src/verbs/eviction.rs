@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use super::delete;
 use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req};
 use crate::{api::meta, api::status};
 
 pub(crate) fn handle(
@@ -62,5 +62,5 @@ pub(crate) fn handle(
     let uid = meta::meta_str(&pod, "uid").unwrap_or("");
     let mut out = status::success(&r.rt.group, &r.rt.plural, name, uid);
     out["code"] = json!(201);
-    Ok(server::json(201, &out))
+    Ok(endpoints::json(201, &out))
 }

@@ -21,10 +21,10 @@ use http::{Method, Response};
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req};
 use crate::storage::{ObjKey, partial_metadata};
 use crate::{api::meta, kinds, watch};
 
@@ -317,10 +317,10 @@ pub(crate) fn served<'a>(obj: &'a Value, rt: &ResourceType) -> std::borrow::Cow<
 /// An object response (full, or PartialObjectMetadata when asked for).
 pub(crate) fn respond(code: u16, obj: &Arc<Value>, rt: &ResourceType, req: &Req) -> Response<Body> {
     if req.meta_only() {
-        return server::json(code, &partial_metadata(obj));
+        return endpoints::json(code, &partial_metadata(obj));
     }
     let v = served(obj, rt);
-    server::bytes(
+    endpoints::bytes(
         code,
         "application/json",
         Bytes::from(serde_json::to_vec(&*v).unwrap_or_default()),
@@ -337,7 +337,7 @@ pub(crate) fn respond_bytes(
     if req.meta_only() || rt.rewrites() {
         return respond(code, &Arc::new(crate::storage::parse(obj)), rt, req);
     }
-    server::bytes(code, "application/json", obj.clone())
+    endpoints::bytes(code, "application/json", obj.clone())
 }
 
 /// Namespaced creates need an existing namespace that is not terminating.

@@ -11,11 +11,11 @@ use http::Response;
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::filter::Filter;
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req};
 use crate::storage::{ObjKey, parse, partial_metadata};
 
 pub(crate) fn get(
@@ -33,7 +33,7 @@ pub(crate) fn get(
             let v = parse(&obj);
             let md = json!({"resourceVersion": crate::api::meta::meta_str(&v, "resourceVersion")});
             let t = crate::table::columns(state, rt).table(&[v], md, true);
-            Ok(server::bytes(
+            Ok(endpoints::bytes(
                 200,
                 crate::table::MEDIA,
                 Bytes::from(t.to_string()),
@@ -130,14 +130,14 @@ pub(crate) fn list(
     if crate::table::wanted(req) {
         let objs: Vec<Value> = page.iter().map(|(_, o)| parse(o)).collect();
         let t = crate::table::columns(state, rt).table(&objs, lm, true);
-        return Ok(server::bytes(
+        return Ok(endpoints::bytes(
             200,
             crate::table::MEDIA,
             Bytes::from(t.to_string()),
         ));
     }
     let buf = list_body(rt, &page, &lm, req.meta_only());
-    Ok(server::bytes(200, "application/json", Bytes::from(buf)))
+    Ok(endpoints::bytes(200, "application/json", Bytes::from(buf)))
 }
 
 /// Where a list reads: the resourceVersion to list at (`None`: the newest) and the key to
@@ -199,7 +199,7 @@ fn expired(
         let tok = encode_token(current, k);
         let mut v = e.to_value();
         v["metadata"] = json!({"continue": tok});
-        return Ok(server::json(410, &v));
+        return Ok(endpoints::json(410, &v));
     }
     Err(e)
 }

@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use crate::api::patch::{Patch, Target};
 use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::context::State;
 use crate::registry::{ResourceType, ScaleSpec};
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req};
 use crate::{api::meta, verbs::update};
 
 /// `.spec.replicas` → `/spec/replicas`.
@@ -110,11 +110,11 @@ pub(crate) fn handle(
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     let current = scale_of(&cur, &sc);
     let wanted = match req.method {
-        Method::GET => return Ok(server::json(200, &current)),
+        Method::GET => return Ok(endpoints::json(200, &current)),
         Method::PUT => super::decode_body(req)?,
         Method::PATCH if super::is_apply(req) => {
             let out = crate::apply::apply_scale(state, r, name, req, &pointer(&sc.spec_replicas))?;
-            return Ok(server::json(200, &scale_of(&out, &sc)));
+            return Ok(endpoints::json(200, &scale_of(&out, &sc)));
         }
         Method::PATCH => {
             Patch::decode(req.media_type(), &req.body, Target::Scale)?.apply(&current)?
@@ -137,7 +137,7 @@ pub(crate) fn handle(
         }
         Ok(v)
     })?;
-    Ok(server::json(200, &scale_of(&out, &sc)))
+    Ok(endpoints::json(200, &scale_of(&out, &sc)))
 }
 
 /// Writes the parent of a `/scale` request through the ordinary update path.
