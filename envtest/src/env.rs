@@ -327,7 +327,7 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
                 name: name.clone(),
                 message: e.message,
             };
-            verbs::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
+            crate::registry::objects::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
             verbs::create::create_object(state, &crd_rt, None, c, Default::default())
                 .map_err(crd_err)?;
         }

@@ -97,7 +97,7 @@ fn refs(obj: &Value) -> Vec<Value> {
 }
 
 fn key_of(rt: &ResourceType, obj: &Value) -> (String, String) {
-    crate::verbs::okey(rt, Some(meta::namespace(obj)), meta::name(obj))
+    crate::registry::objects::okey(rt, Some(meta::namespace(obj)), meta::name(obj))
 }
 
 /// The live owner a reference of `dependent` points to (same uid), with its type.
@@ -112,7 +112,7 @@ fn find_owner(state: &State, dependent: &Value, r: &Value) -> Option<(Arc<Resour
     if ort.namespaced && meta::namespace(dependent).is_empty() {
         return None;
     }
-    let okey = crate::verbs::okey(&ort, Some(meta::namespace(dependent)), s("name"));
+    let okey = crate::registry::objects::okey(&ort, Some(meta::namespace(dependent)), s("name"));
     let owner = state.store.get_value(&ort.store_key(), &okey)?;
     (meta::meta_str(&owner, "uid") == Some(s("uid"))).then_some((ort, owner))
 }
@@ -206,7 +206,7 @@ fn modify(state: &Arc<State>, rt: &Arc<ResourceType>, d: &Value, f: impl FnOnce(
         Default::default(),
         false,
         |cur| {
-            let mut v = crate::verbs::served(cur, &served).into_owned();
+            let mut v = crate::registry::objects::served(cur, &served).into_owned();
             meta::remove_meta(&mut v, "resourceVersion");
             f(&mut v);
             Ok(v)

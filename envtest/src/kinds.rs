@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use crate::api::status::ApiError;
 use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::verbs;
 
 fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
     rt.group == group && rt.plural == plural && rt.crd.is_none()
@@ -48,8 +47,8 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
 
 /// POST to a review resource: echo it with an allowing status.
 pub(crate) fn review(rt: &ResourceType, req: &Req) -> Result<Response<Body>, ApiError> {
-    let mut obj = verbs::decode_body(req)?;
-    verbs::check_type(&mut obj, rt, &[])?;
+    let mut obj = crate::endpoints::decode_body(req)?;
+    crate::registry::objects::check_type(&mut obj, rt, &[])?;
     obj["status"] = match rt.plural.as_str() {
         "tokenreviews" => {
             json!({"authenticated": true, "user": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]}})

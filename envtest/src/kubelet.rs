@@ -254,7 +254,8 @@ impl Kubelet {
     /// and forgets that this was pending.
     fn later(self: &Arc<Self>, delay: Duration, pod: &Value, uid: String, stop: bool) {
         let me = self.clone();
-        let key = crate::verbs::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
+        let key =
+            crate::registry::objects::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
         tokio::spawn(async move {
             tokio::select! {
                 _ = me.state.shutdown.cancelled() => return,

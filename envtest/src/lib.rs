@@ -22,15 +22,16 @@
 //! ```text
 //! env            builds every layer, seeds, starts the server and the controllers
 //! server         hyper listener, auth, faults intercept, body limit, request log
-//! ┌ handlers ─── verbs (create/get/list/update/patch/delete/scale/eviction), watch, apply,
-//! │              admission, conversion (serving at another version), kinds, crd, gc,
+//! ┌ handlers ─── verbs (create/get/list/update/patch/delete/scale/eviction), apply,
+//! │              admission, conversion (serving at another version), crd, gc,
 //! │              namespaces, kubelet — still one knot: the object writes live in `verbs`
 //! │              and the controllers (gc, namespaces, crd cleanup, kubelet) call them
-//! └────────────  table, discovery, filter
-//! endpoints      Req, Warnings, Body and the json/bytes/error/stream responses
-//! router         URL grammar and query strings
+//! └────────────  watch, kinds, table, discovery, filter
+//! endpoints      Req, Warnings, Body, body decoding, json/bytes/error/stream responses
+//! router         URL grammar, query strings, resourceVersion parameters
 //! openapi, builtins, schema   served documents, built-in types, structural schemas
-//! registry/      served types (snapshot), CRD conversion data, the shared State
+//! registry/      served types (snapshot), object keys / type check / served form, CRD
+//!                conversion data, the shared State
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
 //! api/           status errors, meta rules, selectors, validation, protobuf, patch
 //! faults         fault injection and the request log (a leaf)

@@ -155,6 +155,24 @@ fn resource_route(
     }
 }
 
+/// The 504 for a resourceVersion from the future.
+pub(crate) fn too_large(n: u64, current: u64) -> ApiError {
+    let mut e = ApiError::new(504, "Timeout", format!("Too large resource version: {n}, current: {current}"))
+        .with_details(serde_json::json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}));
+    e.retry_after = Some(1);
+    e
+}
+
+pub(crate) fn parse_rv(q: &Query) -> Result<Option<u64>, ApiError> {
+    match q.value("resourceVersion") {
+        None => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}"))),
+    }
+}
+
 /// Decodes `application/x-www-form-urlencoded` text (`+` is a space).
 pub(crate) fn decode(s: &str) -> String {
     let b = s.as_bytes();

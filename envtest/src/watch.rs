@@ -20,10 +20,10 @@ use crate::filter::Filter;
 use crate::registry::ResourceType;
 use crate::registry::context::State;
 use crate::router::ResourceRoute;
+use crate::router::parse_rv;
 use crate::storage::{
     Event, EventType, Start, Subscription, encode_line, parse, partial_metadata, push_line,
 };
-use crate::verbs::read::parse_rv;
 
 const BATCH: usize = 64 * 1024;
 
@@ -153,7 +153,7 @@ async fn run(
     tokio::pin!(deadline);
     if w.start_rv > sub.rv && !wait_for_rv(&state, w.start_rv).await {
         let current = state.store.current_rv();
-        let e = crate::verbs::read::too_large(w.start_rv, current);
+        let e = crate::router::too_large(w.start_rv, current);
         let _ = tx.send(encode_line("ERROR", &e.to_value())).await;
         return;
     }
@@ -251,7 +251,7 @@ impl Watch {
             self.buf.extend_from_slice(&line);
         } else if self.rt.rewrites() {
             let v = parse(obj);
-            let line = encode_line(ty.as_str(), &crate::verbs::served(&v, &self.rt));
+            let line = encode_line(ty.as_str(), &crate::registry::objects::served(&v, &self.rt));
             self.buf.extend_from_slice(&line);
         } else {
             push_line(&mut self.buf, ty.as_str(), obj);

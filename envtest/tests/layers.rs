@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// The longest function the rule allows.
 const MAX_FN_LINES: usize = 80;
 /// Ratchet: top-level modules that sit in an import cycle today (0 is the goal).
-const MAX_MODULES_IN_CYCLES: usize = 10;
+const MAX_MODULES_IN_CYCLES: usize = 8;
 /// Ratchet: functions longer than [`MAX_FN_LINES`] today (0 is the goal).
 const MAX_LONG_FUNCTIONS: usize = 0;
 

@@ -87,7 +87,7 @@ pub(crate) fn seed(state: &Arc<State>, configs: &[WebhookConfiguration]) -> Resu
         let rt =
             config_type(state, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
         let mut obj = obj.take();
-        verbs::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
+        crate::registry::objects::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
         verbs::create::create_object(state, &rt, None, obj, Default::default())
             .map_err(|e| e.message)?;
     }
@@ -202,7 +202,7 @@ fn op_of(method: &Method, r: &ResourceRoute, ct: &str) -> Option<Op> {
 /// The mutating and the validating webhooks whose rules match `op` on `r`, each with the
 /// served version it is called at.
 fn matching_hooks(state: &State, r: &ResourceRoute, op: Op) -> (Vec<Matched>, Vec<Matched>) {
-    let equivalents = verbs::siblings(state, &r.rt);
+    let equivalents = crate::registry::objects::siblings(state, &r.rt);
     let matching = |plural: &str| -> Vec<Matched> {
         rules::hooks(&configs(state, plural))
             .into_iter()
@@ -235,9 +235,9 @@ fn objects(
     let old: Option<Value> = match (op, r.name.as_deref()) {
         (Op::Create, _) | (_, None) => None,
         (_, Some(name)) => {
-            let okey = verbs::okey(rt, r.namespace.as_deref(), name);
+            let okey = crate::registry::objects::okey(rt, r.namespace.as_deref(), name);
             match state.store.get_value(&rt.store_key(), &okey) {
-                Some(v) => Some(verbs::served(&v, rt).into_owned()),
+                Some(v) => Some(crate::registry::objects::served(&v, rt).into_owned()),
                 None => return Ok(None),
             }
         }
@@ -245,7 +245,7 @@ fn objects(
     let mut new: Option<Value> = match op {
         Op::Delete => None,
         _ if req.method == Method::PATCH => Some(apply_patch(old.as_ref(), rt, ct, &req.body)?),
-        _ => Some(verbs::decode_body(req)?),
+        _ => Some(crate::endpoints::decode_body(req)?),
     };
     if let (Some(n), Some(ns)) = (new.as_mut(), r.namespace.as_deref())
         && rt.namespaced

@@ -231,7 +231,7 @@ pub(crate) fn namespace_labels(
         .snapshot()
         .get("", "v1", "namespaces")
         .cloned()?;
-    let okey = crate::verbs::okey(&ns_rt, None, ns.unwrap_or(""));
+    let okey = crate::registry::objects::okey(&ns_rt, None, ns.unwrap_or(""));
     Some(
         state
             .store

@@ -1,5 +1,5 @@
 //! Object-metadata rules shared by the verbs (spec §1.12): the typed decoding every body's
-//! metadata must pass (`check_types`, called by `verbs::check_type` and the patch path),
+//! metadata must pass (`check_types`, called by `registry::objects::check_type` and the patch path),
 //! reading and writing metadata fields of a JSON object, uid / creationTimestamp /
 //! generateName on create, the fields an update may not change, and when `generation` moves.
 

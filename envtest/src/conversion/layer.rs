@@ -73,7 +73,7 @@ async fn body_to_storage(
     served: &ResourceType,
     mut req: Req,
 ) -> Result<Req, ApiError> {
-    let mut obj = verbs::decode_body(&req)?;
+    let mut obj = crate::endpoints::decode_body(&req)?;
     let (av, kind) = (s(&obj, "apiVersion"), s(&obj, "kind"));
     if !kind.is_empty() && kind != served.kind {
         return Ok(req); // the verbs answer the mismatch
@@ -122,7 +122,7 @@ async fn patch(
         return verbs::dispatch(state, storage, req).await;
     };
     let strict = verbs::WriteOpts::from_query(&req.query)?.strict;
-    let okey = verbs::okey(&storage.rt, storage.namespace.as_deref(), &name);
+    let okey = crate::registry::objects::okey(&storage.rt, storage.namespace.as_deref(), &name);
     let mut attempt = 0;
     loop {
         attempt += 1;

@@ -148,3 +148,36 @@ pub(crate) fn stream(content_type: &str, rx: tokio::sync::mpsc::Receiver<Bytes>)
     }
     r
 }
+
+/// A YAML request body as JSON, with YAML 1.2's scalars: only `true` / `false` are booleans,
+/// so `name: y` or `value: "on"` stay strings and then decode into their string-typed fields.
+pub(crate) fn yaml_value(body: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    let options = serde_saphyr::options! { strict_booleans: true };
+    serde_saphyr::from_str_with_options(text, options).map_err(|e| e.to_string())
+}
+
+/// The JSON (or YAML) object in a POST/PUT body.
+pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
+    let ct = req.header("content-type");
+    let media = ct.split(';').next().unwrap_or("").trim();
+    let v: Value = match media {
+        "" | "application/json" | "*/*" => serde_json::from_slice(&req.body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_value(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?,
+        "application/vnd.kubernetes.protobuf" => crate::api::protobuf::decode(&req.body)?,
+        _ => {
+            return Err(ApiError::unsupported_media(
+                "application/json, application/yaml",
+            ));
+        }
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    Ok(v)
+}

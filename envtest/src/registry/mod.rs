@@ -11,6 +11,7 @@
 
 pub(crate) mod context;
 pub(crate) mod conversion;
+pub(crate) mod objects;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -22,8 +22,12 @@ pub(crate) fn create(
 ) -> Result<Response<Body>, ApiError> {
     let who = super::Who::of(req, r)?;
     let w = who.opts(&req.query)?;
-    let mut obj = super::decode_body(req)?;
-    super::check_type(&mut obj, &r.rt, &super::siblings(state, &r.rt))?;
+    let mut obj = crate::endpoints::decode_body(req)?;
+    crate::registry::objects::check_type(
+        &mut obj,
+        &r.rt,
+        &crate::registry::objects::siblings(state, &r.rt),
+    )?;
     super::fields::check(&r.rt, &obj, req)?;
     let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
     Ok(super::respond(201, &stored, &r.rt, req))
@@ -70,7 +74,7 @@ pub(crate) fn create_object(
         crate::apply::record_update(rt, None, &mut obj, given.as_ref(), who);
     }
     let key = rt.store_key();
-    let okey = super::okey(rt, Some(&ns), &name);
+    let okey = crate::registry::objects::okey(rt, Some(&ns), &name);
     let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));

@@ -150,7 +150,7 @@ pub(crate) fn delete_object(
     opts: &DeleteOpts,
 ) -> Result<(Arc<Value>, bool), ApiError> {
     let key = rt.store_key();
-    let okey = super::okey(rt, ns, name);
+    let okey = crate::registry::objects::okey(rt, ns, name);
     let out = state.store.commit(&key, &okey, opts.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -233,7 +233,7 @@ pub(crate) fn delete_collection(
             continue;
         }
         match delete_object(state, rt, Some(ns), name, &opts) {
-            Ok((v, _)) => out.push(super::served(&v, rt).into_owned()),
+            Ok((v, _)) => out.push(crate::registry::objects::served(&v, rt).into_owned()),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }

@@ -26,7 +26,7 @@ pub(crate) fn handle(
     if req.method != Method::POST {
         return Err(ApiError::method_not_allowed());
     }
-    let body = super::decode_body(req)?;
+    let body = crate::endpoints::decode_body(req)?;
     let kind = body
         .get("kind")
         .and_then(Value::as_str)

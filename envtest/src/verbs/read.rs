@@ -15,7 +15,7 @@ use crate::endpoints::{self, Body, Req};
 use crate::filter::Filter;
 use crate::registry::ResourceType;
 use crate::registry::context::State;
-use crate::router::ResourceRoute;
+use crate::router::{ResourceRoute, parse_rv, too_large};
 use crate::storage::{ObjKey, parse, partial_metadata};
 
 pub(crate) fn get(
@@ -27,7 +27,7 @@ pub(crate) fn get(
     let rt = &r.rt;
     match state.store.get(
         &rt.store_key(),
-        &super::okey(rt, r.namespace.as_deref(), name),
+        &crate::registry::objects::okey(rt, r.namespace.as_deref(), name),
     ) {
         Some(obj) if crate::table::wanted(req) => {
             let v = parse(&obj);
@@ -61,24 +61,6 @@ fn decode_token(t: &str) -> Option<(u64, ObjKey)> {
             a.get(2)?.as_str()?.to_string(),
         ),
     ))
-}
-
-/// The 504 for a resourceVersion from the future.
-pub(crate) fn too_large(n: u64, current: u64) -> ApiError {
-    let mut e = ApiError::new(504, "Timeout", format!("Too large resource version: {n}, current: {current}"))
-        .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}));
-    e.retry_after = Some(1);
-    e
-}
-
-pub(crate) fn parse_rv(q: &crate::router::Query) -> Result<Option<u64>, ApiError> {
-    match q.value("resourceVersion") {
-        None => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}"))),
-    }
 }
 
 pub(crate) fn list(
@@ -239,7 +221,7 @@ fn list_body(
             let _ = serde_json::to_writer(&mut buf, &partial_metadata(&parse(obj)));
         } else if rewrite {
             let v = parse(obj);
-            let _ = serde_json::to_writer(&mut buf, &*super::served(&v, rt));
+            let _ = serde_json::to_writer(&mut buf, &*crate::registry::objects::served(&v, rt));
         } else {
             buf.extend_from_slice(obj);
         }

@@ -103,7 +103,7 @@ pub(crate) fn handle(
         return Err(ApiError::unknown_path());
     };
     let key = rt.store_key();
-    let okey = super::okey(rt, r.namespace.as_deref(), name);
+    let okey = crate::registry::objects::okey(rt, r.namespace.as_deref(), name);
     let cur = state
         .store
         .get_value(&key, &okey)
@@ -111,7 +111,7 @@ pub(crate) fn handle(
     let current = scale_of(&cur, &sc);
     let wanted = match req.method {
         Method::GET => return Ok(endpoints::json(200, &current)),
-        Method::PUT => super::decode_body(req)?,
+        Method::PUT => crate::endpoints::decode_body(req)?,
         Method::PATCH if super::is_apply(req) => {
             let out = crate::apply::apply_scale(state, r, name, req, &pointer(&sc.spec_replicas))?;
             return Ok(endpoints::json(200, &scale_of(&out, &sc)));

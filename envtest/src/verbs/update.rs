@@ -27,8 +27,12 @@ pub(crate) fn put(
 ) -> Result<Response<Body>, ApiError> {
     let who = super::Who::of(req, r)?;
     let w = who.opts(&req.query)?;
-    let mut body = super::decode_body(req)?;
-    super::check_type(&mut body, &r.rt, &super::siblings(state, &r.rt))?;
+    let mut body = crate::endpoints::decode_body(req)?;
+    crate::registry::objects::check_type(
+        &mut body,
+        &r.rt,
+        &crate::registry::objects::siblings(state, &r.rt),
+    )?;
     super::fields::check(&r.rt, &body, req)?;
     let (out, _) = update_object(
         state,
@@ -79,7 +83,7 @@ pub(crate) fn patch(
         w,
         false,
         move |cur| {
-            let doc = super::served(cur, &served_rt).into_owned();
+            let doc = crate::registry::objects::served(cur, &served_rt).into_owned();
             let new = p.apply(&doc)?;
             if !new.is_object() {
                 return Err(ApiError::bad_request(
@@ -115,9 +119,9 @@ pub(crate) fn update_object(
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
     let key = rt.store_key();
-    let okey = super::okey(rt, ns, name);
+    let okey = crate::registry::objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
-    let sibs = super::siblings(state, rt);
+    let sibs = crate::registry::objects::siblings(state, rt);
     let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -127,7 +131,7 @@ pub(crate) fn update_object(
             .get("metadata")
             .and_then(|m| m.get("managedFields"))
             .cloned();
-        super::check_type(&mut new, rt, &sibs)?;
+        crate::registry::objects::check_type(&mut new, rt, &sibs)?;
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
