@@ -136,38 +136,44 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         t::<authorization::v1::SelfSubjectAccessReview>(V, &[], &[]),
     ];
     for rt in &mut v {
-        if [
-            "pods",
-            "services",
-            "replicationcontrollers",
-            "deployments",
-            "replicasets",
-            "statefulsets",
-            "daemonsets",
-            "jobs",
-            "cronjobs",
-            "horizontalpodautoscalers",
-        ]
-        .contains(&rt.plural.as_str())
-        {
-            rt.categories.push("all".into());
-        }
-        // events.k8s.io/v1 is a view of the core/v1 Events.
-        if rt.group == "events.k8s.io" {
-            rt.view = Some(View {
-                store: ("", "events"),
-                to_view: event_to_view,
-                from_view: event_from_view,
-            });
-            rt.storage_version = "v1".into();
-            rt.decode = Some(decode::<core::v1::Event>);
-        }
-        // Both autoscaling versions share one collection, as upstream.
-        if rt.plural == "horizontalpodautoscalers" {
-            rt.storage_version = "autoscaling/v2".into();
-        }
+        complete(rt);
     }
     v
+}
+
+/// What the table does not say: the `all` category, the events.k8s.io view of core/v1 Events,
+/// and the shared storage of both autoscaling versions.
+fn complete(rt: &mut ResourceType) {
+    if [
+        "pods",
+        "services",
+        "replicationcontrollers",
+        "deployments",
+        "replicasets",
+        "statefulsets",
+        "daemonsets",
+        "jobs",
+        "cronjobs",
+        "horizontalpodautoscalers",
+    ]
+    .contains(&rt.plural.as_str())
+    {
+        rt.categories.push("all".into());
+    }
+    // events.k8s.io/v1 is a view of the core/v1 Events.
+    if rt.group == "events.k8s.io" {
+        rt.view = Some(View {
+            store: ("", "events"),
+            to_view: event_to_view,
+            from_view: event_from_view,
+        });
+        rt.storage_version = "v1".into();
+        rt.decode = Some(decode::<core::v1::Event>);
+    }
+    // Both autoscaling versions share one collection, as upstream.
+    if rt.plural == "horizontalpodautoscalers" {
+        rt.storage_version = "autoscaling/v2".into();
+    }
 }
 
 /// events.k8s.io/v1 field names and their core/v1 Event counterparts.

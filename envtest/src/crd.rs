@@ -13,12 +13,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::registry::context::State;
 use crate::registry::{ResourceType, ScaleSpec};
-use crate::server::State;
-use crate::status::ApiError;
-use crate::validation::FieldCause;
+
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
 use crate::verbs::{delete, update};
-use crate::{meta, schema};
+use crate::{api::meta, schema};
 
 /// The finalizer that holds a CRD until its objects are gone.
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -44,6 +45,21 @@ pub(crate) fn on_write(
         return Ok(());
     }
     let name = meta::name(obj).to_string();
+    let mut causes = causes(obj, &name);
+    causes.extend(crate::conversion::validate(obj));
+    if let Some(old) = old {
+        causes.extend(update_causes(old, obj));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
+    }
+    complete(obj, old);
+    Ok(())
+}
+
+/// What is wrong with a CRD's names, scope and versions (apiextensions'
+/// `ValidateCustomResourceDefinition`, the part ctrl-envtest checks).
+fn causes(obj: &Value, name: &str) -> Vec<FieldCause> {
     let mut causes = Vec::new();
     let group = s(obj, "/spec/group").to_string();
     let plural = s(obj, "/spec/names/plural").to_string();
@@ -78,6 +94,13 @@ pub(crate) fn on_write(
             &[json!("Cluster"), json!("Namespaced")],
         ));
     }
+    causes.extend(version_causes(obj));
+    causes
+}
+
+/// A CRD's versions: exactly one storage version, each with a name and a schema.
+fn version_causes(obj: &Value) -> Vec<FieldCause> {
+    let mut causes = Vec::new();
     let versions = obj
         .pointer("/spec/versions")
         .and_then(Value::as_array)
@@ -106,14 +129,18 @@ pub(crate) fn on_write(
             ));
         }
     }
-    causes.extend(crate::conversion::validate(obj));
-    if let Some(old) = old {
-        causes.extend(update_causes(old, obj));
-    }
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
-    }
-    // defaults
+    causes
+}
+
+/// The defaults and status of a valid CRD: singular and list kind names, stored versions,
+/// conditions (kept from `old`), accepted names, and the cleanup finalizer on a create.
+fn complete(obj: &mut Value, old: Option<&Value>) {
+    let kind = s(obj, "/spec/names/kind").to_string();
+    let versions = obj
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if s(obj, "/spec/names/singular").is_empty() {
         obj["spec"]["names"]["singular"] = json!(kind.to_ascii_lowercase());
     }
@@ -149,7 +176,6 @@ pub(crate) fn on_write(
         }
         meta::set_meta(obj, "finalizers", json!(f));
     }
-    Ok(())
 }
 
 /// The rules upstream adds for a CRD update (apiextensions' `ValidateCustomResourceDefinitionUpdate`):

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::endpoints::{self, Body};
+use crate::registry::context::State;
 use crate::registry::{ResourceType, Snapshot};
-use crate::server::{self, Body, State};
 
 /// The Kubernetes version reported: the minor matches the k8s-openapi feature (`v1_35`).
 pub(crate) fn version() -> Value {
@@ -36,7 +37,7 @@ pub(crate) fn core_versions(
             .collect();
         return agg_list(items);
     }
-    server::json(
+    endpoints::json(
         200,
         &json!({"kind": "APIVersions", "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": state.addr.to_string()}]}),
@@ -50,7 +51,7 @@ pub(crate) fn groups(snap: &Snapshot, aggregated: bool) -> Response<Body> {
         return agg_list(named.map(|(g, vs)| agg_group(snap, g, vs)).collect());
     }
     let list: Vec<Value> = named.map(|(g, vs)| legacy_group(g, vs)).collect();
-    server::json(
+    endpoints::json(
         200,
         &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list}),
     )
@@ -79,7 +80,7 @@ pub(crate) fn group(snap: &Snapshot, g: &str) -> Value {
 
 fn agg_list(items: Vec<Value>) -> Response<Body> {
     let v = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
-    server::bytes(
+    endpoints::bytes(
         200,
         AGGREGATED,
         bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),

@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 use crate::builtins::builtin_types;
 use crate::faults::Faults;
 use crate::registry::Registry;
-use crate::server::{self, Settings, State};
-use crate::store::Store;
+use crate::registry::context::{Settings, State};
+use crate::server;
+use crate::storage::Store;
 use crate::verbs;
 
 /// Why an environment could not start.
@@ -321,12 +322,12 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
     }
     if let Some(crd_rt) = find("apiextensions.k8s.io", "customresourcedefinitions") {
         for mut c in crds {
-            let name = crate::meta::name(&c).to_string();
-            let crd_err = |e: crate::status::ApiError| Error::Crd {
+            let name = crate::api::meta::name(&c).to_string();
+            let crd_err = |e: crate::api::status::ApiError| Error::Crd {
                 name: name.clone(),
                 message: e.message,
             };
-            verbs::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
+            crate::registry::objects::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
             verbs::create::create_object(state, &crd_rt, None, c, Default::default())
                 .map_err(crd_err)?;
         }

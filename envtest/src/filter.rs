@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
+use crate::api::selector::{FieldSelector, LabelSelector};
+use crate::api::status::ApiError;
 use crate::registry::ResourceType;
 use crate::router::Query;
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::status::ApiError;
 
 /// Which objects a collection request addresses.
 #[derive(Debug, Clone, Default)]

@@ -15,9 +15,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::registry::ResourceType;
-use crate::server::State;
+use crate::registry::context::State;
+
 use crate::verbs::{delete, update};
-use crate::{meta, namespaces};
+use crate::{api::meta, namespaces};
 
 /// Deepest owner chain followed in one write (guards against reference cycles).
 const MAX_DEPTH: usize = 32;
@@ -96,7 +97,7 @@ fn refs(obj: &Value) -> Vec<Value> {
 }
 
 fn key_of(rt: &ResourceType, obj: &Value) -> (String, String) {
-    crate::verbs::okey(rt, Some(meta::namespace(obj)), meta::name(obj))
+    crate::registry::objects::okey(rt, Some(meta::namespace(obj)), meta::name(obj))
 }
 
 /// The live owner a reference of `dependent` points to (same uid), with its type.
@@ -111,7 +112,7 @@ fn find_owner(state: &State, dependent: &Value, r: &Value) -> Option<(Arc<Resour
     if ort.namespaced && meta::namespace(dependent).is_empty() {
         return None;
     }
-    let okey = crate::verbs::okey(&ort, Some(meta::namespace(dependent)), s("name"));
+    let okey = crate::registry::objects::okey(&ort, Some(meta::namespace(dependent)), s("name"));
     let owner = state.store.get_value(&ort.store_key(), &okey)?;
     (meta::meta_str(&owner, "uid") == Some(s("uid"))).then_some((ort, owner))
 }
@@ -155,7 +156,7 @@ fn dependents(
             continue;
         };
         for (_, bytes) in items {
-            let d = crate::store::parse(&bytes);
+            let d = crate::storage::parse(&bytes);
             if refs(&d)
                 .iter()
                 .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
@@ -205,7 +206,7 @@ fn modify(state: &Arc<State>, rt: &Arc<ResourceType>, d: &Value, f: impl FnOnce(
         Default::default(),
         false,
         |cur| {
-            let mut v = crate::verbs::served(cur, &served).into_owned();
+            let mut v = crate::registry::objects::served(cur, &served).into_owned();
             meta::remove_meta(&mut v, "resourceVersion");
             f(&mut v);
             Ok(v)

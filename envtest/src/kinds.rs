@@ -7,10 +7,9 @@ use base64::Engine;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::server::{self, Body, Req};
-use crate::status::ApiError;
-use crate::verbs;
 
 fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
     rt.group == group && rt.plural == plural && rt.crd.is_none()
@@ -33,8 +32,8 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
         }
     }
     if is(rt, "", "namespaces") {
-        let name = crate::meta::name(obj).to_string();
-        let m = crate::meta::meta_mut(obj);
+        let name = crate::api::meta::name(obj).to_string();
+        let m = crate::api::meta::meta_mut(obj);
         if !m.get("labels").is_some_and(Value::is_object) {
             m.insert("labels".into(), json!({}));
         }
@@ -48,13 +47,13 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
 
 /// POST to a review resource: echo it with an allowing status.
 pub(crate) fn review(rt: &ResourceType, req: &Req) -> Result<Response<Body>, ApiError> {
-    let mut obj = verbs::decode_body(req)?;
-    verbs::check_type(&mut obj, rt, &[])?;
+    let mut obj = crate::endpoints::decode_body(req)?;
+    crate::registry::objects::check_type(&mut obj, rt, &[])?;
     obj["status"] = match rt.plural.as_str() {
         "tokenreviews" => {
             json!({"authenticated": true, "user": {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]}})
         }
         _ => json!({"allowed": true, "reason": "ctrl-envtest authorizes every request"}),
     };
-    Ok(server::json(201, &obj))
+    Ok(endpoints::json(201, &obj))
 }

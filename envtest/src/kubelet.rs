@@ -27,11 +27,12 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::meta;
+use crate::api::meta;
 use crate::registry::ResourceType;
-use crate::server::State;
-use crate::status::ApiError;
-use crate::store::{Change, Start};
+use crate::registry::context::State;
+
+use crate::api::status::ApiError;
+use crate::storage::{Change, Start};
 use crate::verbs::{create, delete, update};
 
 /// The simulated Node every Pod is bound to.
@@ -43,23 +44,7 @@ const NODE_IP: &str = "10.0.0.10";
 /// Upstream's default `terminationGracePeriodSeconds`.
 const DEFAULT_GRACE: i64 = 30;
 
-/// How the simulated kubelet paces a Pod's life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Config {
-    /// From binding to `Running`.
-    pub start_delay: Duration,
-    /// The longest a deleted Pod's containers take to stop (the grace period is the other bound).
-    pub stop_delay: Duration,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            start_delay: Duration::from_millis(500),
-            stop_delay: Duration::from_secs(1),
-        }
-    }
-}
+pub(crate) use crate::registry::context::KubeletConfig as Config;
 
 /// Whether `rt` is core/v1 pods.
 fn is_pods(rt: &ResourceType) -> bool {
@@ -217,14 +202,14 @@ impl Kubelet {
                 return;
             };
             for (_, bytes) in std::mem::take(&mut sub.initial) {
-                self.observe(&crate::store::parse(&bytes));
+                self.observe(&crate::storage::parse(&bytes));
             }
             loop {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     ev = sub.rx.recv() => match ev {
-                        Some(ev) if ev.ty != crate::store::EventType::Deleted => {
-                            self.observe(&crate::store::parse(&ev.obj));
+                        Some(ev) if ev.ty != crate::storage::EventType::Deleted => {
+                            self.observe(&crate::storage::parse(&ev.obj));
                         }
                         Some(_) => {}
                         None => break,
@@ -269,7 +254,8 @@ impl Kubelet {
     /// and forgets that this was pending.
     fn later(self: &Arc<Self>, delay: Duration, pod: &Value, uid: String, stop: bool) {
         let me = self.clone();
-        let key = crate::verbs::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
+        let key =
+            crate::registry::objects::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
         tokio::spawn(async move {
             tokio::select! {
                 _ = me.state.shutdown.cancelled() => return,
@@ -288,7 +274,7 @@ impl Kubelet {
     }
 
     /// The stored Pod at `key`, if it is still the one with `uid`.
-    fn find(&self, key: &crate::store::ObjKey, uid: &str) -> Option<Value> {
+    fn find(&self, key: &crate::storage::ObjKey, uid: &str) -> Option<Value> {
         let pod = self.state.store.get_value(&self.rt.store_key(), key)?;
         (meta::meta_str(&pod, "uid") == Some(uid)).then_some(pod)
     }

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::registry::ResourceType;
-use crate::server::State;
+use crate::registry::context::State;
+
 use crate::verbs::{delete, update};
-use crate::{gc, meta};
+use crate::{api::meta, gc};
 
 fn is_namespace(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.plural == "namespaces" && rt.crd.is_none()
@@ -37,7 +38,7 @@ pub(crate) fn after_mark(state: &Arc<State>, rt: &ResourceType, obj: &Value) {
             continue;
         };
         for ((_, name), bytes) in items {
-            let o = crate::store::parse(&bytes);
+            let o = crate::storage::parse(&bytes);
             if meta::meta_str(&o, "deletionTimestamp").is_some() {
                 continue;
             }

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::api::status::ApiError;
 use crate::registry::{ResourceType, Snapshot};
-use crate::status::ApiError;
 
 /// A resource request: collection or item, with namespace and subresource.
 #[derive(Debug, Clone)]
@@ -42,18 +42,8 @@ pub(crate) enum Route {
 /// Routes `path` against the registry snapshot.
 pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
     let trimmed = path.trim_end_matches('/');
-    match trimmed {
-        "/healthz" | "/readyz" | "/livez" => return Ok(Route::Health),
-        "/version" => return Ok(Route::Version),
-        "/api" => return Ok(Route::CoreVersions),
-        "/apis" => return Ok(Route::Groups),
-        "/openapi/v3" => return Ok(Route::OpenApiRoot),
-        _ => {}
-    }
-    for h in ["/healthz/", "/readyz/", "/livez/"] {
-        if trimmed.starts_with(h) {
-            return Ok(Route::Health);
-        }
+    if let Some(fixed) = fixed_route(trimmed) {
+        return Ok(fixed);
     }
     if trimmed.contains('%') {
         return Err(ApiError::unknown_path());
@@ -84,6 +74,33 @@ pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
     if !reg.has_group_version(group, version) {
         return Err(ApiError::unknown_path());
     }
+    resource_route(reg, group, version, rest)
+}
+
+/// The routes of fixed paths: health, version, discovery roots, the OpenAPI root.
+fn fixed_route(trimmed: &str) -> Option<Route> {
+    match trimmed {
+        "/healthz" | "/readyz" | "/livez" => return Some(Route::Health),
+        "/version" => return Some(Route::Version),
+        "/api" => return Some(Route::CoreVersions),
+        "/apis" => return Some(Route::Groups),
+        "/openapi/v3" => return Some(Route::OpenApiRoot),
+        _ => {}
+    }
+    ["/healthz/", "/readyz/", "/livez/"]
+        .iter()
+        .any(|h| trimmed.starts_with(h))
+        .then_some(Route::Health)
+}
+
+/// The route of a path below a served group version (`rest`: the segments after it):
+/// the resource list, or a resource collection, item or subresource.
+fn resource_route(
+    reg: &Snapshot,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Result<Route, ApiError> {
     let mut rest = rest;
     let watch_prefix = rest.first() == Some(&"watch");
     if watch_prefix {
@@ -135,6 +152,24 @@ pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
             _ => not_found(),
         },
         _ => not_found(),
+    }
+}
+
+/// The 504 for a resourceVersion from the future.
+pub(crate) fn too_large(n: u64, current: u64) -> ApiError {
+    let mut e = ApiError::new(504, "Timeout", format!("Too large resource version: {n}, current: {current}"))
+        .with_details(serde_json::json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}));
+    e.retry_after = Some(1);
+    e
+}
+
+pub(crate) fn parse_rv(q: &Query) -> Result<Option<u64>, ApiError> {
+    match q.value("resourceVersion") {
+        None => Ok(None),
+        Some(v) => v
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}"))),
     }
 }
 

@@ -3,9 +3,9 @@
 //!
 //! The write path for custom resources runs, in upstream's order: [`prune`] (drop unknown fields,
 //! report them for `fieldValidation=Strict`/`Warn`), [`apply_defaults`] (`default:` values), then
-//! [`validate`], whose [`FieldCause`]s become a 422 through [`crate::validation`]. At the root
+//! [`validate`], whose [`FieldCause`]s become a 422 through [`crate::api::validation`]. At the root
 //! `apiVersion`, `kind` and `metadata` are never pruned or validated here — metadata is checked by
-//! [`crate::validation::validate_object_meta`]. [`check_schema`] is what the CRD handler can use
+//! [`crate::api::validation::validate_object_meta`]. [`check_schema`] is what the CRD handler can use
 //! to reject a schema that is not structural enough to drive the other three.
 //!
 //! Supported keywords: `type` (object, array, string, integer, number, boolean), `properties`,
@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::validation::FieldCause;
+use crate::api::validation::FieldCause;
 
 /// Root fields that belong to the API machinery, not to the schema.
 const ROOT_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
@@ -588,25 +588,7 @@ fn check_node(schema: &Value, path: &str, root: bool, out: &mut Vec<FieldCause>)
         return;
     };
     let ty = map.get("type");
-    match ty {
-        Some(Value::String(t)) if KNOWN_TYPES.contains(&t.as_str()) => {}
-        Some(other) => out.push(FieldCause::not_supported(
-            format!("{path}.type"),
-            other,
-            &KNOWN_TYPES.map(|t| Value::String(t.into())),
-        )),
-        None => {
-            let exempt = flag(schema, "x-kubernetes-int-or-string")
-                || flag(schema, "x-kubernetes-preserve-unknown-fields")
-                || flag(schema, "x-kubernetes-embedded-resource");
-            if !root && !exempt {
-                out.push(FieldCause::required(
-                    format!("{path}.type"),
-                    "must not be empty for specified object fields",
-                ));
-            }
-        }
-    }
+    check_type(ty, schema, path, root, out);
     let ty = ty.and_then(Value::as_str);
     if let Some(p) = map.get("properties") {
         match p.as_object() {
@@ -670,6 +652,36 @@ fn check_node(schema: &Value, path: &str, root: bool, out: &mut Vec<FieldCause>)
                 if s.is_object() {
                     check_value_node(s, &format!("{path}.{key}[{i}]"), out);
                 }
+            }
+        }
+    }
+}
+
+/// A node's `type`: a known one, or absent where an `x-kubernetes-*` extension or the root
+/// allows it.
+fn check_type(
+    ty: Option<&Value>,
+    schema: &Value,
+    path: &str,
+    root: bool,
+    out: &mut Vec<FieldCause>,
+) {
+    match ty {
+        Some(Value::String(t)) if KNOWN_TYPES.contains(&t.as_str()) => {}
+        Some(other) => out.push(FieldCause::not_supported(
+            format!("{path}.type"),
+            other,
+            &KNOWN_TYPES.map(|t| Value::String(t.into())),
+        )),
+        None => {
+            let exempt = flag(schema, "x-kubernetes-int-or-string")
+                || flag(schema, "x-kubernetes-preserve-unknown-fields")
+                || flag(schema, "x-kubernetes-embedded-resource");
+            if !root && !exempt {
+                out.push(FieldCause::required(
+                    format!("{path}.type"),
+                    "must not be empty for specified object fields",
+                ));
             }
         }
     }

@@ -9,139 +9,24 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited, StreamBody, combinators::BoxBody};
-use hyper::body::{Frame, Incoming};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio_stream::StreamExt;
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_util::sync::CancellationToken;
 
-use crate::faults::{Faults, RequestFacts, RequestRecord, Verb};
-use crate::registry::{Registry, ResourceType, Snapshot};
+use crate::api::status::ApiError;
+use crate::endpoints::{Body, Req, Warnings, bytes, error, json};
+use crate::faults::{RequestFacts, RequestRecord, Verb};
+use crate::registry::Snapshot;
+pub(crate) use crate::registry::context::{Settings, State};
 use crate::router::{self, Query, Route};
-use crate::status::ApiError;
-use crate::store::Store;
 use crate::{conversion, discovery};
 
-/// The request body limit (upstream's 3 MiB).
-pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
-
-/// A response body: a whole buffer or a stream (watch).
-pub(crate) type Body = BoxBody<Bytes, Infallible>;
-
-/// Server settings fixed at start.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub token: Option<String>,
-    pub bookmark_interval: Duration,
-    pub max_watch: Duration,
-    /// How long a connection may take to send a request head, or sit idle between requests.
-    pub header_read_timeout: Duration,
-    /// The garbage collector and namespace finalization run (`gc`, `namespaces`).
-    pub controllers: bool,
-    /// Pods are scheduled, run and stopped by the simulated kubelet (`kubelet`).
-    pub kubelet: Option<crate::kubelet::Config>,
-}
-
-/// Everything a request handler can reach.
-pub(crate) struct State {
-    pub registry: Registry,
-    pub store: Arc<Store>,
-    pub faults: Faults,
-    pub settings: Settings,
-    pub shutdown: CancellationToken,
-    pub addr: std::net::SocketAddr,
-}
-
-/// A decoded request (body already read).
-pub(crate) struct Req {
-    pub method: Method,
-    pub query: Query,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-    /// Warnings for the client, written as `Warning` headers on the response.
-    pub warnings: Warnings,
-    /// The type the client asked for, when `conversion` serves the request at the storage
-    /// version (admission reviews name it as `requestKind`).
-    pub served_as: Option<Arc<ResourceType>>,
-}
-
-/// The warnings of one request (admission webhooks' `warnings`), shared by the request and
-/// the server, which writes each as a `Warning: 299 - "<text>"` response header, as the API
-/// server's warning recorder does (empty ones dropped, duplicates once).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Warnings(Arc<parking_lot::Mutex<Vec<String>>>);
-
-impl Warnings {
-    /// Records one warning.
-    pub fn add(&self, text: &str) {
-        let text = text.trim();
-        if text.is_empty() {
-            return;
-        }
-        let mut all = self.0.lock();
-        if !all.iter().any(|w| w == text) {
-            all.push(text.to_string());
-        }
-    }
-
-    /// Records every string of a JSON array (a webhook response's `warnings`).
-    pub fn add_all(&self, list: Option<&Value>) {
-        for w in list.and_then(Value::as_array).into_iter().flatten() {
-            if let Some(w) = w.as_str() {
-                self.add(w);
-            }
-        }
-    }
-
-    /// Appends the `Warning` headers to a response.
-    fn write(&self, headers: &mut HeaderMap) {
-        for text in self.0.lock().iter() {
-            let quoted: String = text
-                .chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .collect::<String>()
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"");
-            match HeaderValue::from_bytes(format!("299 - \"{quoted}\"").as_bytes()) {
-                Ok(v) => {
-                    headers.append(header::WARNING, v);
-                }
-                Err(e) => tracing::debug!(warning = %text, error = %e, "warning not sent"),
-            }
-        }
-    }
-}
-
-impl Req {
-    pub fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-
-    /// The media type of the body: the Content-Type without parameters.
-    pub fn media_type(&self) -> &str {
-        self.header("content-type")
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-    }
-
-    /// The Accept header asks for PartialObjectMetadata(List).
-    pub fn meta_only(&self) -> bool {
-        self.header("accept").contains("as=PartialObjectMetadata")
-    }
-}
+use crate::api::status::BODY_LIMIT;
 
 /// Accepts connections until `state.shutdown` fires. The transport limits are `ctrl_net`'s,
 /// shared with every server ctrl runs: back-off when `accept` fails (out of file
@@ -196,14 +81,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             name: rr.and_then(|r| r.name.as_deref()),
             namespace: rr.and_then(|r| r.namespace.as_deref()),
         };
-        if let Some(inj) = state.faults.intercept(&facts).await {
-            let mut r = json(inj.code, &inj.body);
-            if let Some(s) = inj
-                .retry_after_seconds
-                .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
-            {
-                r.headers_mut().insert(header::RETRY_AFTER, s);
-            }
+        if let Some(r) = injected(&state, &facts).await {
             record(
                 &state,
                 &parts.method,
@@ -216,44 +94,21 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             );
             return r;
         }
-        let route = match route {
-            Ok(r) => r,
-            Err(e) => break 'resp error(&e),
-        };
-        let reads_body = matches!(
-            parts.method,
-            Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-        );
-        let body = if reads_body {
-            match read_body(body, &parts.headers).await {
-                Ok(b) => b,
-                Err(e) => {
-                    // The rest of a too-large body is not read: the connection cannot be
-                    // reused, and says so, so a pooled client does not send on it again.
-                    let mut r = error(&e);
-                    r.headers_mut()
-                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                    break 'resp r;
-                }
+        match route {
+            Ok(route) => {
+                serve_routed(
+                    &state,
+                    route,
+                    &snap,
+                    parts.method.clone(),
+                    parts.headers,
+                    query,
+                    body,
+                )
+                .await
             }
-        } else {
-            Bytes::new()
-        };
-        let warnings = Warnings::default();
-        let req = Req {
-            method: parts.method.clone(),
-            query,
-            headers: parts.headers,
-            body,
-            warnings: warnings.clone(),
-            served_as: None,
-        };
-        let mut resp = match dispatch(&state, route, &snap, req).await {
-            Ok(r) => r,
             Err(e) => error(&e),
-        };
-        warnings.write(resp.headers_mut());
-        resp
+        }
     };
     record(
         &state,
@@ -279,6 +134,65 @@ fn authenticated(settings: &Settings, headers: &HeaderMap, route: Option<&Route>
         None => matches!(route, Some(Route::Health | Route::Version)),
         Some(v) => v.to_str().ok() == Some(format!("Bearer {token}").as_str()),
     }
+}
+/// The answer of an injected fault matching the request, if any.
+async fn injected(state: &State, facts: &RequestFacts<'_>) -> Option<Response<Body>> {
+    let inj = state.faults.intercept(facts).await?;
+    let mut r = json(inj.code, &inj.body);
+    if let Some(s) = inj
+        .retry_after_seconds
+        .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, s);
+    }
+    Some(r)
+}
+
+/// Reads the body of a routed request (within the limit) and dispatches it; the warnings
+/// raised while serving become `Warning` headers.
+async fn serve_routed(
+    state: &Arc<State>,
+    route: Route,
+    snap: &Snapshot,
+    method: Method,
+    headers: HeaderMap,
+    query: Query,
+    body: Incoming,
+) -> Response<Body> {
+    let reads_body = matches!(
+        method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    let body = if reads_body {
+        match read_body(body, &headers).await {
+            Ok(b) => b,
+            Err(e) => {
+                // The rest of a too-large body is not read: the connection cannot be
+                // reused, and says so, so a pooled client does not send on it again.
+                let mut r = error(&e);
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+        }
+    } else {
+        Bytes::new()
+    };
+    let warnings = Warnings::default();
+    let req = Req {
+        method,
+        query,
+        headers,
+        body,
+        warnings: warnings.clone(),
+        served_as: None,
+    };
+    let mut resp = match dispatch(state, route, snap, req).await {
+        Ok(r) => r,
+        Err(e) => error(&e),
+    };
+    warnings.write(resp.headers_mut());
+    resp
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -400,48 +314,4 @@ fn aggregated(accept: &str) -> bool {
             && !m.contains("v=v2beta1")
             && m.contains("as=APIGroupDiscoveryList")
     })
-}
-
-/// A whole-buffer response.
-pub(crate) fn bytes(code: u16, content_type: &str, body: Bytes) -> Response<Body> {
-    let mut r = Response::new(Full::new(body).boxed());
-    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    if let Ok(v) = HeaderValue::from_str(content_type) {
-        r.headers_mut().insert(header::CONTENT_TYPE, v);
-    }
-    r.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, private"),
-    );
-    r
-}
-
-/// A JSON response.
-pub(crate) fn json(code: u16, v: &Value) -> Response<Body> {
-    bytes(
-        code,
-        "application/json",
-        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
-    )
-}
-
-/// A `Status` error response.
-pub(crate) fn error(e: &ApiError) -> Response<Body> {
-    let mut r = json(e.code, &e.to_value());
-    if let Some(s) = e.retry_after
-        && let Ok(v) = HeaderValue::from_str(&s.to_string())
-    {
-        r.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    r
-}
-
-/// A streaming JSON response (watch): every received buffer is one chunk.
-pub(crate) fn stream(content_type: &str, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<Body> {
-    let s = ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
-    let mut r = Response::new(BodyExt::boxed(StreamBody::new(s)));
-    if let Ok(v) = HeaderValue::from_str(content_type) {
-        r.headers_mut().insert(header::CONTENT_TYPE, v);
-    }
-    r
 }

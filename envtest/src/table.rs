@@ -13,9 +13,10 @@ mod printers;
 
 use printers::Column;
 
+use crate::endpoints::Req;
 use crate::registry::ResourceType;
-use crate::server::{Req, State};
-use crate::store::partial_metadata;
+use crate::registry::context::State;
+use crate::storage::partial_metadata;
 
 /// The Table media type of responses.
 pub(crate) const MEDIA: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";

@@ -14,15 +14,16 @@ use http::Response;
 use serde_json::json;
 use tokio::sync::mpsc;
 
+use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::filter::Filter;
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{
+use crate::router::parse_rv;
+use crate::storage::{
     Event, EventType, Start, Subscription, encode_line, parse, partial_metadata, push_line,
 };
-use crate::verbs::read::parse_rv;
 
 const BATCH: usize = 64 * 1024;
 
@@ -49,31 +50,7 @@ pub(crate) fn serve(
     let rt = r.rt.clone();
     let filter = Filter::parse(q, &rt, r.namespace.clone())?;
     let rv = parse_rv(q)?;
-    let bookmarks = q.flag("allowWatchBookmarks")?;
-    let initial_events = q
-        .get("sendInitialEvents")
-        .map(|_| q.flag("sendInitialEvents"))
-        .transpose()?;
-    let rvm = q.value("resourceVersionMatch");
-    if initial_events.is_some() && rvm != Some("NotOlderThan") {
-        return Err(ApiError::new(
-            422,
-            "Invalid",
-            "sendInitialEvents requires resourceVersionMatch=NotOlderThan",
-        ));
-    }
-    if initial_events.is_none() && rvm.is_some() {
-        return Err(ApiError::bad_request(
-            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-        ));
-    }
-    if initial_events == Some(true) && !bookmarks {
-        return Err(ApiError::new(
-            422,
-            "Invalid",
-            "sendInitialEvents requires allowWatchBookmarks=true",
-        ));
-    }
+    let (bookmarks, initial_events) = watch_options(q)?;
     let timeout = match q.number("timeoutSeconds")? {
         Some(s) => Duration::from_secs(s).min(state.settings.max_watch),
         None => state.settings.max_watch,
@@ -108,7 +85,7 @@ pub(crate) fn serve(
             ));
             let line = encode_line("ERROR", &e.to_value());
             let _ = tx.try_send(line);
-            return Ok(server::stream(ct, rx));
+            return Ok(endpoints::stream(ct, rx));
         }
     };
     let w = Watch {
@@ -130,7 +107,38 @@ pub(crate) fn serve(
         timeout,
         initial_events == Some(true),
     ));
-    Ok(server::stream(ct, rx))
+    Ok(endpoints::stream(ct, rx))
+}
+
+/// `allowWatchBookmarks` and `sendInitialEvents`, checked against `resourceVersionMatch` as
+/// upstream's watch validation does.
+fn watch_options(q: &crate::router::Query) -> Result<(bool, Option<bool>), ApiError> {
+    let bookmarks = q.flag("allowWatchBookmarks")?;
+    let initial_events = q
+        .get("sendInitialEvents")
+        .map(|_| q.flag("sendInitialEvents"))
+        .transpose()?;
+    let rvm = q.value("resourceVersionMatch");
+    if initial_events.is_some() && rvm != Some("NotOlderThan") {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "sendInitialEvents requires resourceVersionMatch=NotOlderThan",
+        ));
+    }
+    if initial_events.is_none() && rvm.is_some() {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    if initial_events == Some(true) && !bookmarks {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "sendInitialEvents requires allowWatchBookmarks=true",
+        ));
+    }
+    Ok((bookmarks, initial_events))
 }
 
 async fn run(
@@ -145,7 +153,7 @@ async fn run(
     tokio::pin!(deadline);
     if w.start_rv > sub.rv && !wait_for_rv(&state, w.start_rv).await {
         let current = state.store.current_rv();
-        let e = crate::verbs::read::too_large(w.start_rv, current);
+        let e = crate::router::too_large(w.start_rv, current);
         let _ = tx.send(encode_line("ERROR", &e.to_value())).await;
         return;
     }
@@ -234,7 +242,7 @@ impl Watch {
     fn write(&mut self, ty: EventType, obj: &Bytes) {
         if let Some((cols, sent)) = &mut self.table {
             let v = parse(obj);
-            let md = serde_json::json!({"resourceVersion": crate::meta::meta_str(&v, "resourceVersion")});
+            let md = serde_json::json!({"resourceVersion": crate::api::meta::meta_str(&v, "resourceVersion")});
             let line = encode_line(ty.as_str(), &cols.table(&[v], md, !*sent));
             *sent = true;
             self.buf.extend_from_slice(&line);
@@ -243,7 +251,7 @@ impl Watch {
             self.buf.extend_from_slice(&line);
         } else if self.rt.rewrites() {
             let v = parse(obj);
-            let line = encode_line(ty.as_str(), &crate::verbs::served(&v, &self.rt));
+            let line = encode_line(ty.as_str(), &crate::registry::objects::served(&v, &self.rt));
             self.buf.extend_from_slice(&line);
         } else {
             push_line(&mut self.buf, ty.as_str(), obj);

@@ -458,3 +458,34 @@ async fn namespace_selector_and_rules_choose_the_webhooks() {
         serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap();
     secrets.create(&PostParams::default(), &sec).await.unwrap();
 }
+
+#[tokio::test]
+async fn the_admission_path_refuses_the_patches_the_verb_path_refuses() {
+    let s = setup().await;
+    standard(&s).await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.env.client(), "default");
+    for (name, labelled) in [("reviewed", true), ("direct", false)] {
+        cms.create(&PostParams::default(), &cm(name, "ok", labelled))
+            .await
+            .unwrap();
+        // 10,001 operations, each harmless: over upstream's limit whether or not a webhook
+        // reviews the patched object first.
+        let ops: Vec<_> = (0..10_001)
+            .map(|_| json!({"op": "test", "path": "/metadata/name", "value": name}))
+            .collect();
+        let patch = Patch::<()>::Json(serde_json::from_value(json!(ops)).unwrap());
+        let (code, msg) = api_err(
+            cms.patch(name, &PatchParams::default(), &patch)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!((code, name), (413, name), "{msg}");
+        assert!(msg.contains("10000"), "{msg}");
+        let stored = cms.get(name).await.unwrap();
+        assert_eq!(
+            stored.data.unwrap()["v"],
+            "ok",
+            "a refused patch changes nothing"
+        );
+    }
+}

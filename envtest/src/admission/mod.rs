@@ -12,7 +12,7 @@
 //! Under `matchPolicy: Equivalent` (the default) a webhook whose rules name another served
 //! version of the resource is called at that version: the objects are converted to it
 //! (through the CRD's conversion webhook, `crate::conversion`) and a mutation back.
-//! A response's `warnings` go to the request's [`Warnings`](crate::server::Warnings), which
+//! A response's `warnings` go to the request's [`Warnings`](crate::endpoints::Warnings), which
 //! the server writes as `Warning: 299 - "<text>"` headers, allowed or denied.
 //!
 //! Configurations are ordinary objects: create them through the API, or give them
@@ -34,11 +34,13 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use serde_json::{Value, json};
 
+use crate::api::patch::{Patch, Target};
+use crate::api::status::ApiError;
+use crate::endpoints::{Req, Warnings};
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Req, State};
-use crate::status::ApiError;
-use crate::{meta, verbs};
+use crate::{api::meta, verbs};
 
 use rules::Hook;
 
@@ -85,7 +87,7 @@ pub(crate) fn seed(state: &Arc<State>, configs: &[WebhookConfiguration]) -> Resu
         let rt =
             config_type(state, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
         let mut obj = obj.take();
-        verbs::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
+        crate::registry::objects::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
         verbs::create::create_object(state, &rt, None, obj, Default::default())
             .map_err(|e| e.message)?;
     }
@@ -97,7 +99,10 @@ fn configs(state: &State, plural: &str) -> Vec<Value> {
         return Vec::new();
     };
     match state.store.list(&rt.store_key(), None, None) {
-        Ok((_, items)) => items.iter().map(|(_, b)| crate::store::parse(b)).collect(),
+        Ok((_, items)) => items
+            .iter()
+            .map(|(_, b)| crate::storage::parse(b))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -132,54 +137,18 @@ pub(crate) async fn admit(
         return Ok(req);
     }
     let ct = req.media_type().to_string();
-    let op = match (&req.method, r.name.as_deref()) {
-        (&Method::POST, None) if r.sub.is_none() => Op::Create,
-        (&Method::PUT, Some(_)) => Op::Update,
-        (&Method::PATCH, Some(_)) if ct != "application/apply-patch+yaml" => Op::Update,
-        (&Method::DELETE, Some(_)) if r.sub.is_none() => Op::Delete,
-        _ => return Ok(req),
+    let Some(op) = op_of(&req.method, r, &ct) else {
+        return Ok(req);
     };
-    let mutating = rules::hooks(&configs(state, "mutatingwebhookconfigurations"));
-    let validating = rules::hooks(&configs(state, "validatingwebhookconfigurations"));
-    let sub = r.sub.as_deref();
-    let equivalents = verbs::siblings(state, rt);
-    let matching = |hooks: Vec<Hook>| -> Vec<(Hook, Arc<ResourceType>)> {
-        hooks
-            .into_iter()
-            .filter_map(|h| {
-                let at = h.matching_type(rt, &equivalents, sub, op.as_str())?;
-                Some((h, at))
-            })
-            .collect()
-    };
-    let mutating = matching(mutating);
-    let validating = matching(validating);
+    let (mutating, validating) = matching_hooks(state, r, op);
     if mutating.is_empty() && validating.is_empty() {
         return Ok(req);
     }
     let dry_run = req.query.dry_run()?;
-    let old: Option<Value> = match (op, r.name.as_deref()) {
-        (Op::Create, _) | (_, None) => None,
-        (_, Some(name)) => {
-            let okey = verbs::okey(rt, r.namespace.as_deref(), name);
-            match state.store.get_value(&rt.store_key(), &okey) {
-                Some(v) => Some(verbs::served(&v, rt).into_owned()),
-                // Let the verb answer 404.
-                None => return Ok(req),
-            }
-        }
+    let Some((old, mut new)) = objects(state, r, op, &req, &ct)? else {
+        // Let the verb answer 404.
+        return Ok(req);
     };
-    let mut new: Option<Value> = match op {
-        Op::Delete => None,
-        _ if req.method == Method::PATCH => Some(apply_patch(old.as_ref(), &ct, &req.body)?),
-        _ => Some(verbs::decode_body(&req)?),
-    };
-    if let (Some(n), Some(ns)) = (new.as_mut(), r.namespace.as_deref())
-        && rt.namespaced
-        && meta::namespace(n).is_empty()
-    {
-        meta::set_meta(n, "namespace", json!(ns));
-    }
     let name = r
         .name
         .clone()
@@ -191,126 +160,238 @@ pub(crate) async fn admit(
         r.namespace.as_deref(),
         new.as_ref().or(old.as_ref()),
     );
+    let call = Call {
+        state,
+        r,
+        op,
+        name: &name,
+        dry_run,
+        requested: req.served_as.clone().unwrap_or_else(|| rt.clone()),
+    };
     let mut mutated = false;
-    let requested = req.served_as.clone().unwrap_or_else(|| rt.clone());
     for (hooks, is_mutating) in [(&mutating, true), (&validating, false)] {
         for (h, at) in hooks.iter() {
             if !h.matches_selectors(ns_labels.as_ref(), new.as_ref(), old.as_ref()) {
                 continue;
             }
-            if dry_run && !h.dry_run_safe() {
-                return Err(ApiError::bad_request(format!(
-                    "admission webhook {:?} does not support dry run",
-                    h.name
-                )));
-            }
-            // Called at an equivalent version: the objects go to it and back (`conversion`).
-            let (new_at, old_at) = if at.version == rt.version {
-                (new.clone(), old.clone())
-            } else {
-                (
-                    convert_opt(state, rt, new.clone(), at).await?,
-                    convert_opt(state, rt, old.clone(), at).await?,
-                )
-            };
-            let kinds = Kinds {
-                at,
-                requested: &requested,
-            };
-            let review = review(
-                r,
-                kinds,
-                op,
-                &name,
-                new_at.as_ref(),
-                old_at.as_ref(),
-                dry_run,
-            );
-            let answer = match client::call(&h.url, &h.ca_bundle, &review, h.timeout).await {
-                Ok(a) => a,
-                Err(e) if h.ignore_failures => {
-                    tracing::warn!(webhook = %h.name, error = %e, "webhook call failed; ignored (failurePolicy: Ignore)");
-                    continue;
-                }
-                Err(e) => {
-                    tracing::warn!(webhook = %h.name, error = %e, "webhook call failed");
-                    return Err(ApiError::internal(format!(
-                        "failed calling webhook {:?}: {e}",
-                        h.name
-                    )));
-                }
-            };
-            let resp = answer.get("response").cloned().unwrap_or(Value::Null);
-            // Upstream records warnings before looking at `allowed`: a denial carries them too.
-            req.warnings.add_all(resp.get("warnings"));
-            if resp.get("allowed").and_then(Value::as_bool) != Some(true) {
-                return Err(denied(&h.name, &resp));
-            }
-            if is_mutating
-                && let Some(n) = new_at.as_ref()
-                && let Some(p) = decode_patch(&resp).map_err(|e| {
-                    ApiError::internal(format!("webhook {:?} returned a bad patch: {e}", h.name))
-                })?
-            {
-                let patched = verbs::update::json_patch_apply(n, &p).map_err(|e| {
-                    ApiError::internal(format!(
-                        "applying the patch of webhook {:?}: {}",
-                        h.name, e.message
-                    ))
-                })?;
-                new = if at.version == rt.version {
-                    Some(patched)
-                } else {
-                    Some(crate::conversion::convert_to(state, at, patched, rt).await?)
-                };
+            let objs = (new.as_ref(), old.as_ref());
+            if let Some(patched) = call.hook(h, at, is_mutating, objs, &req.warnings).await? {
+                new = Some(patched);
                 mutated = true;
             }
         }
     }
-    if mutated && let Some(mut n) = new {
-        if let Some(old) = &old
-            && meta::meta_str(&n, "resourceVersion").is_none_or(str::is_empty)
-            && let Some(rv) = meta::meta_str(old, "resourceVersion")
-        {
-            meta::set_meta(&mut n, "resourceVersion", json!(rv));
-        }
-        req.body = serde_json::to_vec(&n).map_err(ApiError::internal)?.into();
-        req.headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        if req.method == Method::PATCH {
-            req.method = Method::PUT;
-        }
+    if mutated && let Some(n) = new {
+        pin(&mut req, n, old.as_ref())?;
     }
     Ok(req)
 }
 
-/// A JSON, merge or strategic merge patch applied to `old` (the object as served).
-pub(crate) fn apply_patch(old: Option<&Value>, ct: &str, body: &[u8]) -> Result<Value, ApiError> {
+/// The admission operation of a request, or `None` when admission does not review it
+/// (reads, subresource creates and deletes, server-side apply — `apply` admits that itself).
+fn op_of(method: &Method, r: &ResourceRoute, ct: &str) -> Option<Op> {
+    Some(match (method, r.name.as_deref()) {
+        (&Method::POST, None) if r.sub.is_none() => Op::Create,
+        (&Method::PUT, Some(_)) => Op::Update,
+        (&Method::PATCH, Some(_)) if ct != "application/apply-patch+yaml" => Op::Update,
+        (&Method::DELETE, Some(_)) if r.sub.is_none() => Op::Delete,
+        _ => return None,
+    })
+}
+
+/// The mutating and the validating webhooks whose rules match `op` on `r`, each with the
+/// served version it is called at.
+fn matching_hooks(state: &State, r: &ResourceRoute, op: Op) -> (Vec<Matched>, Vec<Matched>) {
+    let equivalents = crate::registry::objects::siblings(state, &r.rt);
+    let matching = |plural: &str| -> Vec<Matched> {
+        rules::hooks(&configs(state, plural))
+            .into_iter()
+            .filter_map(|h| {
+                let at = h.matching_type(&r.rt, &equivalents, r.sub.as_deref(), op.as_str())?;
+                Some((h, at))
+            })
+            .collect()
+    };
+    (
+        matching("mutatingwebhookconfigurations"),
+        matching("validatingwebhookconfigurations"),
+    )
+}
+
+/// A webhook and the served version it is called at.
+type Matched = (Hook, Arc<ResourceType>);
+
+/// The old (stored, as served) and new (decoded or patched) objects of a write, or `None` when
+/// the object to update or delete does not exist.
+#[allow(clippy::type_complexity)]
+fn objects(
+    state: &State,
+    r: &ResourceRoute,
+    op: Op,
+    req: &Req,
+    ct: &str,
+) -> Result<Option<(Option<Value>, Option<Value>)>, ApiError> {
+    let rt = &r.rt;
+    let old: Option<Value> = match (op, r.name.as_deref()) {
+        (Op::Create, _) | (_, None) => None,
+        (_, Some(name)) => {
+            let okey = crate::registry::objects::okey(rt, r.namespace.as_deref(), name);
+            match state.store.get_value(&rt.store_key(), &okey) {
+                Some(v) => Some(crate::registry::objects::served(&v, rt).into_owned()),
+                None => return Ok(None),
+            }
+        }
+    };
+    let mut new: Option<Value> = match op {
+        Op::Delete => None,
+        _ if req.method == Method::PATCH => Some(apply_patch(old.as_ref(), rt, ct, &req.body)?),
+        _ => Some(crate::endpoints::decode_body(req)?),
+    };
+    if let (Some(n), Some(ns)) = (new.as_mut(), r.namespace.as_deref())
+        && rt.namespaced
+        && meta::namespace(n).is_empty()
+    {
+        meta::set_meta(n, "namespace", json!(ns));
+    }
+    Ok(Some((old, new)))
+}
+
+/// What every webhook call of one write shares.
+struct Call<'a> {
+    state: &'a Arc<State>,
+    r: &'a ResourceRoute,
+    op: Op,
+    name: &'a str,
+    dry_run: bool,
+    /// The type the client asked for (`requestKind`).
+    requested: Arc<ResourceType>,
+}
+
+impl Call<'_> {
+    /// Calls one webhook at version `at` with the (new, old) objects. A denial or a failed call
+    /// under `failurePolicy: Fail` is the error; a mutating webhook's patch gives the patched
+    /// new object (at the storage version).
+    async fn hook(
+        &self,
+        h: &Hook,
+        at: &Arc<ResourceType>,
+        is_mutating: bool,
+        (new, old): (Option<&Value>, Option<&Value>),
+        warnings: &Warnings,
+    ) -> Result<Option<Value>, ApiError> {
+        let rt = &self.r.rt;
+        if self.dry_run && !h.dry_run_safe() {
+            return Err(ApiError::bad_request(format!(
+                "admission webhook {:?} does not support dry run",
+                h.name
+            )));
+        }
+        // Called at an equivalent version: the objects go to it and back (`conversion`).
+        let (new_at, old_at) = if at.version == rt.version {
+            (new.cloned(), old.cloned())
+        } else {
+            (
+                convert_opt(self.state, rt, new.cloned(), at).await?,
+                convert_opt(self.state, rt, old.cloned(), at).await?,
+            )
+        };
+        let kinds = Kinds {
+            at,
+            requested: &self.requested,
+        };
+        let review = review(
+            self.r,
+            kinds,
+            self.op,
+            self.name,
+            new_at.as_ref(),
+            old_at.as_ref(),
+            self.dry_run,
+        );
+        let Some(answer) = call_webhook(h, &review).await? else {
+            return Ok(None);
+        };
+        let resp = answer.get("response").cloned().unwrap_or(Value::Null);
+        // Upstream records warnings before looking at `allowed`: a denial carries them too.
+        warnings.add_all(resp.get("warnings"));
+        if resp.get("allowed").and_then(Value::as_bool) != Some(true) {
+            return Err(denied(&h.name, &resp));
+        }
+        let (true, Some(n)) = (is_mutating, new_at.as_ref()) else {
+            return Ok(None);
+        };
+        let Some(p) = decode_patch(&resp).map_err(|e| {
+            ApiError::internal(format!("webhook {:?} returned a bad patch: {e}", h.name))
+        })?
+        else {
+            return Ok(None);
+        };
+        let patched = crate::api::patch::apply_json(n, &p).map_err(|e| {
+            ApiError::internal(format!(
+                "applying the patch of webhook {:?}: {}",
+                h.name, e.message
+            ))
+        })?;
+        if at.version == rt.version {
+            Ok(Some(patched))
+        } else {
+            Ok(Some(
+                crate::conversion::convert_to(self.state, at, patched, rt).await?,
+            ))
+        }
+    }
+}
+
+/// The webhook's answer, `None` when the call failed under `failurePolicy: Ignore`.
+async fn call_webhook(h: &Hook, review: &Value) -> Result<Option<Value>, ApiError> {
+    match client::call(&h.url, &h.ca_bundle, review, h.timeout).await {
+        Ok(a) => Ok(Some(a)),
+        Err(e) if h.ignore_failures => {
+            tracing::warn!(webhook = %h.name, error = %e, "webhook call failed; ignored (failurePolicy: Ignore)");
+            Ok(None)
+        }
+        Err(e) => {
+            tracing::warn!(webhook = %h.name, error = %e, "webhook call failed");
+            Err(ApiError::internal(format!(
+                "failed calling webhook {:?}: {e}",
+                h.name
+            )))
+        }
+    }
+}
+
+/// Makes `req` carry the mutated object `n` as JSON: a PATCH becomes a PUT, pinned to the
+/// resourceVersion of `old` unless the object names one.
+fn pin(req: &mut Req, mut n: Value, old: Option<&Value>) -> Result<(), ApiError> {
+    if let Some(old) = old
+        && meta::meta_str(&n, "resourceVersion").is_none_or(str::is_empty)
+        && let Some(rv) = meta::meta_str(old, "resourceVersion")
+    {
+        meta::set_meta(&mut n, "resourceVersion", json!(rv));
+    }
+    req.body = serde_json::to_vec(&n).map_err(ApiError::internal)?.into();
+    req.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    if req.method == Method::PATCH {
+        req.method = Method::PUT;
+    }
+    Ok(())
+}
+
+/// The patch of `req` (sent as `ct`) applied to `old` (the object as served), under the same
+/// rules as the PATCH verb ([`crate::api::patch`]).
+pub(crate) fn apply_patch(
+    old: Option<&Value>,
+    rt: &ResourceType,
+    ct: &str,
+    body: &[u8],
+) -> Result<Value, ApiError> {
     let Some(old) = old else {
         return Err(ApiError::internal("no object to patch"));
     };
-    let bad = |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
-    match ct {
-        "application/json-patch+json" => {
-            let p: json_patch::Patch = serde_json::from_slice(body).map_err(bad)?;
-            verbs::update::json_patch_apply(old, &p)
-        }
-        "application/merge-patch+json" => {
-            let p: Value = serde_json::from_slice(body).map_err(bad)?;
-            let mut doc = old.clone();
-            json_patch::merge(&mut doc, &p);
-            Ok(doc)
-        }
-        "application/strategic-merge-patch+json" => {
-            let p: Value = serde_json::from_slice(body).map_err(bad)?;
-            crate::strategic::apply(old, &p)
-        }
-        _ => Err(ApiError::unsupported_media(
-            "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
-        )),
-    }
+    Patch::decode(ct, body, Target::of(rt.crd.is_some()))?.apply(old)
 }
 
 /// An optional object converted from `rt`'s version to `at`'s.

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::api::selector::LabelSelector;
 use crate::registry::ResourceType;
-use crate::selector::LabelSelector;
-use crate::server::State;
+use crate::registry::context::State;
 
 /// One webhook of a configuration.
 #[derive(Clone, Debug)]
@@ -231,7 +231,7 @@ pub(crate) fn namespace_labels(
         .snapshot()
         .get("", "v1", "namespaces")
         .cloned()?;
-    let okey = crate::verbs::okey(&ns_rt, None, ns.unwrap_or(""));
+    let okey = crate::registry::objects::okey(&ns_rt, None, ns.unwrap_or(""));
     Some(
         state
             .store

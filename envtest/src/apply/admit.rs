@@ -11,10 +11,11 @@ use std::sync::Arc;
 use http::{HeaderValue, Method, header};
 use serde_json::Value;
 
+use crate::api::status::ApiError;
+use crate::endpoints::Req;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Req, State};
-use crate::status::ApiError;
-use crate::{meta, verbs};
+use crate::{api::meta, verbs};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -41,7 +42,8 @@ pub(crate) async fn review(
     create: bool,
     out: &Value,
 ) -> Result<Option<Value>, ApiError> {
-    let body = serde_json::to_vec(&*verbs::served(out, &r.rt)).map_err(ApiError::internal)?;
+    let body = serde_json::to_vec(&*crate::registry::objects::served(out, &r.rt))
+        .map_err(ApiError::internal)?;
     let mut headers = req.headers.clone();
     headers.insert(
         header::CONTENT_TYPE,
@@ -77,7 +79,11 @@ pub(crate) fn store(
     create: bool,
     w: verbs::WriteOpts,
 ) -> Result<(u16, Arc<Value>), ApiError> {
-    verbs::check_type(&mut obj, &r.rt, &verbs::siblings(state, &r.rt))?;
+    crate::registry::objects::check_type(
+        &mut obj,
+        &r.rt,
+        &crate::registry::objects::siblings(state, &r.rt),
+    )?;
     let ns = r.namespace.as_deref();
     if create {
         meta::remove_meta(&mut obj, "resourceVersion");

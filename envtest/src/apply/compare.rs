@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::fieldset::{self, FieldSet, ITEM, Path, Shape};
-use crate::strategic::ListStrategy;
+use crate::api::strategic::ListStrategy;
 
 /// Fields added, modified and removed between two objects.
 #[derive(Debug, Default)]

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use crate::api::strategic::{self, ListStrategy};
 use crate::registry::ResourceType;
-use crate::strategic::{self, ListStrategy};
 
 /// One leaf path.
 pub(crate) type Path = Vec<String>;

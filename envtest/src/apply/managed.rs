@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::fieldset::{self, FieldSet, Shape};
-use crate::strategic::ListStrategy;
+use crate::api::strategic::ListStrategy;
 
 /// One managedFields entry.
 #[derive(Debug, Clone)]
@@ -93,7 +93,7 @@ pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
             ))
     });
     let list: Vec<Value> = kept.into_iter().map(Entry::to_json).collect();
-    let m = crate::meta::meta_mut(obj);
+    let m = crate::api::meta::meta_mut(obj);
     if list.is_empty() {
         m.remove("managedFields");
     } else {

@@ -22,12 +22,13 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
+use crate::endpoints::{Body, Req};
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req, State};
-use crate::status::ApiError;
-use crate::validation::FieldCause;
-use crate::{meta, verbs};
+use crate::{api::meta, verbs};
 use fieldset::Shape;
 use managed::Entry;
 
@@ -93,7 +94,11 @@ impl<'a> Apply<'a> {
             )));
         }
         // Type errors are reported before anything is read.
-        verbs::check_type(&mut body.clone(), rt, &verbs::siblings(state, rt))?;
+        crate::registry::objects::check_type(
+            &mut body.clone(),
+            rt,
+            &crate::registry::objects::siblings(state, rt),
+        )?;
         let api_version = body
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -121,7 +126,10 @@ impl<'a> Apply<'a> {
         let (rt, ns, name) = (self.rt, self.ns, self.name);
         let exists = state
             .store
-            .get(&rt.store_key(), &verbs::okey(rt, ns, name))
+            .get(
+                &rt.store_key(),
+                &crate::registry::objects::okey(rt, ns, name),
+            )
             .is_some();
         if !exists && self.sub.is_none() {
             let mut obj = self.applied.clone();
@@ -135,7 +143,11 @@ impl<'a> Apply<'a> {
                 set: self.set.clone(),
             };
             managed::write(&mut obj, &[entry]);
-            verbs::check_type(&mut obj, rt, &verbs::siblings(state, rt))?;
+            crate::registry::objects::check_type(
+                &mut obj,
+                rt,
+                &crate::registry::objects::siblings(state, rt),
+            )?;
             match verbs::create::create_object(state, rt, ns, obj, w) {
                 Ok(out) => return Ok((201, out)),
                 Err(e) if e.reason == "AlreadyExists" => {}
@@ -144,7 +156,7 @@ impl<'a> Apply<'a> {
         }
         let (out, _) =
             verbs::update::update_object(state, rt, ns, name, self.sub, w, false, |cur| {
-                let cur = verbs::served(cur, rt).into_owned();
+                let cur = crate::registry::objects::served(cur, rt).into_owned();
                 let step = Step {
                     shape: Shape { rt },
                     manager: &self.manager,
@@ -181,7 +193,7 @@ fn manager(req: &Req) -> Result<String, ApiError> {
 fn decode(req: &Req) -> Result<Value, ApiError> {
     let v: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
-        Err(_) => crate::verbs::yaml_value(&req.body)
+        Err(_) => crate::endpoints::yaml_value(&req.body)
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
     };
     if !v.is_object() {

@@ -11,11 +11,12 @@ use serde_json::{Value, json};
 
 use super::fieldset::{FieldSet, Path};
 use super::managed::{self, Conflict, Entry};
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
+use crate::endpoints::Req;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Req, State};
-use crate::status::ApiError;
-use crate::validation::FieldCause;
-use crate::{meta, verbs};
+use crate::{api::meta, verbs};
 
 /// Applies the `Scale` in `req` to the parent object `name`, whose replicas field is at JSON
 /// pointer `ptr`; returns the stored parent.

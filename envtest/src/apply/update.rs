@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::compare;
 use super::fieldset::{self, Path, Shape};
 use super::managed::{self, Entry};
-use crate::meta;
+use crate::api::meta;
 use crate::registry::ResourceType;
 
 /// Who makes a non-apply write, as its managedFields entry names it.

@@ -15,11 +15,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Conversion, review};
+use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::{crd, meta, verbs};
+use crate::{api::meta, crd, verbs};
 
 /// How often a patch at a non-storage version is retried when the object changed meanwhile.
 const PATCH_ATTEMPTS: usize = 5;
@@ -72,7 +73,7 @@ async fn body_to_storage(
     served: &ResourceType,
     mut req: Req,
 ) -> Result<Req, ApiError> {
-    let mut obj = verbs::decode_body(&req)?;
+    let mut obj = crate::endpoints::decode_body(&req)?;
     let (av, kind) = (s(&obj, "apiVersion"), s(&obj, "kind"));
     if !kind.is_empty() && kind != served.kind {
         return Ok(req); // the verbs answer the mismatch
@@ -121,7 +122,7 @@ async fn patch(
         return verbs::dispatch(state, storage, req).await;
     };
     let strict = verbs::WriteOpts::from_query(&req.query)?.strict;
-    let okey = verbs::okey(&storage.rt, storage.namespace.as_deref(), &name);
+    let okey = crate::registry::objects::okey(&storage.rt, storage.namespace.as_deref(), &name);
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -132,7 +133,7 @@ async fn patch(
             .unwrap_or("")
             .to_string();
         let cur = review::convert_one(conv, cur, &served.api_version()).await?;
-        let mut new = crate::admission::apply_patch(Some(&cur), &ct, &req.body)?;
+        let mut new = crate::admission::apply_patch(Some(&cur), &storage.rt, &ct, &req.body)?;
         if !new.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
@@ -231,7 +232,7 @@ fn watch_back(
                 Err(e) => {
                     tracing::warn!(crd = %conv.crd, error = %e.message, "watch event conversion failed; ending the watch");
                     let _ = tx
-                        .send(crate::store::encode_line("ERROR", &e.to_value()))
+                        .send(crate::storage::encode_line("ERROR", &e.to_value()))
                         .await;
                     return;
                 }
@@ -241,7 +242,7 @@ fn watch_back(
             }
         }
     });
-    Response::from_parts(parts, server::stream("", rx).into_body())
+    Response::from_parts(parts, endpoints::stream("", rx).into_body())
 }
 
 /// Newline-delimited watch events with their objects converted back.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::Conversion;
-use crate::status::ApiError;
+use crate::api::status::ApiError;
 
 /// Upstream's default webhook timeout (conversion webhooks have no `timeoutSeconds`).
 const TIMEOUT: Duration = Duration::from_secs(30);

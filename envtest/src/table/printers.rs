@@ -49,7 +49,7 @@ pub(crate) const NAME: Column = Column {
     format: "name",
     description: "Name must be unique within a namespace.",
     priority: 0,
-    cell: |o| json!(crate::meta::name(o)),
+    cell: |o| json!(crate::api::meta::name(o)),
 };
 /// The `Age` column.
 pub(crate) const AGE: Column = col(

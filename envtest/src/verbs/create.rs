@@ -6,13 +6,14 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
+use crate::endpoints::{Body, Req};
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{Change, Outcome};
-use crate::validation::FieldCause;
-use crate::{crd, kinds, meta, validation};
+use crate::storage::{Change, Outcome};
+use crate::{api::meta, api::validation, crd, kinds};
 
 pub(crate) fn create(
     state: &Arc<State>,
@@ -21,8 +22,12 @@ pub(crate) fn create(
 ) -> Result<Response<Body>, ApiError> {
     let who = super::Who::of(req, r)?;
     let w = who.opts(&req.query)?;
-    let mut obj = super::decode_body(req)?;
-    super::check_type(&mut obj, &r.rt, &super::siblings(state, &r.rt))?;
+    let mut obj = crate::endpoints::decode_body(req)?;
+    crate::registry::objects::check_type(
+        &mut obj,
+        &r.rt,
+        &crate::registry::objects::siblings(state, &r.rt),
+    )?;
     super::fields::check(&r.rt, &obj, req)?;
     let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
     Ok(super::respond(201, &stored, &r.rt, req))
@@ -36,38 +41,7 @@ pub(crate) fn create_object(
     mut obj: Value,
     w: super::WriteOpts<'_>,
 ) -> Result<Arc<Value>, ApiError> {
-    let body_ns = meta::namespace(&obj).to_string();
-    if rt.namespaced {
-        let url_ns = url_ns.unwrap_or("");
-        if body_ns.is_empty() {
-            meta::set_meta(&mut obj, "namespace", json!(url_ns));
-        } else if body_ns != url_ns {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-    } else {
-        meta::remove_meta(&mut obj, "namespace");
-    }
-    let ns = meta::namespace(&obj).to_string();
-    if meta::name(&obj).is_empty() {
-        match meta::meta_str(&obj, "generateName").filter(|g| !g.is_empty()) {
-            Some(prefix) => {
-                let n = validation::generate_name(prefix);
-                meta::set_meta(&mut obj, "name", json!(n));
-            }
-            None => {
-                let cause =
-                    FieldCause::required("metadata.name", "name or generateName is required");
-                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
-            }
-        }
-    }
-    if meta::meta_str(&obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::bad_request(
-            "resourceVersion can not be set for Create requests",
-        ));
-    }
+    let ns = identity(rt, url_ns, &mut obj)?;
     let name = meta::name(&obj).to_string();
     super::validate(rt, &mut obj)?;
     if rt.namespaced {
@@ -78,7 +52,7 @@ pub(crate) fn create_object(
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
         .cloned();
-    meta::init_create(&mut obj, rt);
+    meta::init_create(&mut obj, rt.generation);
     if let Some(m) = managed {
         meta::set_meta(&mut obj, "managedFields", m);
     }
@@ -100,7 +74,7 @@ pub(crate) fn create_object(
         crate::apply::record_update(rt, None, &mut obj, given.as_ref(), who);
     }
     let key = rt.store_key();
-    let okey = super::okey(rt, Some(&ns), &name);
+    let okey = crate::registry::objects::okey(rt, Some(&ns), &name);
     let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
@@ -116,4 +90,43 @@ pub(crate) fn create_object(
         crd::after_write(state, rt, &stored, false);
     }
     Ok(stored)
+}
+
+/// The identity of a new object: its namespace (the URL's, which a body may only repeat; none
+/// for a cluster-scoped type, returned) and its name (generated from `generateName`); a
+/// create may not name a resourceVersion.
+fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<String, ApiError> {
+    let body_ns = meta::namespace(obj).to_string();
+    if rt.namespaced {
+        let url_ns = url_ns.unwrap_or("");
+        if body_ns.is_empty() {
+            meta::set_meta(obj, "namespace", json!(url_ns));
+        } else if body_ns != url_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    } else {
+        meta::remove_meta(obj, "namespace");
+    }
+    let ns = meta::namespace(obj).to_string();
+    if meta::name(obj).is_empty() {
+        match meta::meta_str(obj, "generateName").filter(|g| !g.is_empty()) {
+            Some(prefix) => {
+                let n = validation::generate_name(prefix);
+                meta::set_meta(obj, "name", json!(n));
+            }
+            None => {
+                let cause =
+                    FieldCause::required("metadata.name", "name or generateName is required");
+                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
+            }
+        }
+    }
+    if meta::meta_str(obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::bad_request(
+            "resourceVersion can not be set for Create requests",
+        ));
+    }
+    Ok(ns)
 }

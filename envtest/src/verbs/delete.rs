@@ -8,13 +8,14 @@ use http::Response;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 use serde_json::{Value, json};
 
+use crate::api::status::{self, ApiError};
+use crate::api::validation::FieldCause;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::{Query, ResourceRoute};
-use crate::server::{self, Body, Req, State};
-use crate::status::{self, ApiError};
-use crate::store::{Change, Outcome};
-use crate::validation::FieldCause;
-use crate::{crd, filter::Filter, meta};
+use crate::storage::{Change, Outcome};
+use crate::{api::meta, crd, filter::Filter};
 
 /// DeleteOptions from the body and the query, as the verbs act on them.
 #[derive(Debug, Default, Clone)]
@@ -132,7 +133,7 @@ pub(crate) fn delete(
     let (obj, removed) = delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
     if removed {
         let uid = meta::meta_str(&obj, "uid").unwrap_or("");
-        return Ok(server::json(
+        return Ok(endpoints::json(
             200,
             &status::success(&r.rt.group, &r.rt.plural, name, uid),
         ));
@@ -149,7 +150,7 @@ pub(crate) fn delete_object(
     opts: &DeleteOpts,
 ) -> Result<(Arc<Value>, bool), ApiError> {
     let key = rt.store_key();
-    let okey = super::okey(rt, ns, name);
+    let okey = crate::registry::objects::okey(rt, ns, name);
     let out = state.store.commit(&key, &okey, opts.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -228,11 +229,11 @@ pub(crate) fn delete_collection(
         .map_err(|_| ApiError::internal("list failed"))?;
     let mut out = Vec::new();
     for ((ns, name), bytes) in &items {
-        if !filter.no_selectors() && !filter.matches(&crate::store::parse(bytes)) {
+        if !filter.no_selectors() && !filter.matches(&crate::storage::parse(bytes)) {
             continue;
         }
         match delete_object(state, rt, Some(ns), name, &opts) {
-            Ok((v, _)) => out.push(super::served(&v, rt).into_owned()),
+            Ok((v, _)) => out.push(crate::registry::objects::served(&v, rt).into_owned()),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }
@@ -241,5 +242,5 @@ pub(crate) fn delete_collection(
         "kind": rt.list_kind, "apiVersion": rt.api_version(),
         "metadata": {"resourceVersion": state.store.current_rv().to_string()}, "items": out,
     });
-    Ok(server::json(200, &list))
+    Ok(endpoints::json(200, &list))
 }

@@ -11,10 +11,11 @@ use http::{Method, Response};
 use serde_json::{Value, json};
 
 use super::delete;
+use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::{meta, status};
+use crate::{api::meta, api::status};
 
 pub(crate) fn handle(
     state: &Arc<State>,
@@ -25,7 +26,7 @@ pub(crate) fn handle(
     if req.method != Method::POST {
         return Err(ApiError::method_not_allowed());
     }
-    let body = super::decode_body(req)?;
+    let body = crate::endpoints::decode_body(req)?;
     let kind = body
         .get("kind")
         .and_then(Value::as_str)
@@ -61,5 +62,5 @@ pub(crate) fn handle(
     let uid = meta::meta_str(&pod, "uid").unwrap_or("");
     let mut out = status::success(&r.rt.group, &r.rt.plural, name, uid);
     out["code"] = json!(201);
-    Ok(server::json(201, &out))
+    Ok(endpoints::json(201, &out))
 }

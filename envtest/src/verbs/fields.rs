@@ -2,7 +2,7 @@
 //! `metav1.FieldValidation*`): unknown fields of custom resources (what the CRD schema's
 //! pruning would drop, `schema::prune`) and duplicate fields in a JSON body. `Strict`
 //! fails with 400 `strict decoding error: unknown field "spec.x", duplicate field "spec.y"`;
-//! `Warn` (the default, as upstream) answers each as a `Warning` header (`server::Warnings`);
+//! `Warn` (the default, as upstream) answers each as a `Warning` header (`endpoints::Warnings`);
 //! `Ignore` says nothing. The write itself then prunes as before (`crd::validate_custom`).
 //! Built-in types are checked for duplicates only: their unknown fields are dropped by
 //! their decoder without a trace. A write to a multi-version CRD at a non-storage version
@@ -16,9 +16,9 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::api::status::ApiError;
+use crate::endpoints::Req;
 use crate::registry::ResourceType;
-use crate::server::Req;
-use crate::status::ApiError;
 
 /// `?fieldValidation=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

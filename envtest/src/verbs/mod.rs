@@ -20,12 +20,13 @@ use bytes::Bytes;
 use http::{Method, Response};
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{ObjKey, partial_metadata};
-use crate::{kinds, meta, watch};
+use crate::storage::partial_metadata;
+use crate::{api::meta, kinds, watch};
 
 pub(crate) async fn dispatch(
     state: &Arc<State>,
@@ -120,7 +121,7 @@ impl Who {
     pub fn of(req: &Req, r: &ResourceRoute) -> Result<Who, ApiError> {
         let manager = match req.query.value("fieldManager") {
             Some(m) if m.chars().count() > 128 => {
-                let c = crate::validation::FieldCause::invalid(
+                let c = crate::api::validation::FieldCause::invalid(
                     "fieldManager",
                     &json!(m),
                     "must be no more than 128 characters",
@@ -186,140 +187,13 @@ impl WriteOpts<'_> {
     }
 }
 
-/// A YAML request body as JSON, with YAML 1.2's scalars: only `true` / `false` are booleans,
-/// so `name: y` or `value: "on"` stay strings and then decode into their string-typed fields.
-pub(crate) fn yaml_value(body: &[u8]) -> Result<Value, String> {
-    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
-    let options = serde_saphyr::options! { strict_booleans: true };
-    serde_saphyr::from_str_with_options(text, options).map_err(|e| e.to_string())
-}
-
-/// The JSON (or YAML) object in a POST/PUT body.
-pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
-    let ct = req.header("content-type");
-    let media = ct.split(';').next().unwrap_or("").trim();
-    let v: Value = match media {
-        "" | "application/json" | "*/*" => serde_json::from_slice(&req.body).map_err(|e| {
-            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-        })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_value(&req.body)
-            .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?,
-        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(&req.body)?,
-        _ => {
-            return Err(ApiError::unsupported_media(
-                "application/json, application/yaml",
-            ));
-        }
-    };
-    if !v.is_object() {
-        return Err(ApiError::bad_request(
-            "the request body must be a JSON object",
-        ));
-    }
-    Ok(v)
-}
-
-/// The object's type fields and metadata must decode (`meta::check_types`, else 400), and
-/// `apiVersion`/`kind` must name the endpoint's type (missing ones are filled in). Custom
-/// resources may carry any served version of their group; objects are stored at the storage
-/// version.
-pub(crate) fn check_type(
-    obj: &mut Value,
-    rt: &ResourceType,
-    served: &[Arc<ResourceType>],
-) -> Result<(), ApiError> {
-    meta::check_types(obj).map_err(|e| {
-        ApiError::bad_request(format!(
-            "{} in version {:?} cannot be handled as a {}: {e}",
-            rt.kind, rt.version, rt.kind
-        ))
-    })?;
-    let want_av = rt.api_version();
-    let av = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let kind = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    if !kind.is_empty() && kind != rt.kind {
-        let version = if av.is_empty() {
-            rt.version.clone()
-        } else {
-            av.rsplit('/').next().unwrap_or("").to_string()
-        };
-        return Err(ApiError::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a {}: the object kind does not match the endpoint",
-            rt.kind
-        )));
-    }
-    let ok_av = av.is_empty()
-        || av == want_av
-        || served
-            .iter()
-            .any(|t| t.api_version() == av && t.kind == rt.kind);
-    if !ok_av {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({av}) does not match the expected API version ({want_av})"
-        )));
-    }
-    match &rt.view {
-        Some(view) => (view.from_view)(obj),
-        None => {
-            obj["apiVersion"] = json!(rt.storage_version);
-            obj["kind"] = json!(rt.kind);
-        }
-    }
-    Ok(())
-}
-
-/// The other served versions of the same resource (for multi-version custom resources).
-pub(crate) fn siblings(state: &State, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
-    state
-        .registry
-        .snapshot()
-        .types
-        .iter()
-        .filter(|t| t.group == rt.group && t.plural == rt.plural)
-        .cloned()
-        .collect()
-}
-
-/// The store key of an object.
-pub(crate) fn okey(rt: &ResourceType, ns: Option<&str>, name: &str) -> ObjKey {
-    (
-        if rt.namespaced {
-            ns.unwrap_or("").to_string()
-        } else {
-            String::new()
-        },
-        name.to_string(),
-    )
-}
-
-/// A stored object as served at `rt` (apiVersion of the served version, or the view's form).
-pub(crate) fn served<'a>(obj: &'a Value, rt: &ResourceType) -> std::borrow::Cow<'a, Value> {
-    if !rt.rewrites() {
-        return std::borrow::Cow::Borrowed(obj);
-    }
-    let mut v = obj.clone();
-    match &rt.view {
-        Some(view) => (view.to_view)(&mut v),
-        None => v["apiVersion"] = json!(rt.api_version()),
-    }
-    std::borrow::Cow::Owned(v)
-}
-
 /// An object response (full, or PartialObjectMetadata when asked for).
 pub(crate) fn respond(code: u16, obj: &Arc<Value>, rt: &ResourceType, req: &Req) -> Response<Body> {
     if req.meta_only() {
-        return server::json(code, &partial_metadata(obj));
+        return endpoints::json(code, &partial_metadata(obj));
     }
-    let v = served(obj, rt);
-    server::bytes(
+    let v = crate::registry::objects::served(obj, rt);
+    endpoints::bytes(
         code,
         "application/json",
         Bytes::from(serde_json::to_vec(&*v).unwrap_or_default()),
@@ -334,9 +208,9 @@ pub(crate) fn respond_bytes(
     req: &Req,
 ) -> Response<Body> {
     if req.meta_only() || rt.rewrites() {
-        return respond(code, &Arc::new(crate::store::parse(obj)), rt, req);
+        return respond(code, &Arc::new(crate::storage::parse(obj)), rt, req);
     }
-    server::bytes(code, "application/json", obj.clone())
+    endpoints::bytes(code, "application/json", obj.clone())
 }
 
 /// Namespaced creates need an existing namespace that is not terminating.
@@ -361,7 +235,7 @@ pub(crate) fn ensure_namespace(
 
 /// The structural checks of every version's `openAPIV3Schema` of a CRD (`schema::check_schema`),
 /// as the apiextensions server validates them on create and update.
-fn crd_schema_causes(crd: &Value) -> Vec<crate::validation::FieldCause> {
+fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
     crd.pointer("/spec/versions")
         .and_then(Value::as_array)
         .into_iter()
@@ -386,8 +260,13 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
             ))
         })?;
     }
-    let mut causes =
-        crate::validation::validate_object(&rt.group, &rt.plural, &rt.kind, rt.namespaced, obj);
+    let mut causes = crate::api::validation::validate_object(
+        &rt.group,
+        &rt.plural,
+        &rt.kind,
+        rt.namespaced,
+        obj,
+    );
     if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
         causes.extend(crd_schema_causes(obj));
     }

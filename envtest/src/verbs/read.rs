@@ -10,11 +10,13 @@ use bytes::Bytes;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
 use crate::filter::Filter;
-use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{ObjKey, parse, partial_metadata};
+use crate::registry::ResourceType;
+use crate::registry::context::State;
+use crate::router::{ResourceRoute, parse_rv, too_large};
+use crate::storage::{ObjKey, parse, partial_metadata};
 
 pub(crate) fn get(
     state: &Arc<State>,
@@ -25,13 +27,13 @@ pub(crate) fn get(
     let rt = &r.rt;
     match state.store.get(
         &rt.store_key(),
-        &super::okey(rt, r.namespace.as_deref(), name),
+        &crate::registry::objects::okey(rt, r.namespace.as_deref(), name),
     ) {
         Some(obj) if crate::table::wanted(req) => {
             let v = parse(&obj);
-            let md = json!({"resourceVersion": crate::meta::meta_str(&v, "resourceVersion")});
+            let md = json!({"resourceVersion": crate::api::meta::meta_str(&v, "resourceVersion")});
             let t = crate::table::columns(state, rt).table(&[v], md, true);
-            Ok(server::bytes(
+            Ok(endpoints::bytes(
                 200,
                 crate::table::MEDIA,
                 Bytes::from(t.to_string()),
@@ -61,24 +63,6 @@ fn decode_token(t: &str) -> Option<(u64, ObjKey)> {
     ))
 }
 
-/// The 504 for a resourceVersion from the future.
-pub(crate) fn too_large(n: u64, current: u64) -> ApiError {
-    let mut e = ApiError::new(504, "Timeout", format!("Too large resource version: {n}, current: {current}"))
-        .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}));
-    e.retry_after = Some(1);
-    e
-}
-
-pub(crate) fn parse_rv(q: &crate::router::Query) -> Result<Option<u64>, ApiError> {
-    match q.value("resourceVersion") {
-        None => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {v:?}"))),
-    }
-}
-
 pub(crate) fn list(
     state: &Arc<State>,
     r: &ResourceRoute,
@@ -88,61 +72,14 @@ pub(crate) fn list(
     let q = &req.query;
     let filter = Filter::parse(q, rt, r.namespace.clone())?;
     let limit = q.number("limit")?.unwrap_or(0) as usize;
-    let rv = parse_rv(q)?;
-    let rvm = q.value("resourceVersionMatch");
     let current = state.store.current_rv();
-    let key = rt.store_key();
-    let (at, start) = if let Some(tok) = q.value("continue") {
-        let (trv, k) = decode_token(tok)
-            .ok_or_else(|| ApiError::bad_request("continue key is not valid: malformed token"))?;
-        (Some(trv), Some(k))
-    } else {
-        if rvm.is_some() && rv.is_none() {
-            return Err(ApiError::bad_request(
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        let at = match (rv, rvm) {
-            (None, _) | (Some(0), None | Some("NotOlderThan")) => None,
-            (Some(n), Some("Exact")) => Some(n),
-            (Some(n), None) if limit > 0 => Some(n),
-            (Some(_), None | Some("NotOlderThan")) => None,
-            (Some(_), Some(other)) => {
-                return Err(ApiError::bad_request(format!(
-                    "invalid resourceVersionMatch: {other:?}"
-                )));
-            }
-        };
-        if let Some(n) = rv.filter(|n| *n > current) {
-            return Err(too_large(n, current));
-        }
-        (at, None)
-    };
-    let (list_rv, items) = match state.store.list(&key, r.namespace.as_deref(), at) {
+    let (at, start) = list_start(q, limit, current)?;
+    let (list_rv, items) = match state
+        .store
+        .list(&rt.store_key(), r.namespace.as_deref(), at)
+    {
         Ok(x) => x,
-        Err(floor) => {
-            let mut e = if start.is_some() {
-                ApiError::expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-                )
-            } else {
-                ApiError::expired(format!(
-                    "too old resource version: {} ({floor})",
-                    at.unwrap_or(0)
-                ))
-            };
-            if let Some(k) = &start {
-                e.details = None;
-                let tok = encode_token(current, k);
-                return Ok({
-                    let mut v = e.to_value();
-                    v["metadata"] = json!({"continue": tok});
-                    server::json(410, &v)
-                });
-            }
-            e.details = None;
-            return Err(e);
-        }
+        Err(floor) => return expired(at, start.as_ref(), floor, current),
     };
     let start_idx = match &start {
         Some(k) => items.partition_point(|(key, _)| key <= k),
@@ -165,7 +102,6 @@ pub(crate) fn list(
         }
         page.push((key, obj));
     }
-    let meta_only = req.meta_only();
     let mut lm = json!({"resourceVersion": list_rv.to_string()});
     if let Some(c) = cont {
         lm["continue"] = json!(c);
@@ -176,12 +112,88 @@ pub(crate) fn list(
     if crate::table::wanted(req) {
         let objs: Vec<Value> = page.iter().map(|(_, o)| parse(o)).collect();
         let t = crate::table::columns(state, rt).table(&objs, lm, true);
-        return Ok(server::bytes(
+        return Ok(endpoints::bytes(
             200,
             crate::table::MEDIA,
             Bytes::from(t.to_string()),
         ));
     }
+    let buf = list_body(rt, &page, &lm, req.meta_only());
+    Ok(endpoints::bytes(200, "application/json", Bytes::from(buf)))
+}
+
+/// Where a list reads: the resourceVersion to list at (`None`: the newest) and the key to
+/// continue after, from `continue` or `resourceVersion` / `resourceVersionMatch`.
+fn list_start(
+    q: &crate::router::Query,
+    limit: usize,
+    current: u64,
+) -> Result<(Option<u64>, Option<ObjKey>), ApiError> {
+    let rv = parse_rv(q)?;
+    let rvm = q.value("resourceVersionMatch");
+    if let Some(tok) = q.value("continue") {
+        let (trv, k) = decode_token(tok)
+            .ok_or_else(|| ApiError::bad_request("continue key is not valid: malformed token"))?;
+        return Ok((Some(trv), Some(k)));
+    }
+    if rvm.is_some() && rv.is_none() {
+        return Err(ApiError::bad_request(
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ));
+    }
+    let at = match (rv, rvm) {
+        (None, _) | (Some(0), None | Some("NotOlderThan")) => None,
+        (Some(n), Some("Exact")) => Some(n),
+        (Some(n), None) if limit > 0 => Some(n),
+        (Some(_), None | Some("NotOlderThan")) => None,
+        (Some(_), Some(other)) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid resourceVersionMatch: {other:?}"
+            )));
+        }
+    };
+    if let Some(n) = rv.filter(|n| *n > current) {
+        return Err(too_large(n, current));
+    }
+    Ok((at, None))
+}
+
+/// The 410 of a list at a resourceVersion older than the history (`floor`): an error, or for a
+/// continued list a Status carrying a fresh continue token.
+fn expired(
+    at: Option<u64>,
+    start: Option<&ObjKey>,
+    floor: u64,
+    current: u64,
+) -> Result<Response<Body>, ApiError> {
+    let mut e = if start.is_some() {
+        ApiError::expired(
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+        )
+    } else {
+        ApiError::expired(format!(
+            "too old resource version: {} ({floor})",
+            at.unwrap_or(0)
+        ))
+    };
+    e.details = None;
+    if let Some(k) = start {
+        let tok = encode_token(current, k);
+        let mut v = e.to_value();
+        v["metadata"] = json!({"continue": tok});
+        return Ok(endpoints::json(410, &v));
+    }
+    Err(e)
+}
+
+/// A list's JSON: the stored bytes of each item spliced in as they are, unless the items are
+/// served rewritten (another version) or as `PartialObjectMetadata`.
+fn list_body(
+    rt: &ResourceType,
+    page: &[(&ObjKey, &Bytes)],
+    lm: &Value,
+    meta_only: bool,
+) -> Vec<u8> {
     let (kind, api_version) = if meta_only {
         (
             "PartialObjectMetadataList".to_string(),
@@ -209,11 +221,11 @@ pub(crate) fn list(
             let _ = serde_json::to_writer(&mut buf, &partial_metadata(&parse(obj)));
         } else if rewrite {
             let v = parse(obj);
-            let _ = serde_json::to_writer(&mut buf, &*super::served(&v, rt));
+            let _ = serde_json::to_writer(&mut buf, &*crate::registry::objects::served(&v, rt));
         } else {
             buf.extend_from_slice(obj);
         }
     }
     buf.extend_from_slice(b"]}");
-    Ok(server::bytes(200, "application/json", Bytes::from(buf)))
+    buf
 }

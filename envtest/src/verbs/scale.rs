@@ -8,11 +8,13 @@ use std::sync::Arc;
 use http::{Method, Response};
 use serde_json::{Value, json};
 
+use crate::api::patch::{Patch, Target};
+use crate::api::status::ApiError;
+use crate::endpoints::{self, Body, Req};
+use crate::registry::context::State;
 use crate::registry::{ResourceType, ScaleSpec};
 use crate::router::ResourceRoute;
-use crate::server::{self, Body, Req, State};
-use crate::status::ApiError;
-use crate::{meta, verbs::update};
+use crate::{api::meta, verbs::update};
 
 /// `.spec.replicas` → `/spec/replicas`.
 pub(crate) fn pointer(path: &str) -> String {
@@ -101,51 +103,26 @@ pub(crate) fn handle(
         return Err(ApiError::unknown_path());
     };
     let key = rt.store_key();
-    let okey = super::okey(rt, r.namespace.as_deref(), name);
+    let okey = crate::registry::objects::okey(rt, r.namespace.as_deref(), name);
     let cur = state
         .store
         .get_value(&key, &okey)
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     let current = scale_of(&cur, &sc);
     let wanted = match req.method {
-        Method::GET => return Ok(server::json(200, &current)),
-        Method::PUT => super::decode_body(req)?,
+        Method::GET => return Ok(endpoints::json(200, &current)),
+        Method::PUT => crate::endpoints::decode_body(req)?,
         Method::PATCH if super::is_apply(req) => {
             let out = crate::apply::apply_scale(state, r, name, req, &pointer(&sc.spec_replicas))?;
-            return Ok(server::json(200, &scale_of(&out, &sc)));
+            return Ok(endpoints::json(200, &scale_of(&out, &sc)));
         }
         Method::PATCH => {
-            let ct = req
-                .header("content-type")
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            let mut doc = current.clone();
-            match ct.as_str() {
-                "application/merge-patch+json" => {
-                    let p: Value = serde_json::from_slice(&req.body)
-                        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-                    json_patch::merge(&mut doc, &p);
-                }
-                "application/json-patch+json" => {
-                    let p: json_patch::Patch = serde_json::from_slice(&req.body)
-                        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-                    doc = update::json_patch_apply(&doc, &p)?;
-                }
-                _ => {
-                    return Err(ApiError::unsupported_media(
-                        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
-                    ));
-                }
-            }
-            doc
+            Patch::decode(req.media_type(), &req.body, Target::Scale)?.apply(&current)?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
     let Some(n) = wanted.pointer("/spec/replicas").and_then(Value::as_i64) else {
-        let cause = crate::validation::FieldCause::required("spec.replicas", "");
+        let cause = crate::api::validation::FieldCause::required("spec.replicas", "");
         return Err(ApiError::invalid("autoscaling", "Scale", name, &[cause]));
     };
     let rv = meta::meta_str(&wanted, "resourceVersion").map(String::from);
@@ -160,7 +137,7 @@ pub(crate) fn handle(
         }
         Ok(v)
     })?;
-    Ok(server::json(200, &scale_of(&out, &sc)))
+    Ok(endpoints::json(200, &scale_of(&out, &sc)))
 }
 
 /// Writes the parent of a `/scale` request through the ordinary update path.

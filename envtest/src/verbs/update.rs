@@ -9,13 +9,15 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::api::patch::{Patch, Target};
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
+use crate::endpoints::{Body, Req};
 use crate::registry::ResourceType;
+use crate::registry::context::State;
 use crate::router::ResourceRoute;
-use crate::server::{Body, Req, State};
-use crate::status::ApiError;
-use crate::store::{Change, Outcome};
-use crate::validation::FieldCause;
-use crate::{crd, kinds, meta};
+use crate::storage::{Change, Outcome};
+use crate::{api::meta, crd, kinds};
 
 pub(crate) fn put(
     state: &Arc<State>,
@@ -25,8 +27,12 @@ pub(crate) fn put(
 ) -> Result<Response<Body>, ApiError> {
     let who = super::Who::of(req, r)?;
     let w = who.opts(&req.query)?;
-    let mut body = super::decode_body(req)?;
-    super::check_type(&mut body, &r.rt, &super::siblings(state, &r.rt))?;
+    let mut body = crate::endpoints::decode_body(req)?;
+    crate::registry::objects::check_type(
+        &mut body,
+        &r.rt,
+        &crate::registry::objects::siblings(state, &r.rt),
+    )?;
     super::fields::check(&r.rt, &body, req)?;
     let (out, _) = update_object(
         state,
@@ -41,9 +47,6 @@ pub(crate) fn put(
     Ok(super::respond(200, &out, &r.rt, req))
 }
 
-/// Applies a decoded patch to the stored object (as served).
-type PatchFn = Box<dyn FnOnce(&Value) -> Result<Value, ApiError>>;
-
 pub(crate) fn patch(
     state: &Arc<State>,
     r: &ResourceRoute,
@@ -52,15 +55,7 @@ pub(crate) fn patch(
 ) -> Result<Response<Body>, ApiError> {
     let who = super::Who::of(req, r)?;
     let w = who.opts(&req.query)?;
-    let ct = req
-        .header("content-type")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    let accepted =
-        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+    let ct = req.media_type();
     if ct != "application/apply-patch+yaml" && req.query.flag("force")? {
         let cause = FieldCause::forbidden("force", "may not be specified for non-apply patch");
         return Err(ApiError::invalid(
@@ -70,44 +65,13 @@ pub(crate) fn patch(
             &[cause],
         ));
     }
+    if ct == "application/apply-patch+yaml" {
+        return Err(ApiError::internal(
+            "server-side apply is served by crate::apply",
+        ));
+    }
     let rt = r.rt.clone();
-    let apply: PatchFn = match ct.as_str() {
-        "application/json-patch+json" => {
-            let p: json_patch::Patch = serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            if p.0.len() > 10_000 {
-                return Err(ApiError::new(
-                    413,
-                    "RequestEntityTooLarge",
-                    "The allowed maximum operations in a JSON patch is 10000",
-                ));
-            }
-            Box::new(move |cur| json_patch_apply(cur, &p))
-        }
-        "application/merge-patch+json" => {
-            let p: Value = serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            Box::new(move |cur| {
-                let mut doc = cur.clone();
-                json_patch::merge(&mut doc, &p);
-                Ok(doc)
-            })
-        }
-        "application/strategic-merge-patch+json" => {
-            let p: Value = serde_json::from_slice(&req.body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            if rt.crd.is_some() {
-                return Err(ApiError::unsupported_media(accepted));
-            }
-            Box::new(move |cur| crate::strategic::apply(cur, &p))
-        }
-        "application/apply-patch+yaml" => {
-            return Err(ApiError::internal(
-                "server-side apply is served by crate::apply",
-            ));
-        }
-        _ => return Err(ApiError::unsupported_media(accepted)),
-    };
+    let p = Patch::decode(ct, &req.body, Target::of(rt.crd.is_some()))?;
     let served_rt = rt.clone();
     let mode = super::fields::mode(req)?;
     let (out, _) = update_object(
@@ -119,8 +83,8 @@ pub(crate) fn patch(
         w,
         false,
         move |cur| {
-            let doc = super::served(cur, &served_rt).into_owned();
-            let new = apply(&doc)?;
+            let doc = crate::registry::objects::served(cur, &served_rt).into_owned();
+            let new = p.apply(&doc)?;
             if !new.is_object() {
                 return Err(ApiError::bad_request(
                     "the patched object is not a JSON object",
@@ -140,62 +104,6 @@ pub(crate) fn patch(
     Ok(super::respond(200, &out, &r.rt, req))
 }
 
-/// Upstream's `JSONPatchMaxCopyBytes`: how much JSON `copy` operations may add to a document.
-pub(crate) const JSON_PATCH_MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
-
-/// RFC 6902 with upstream's compatibility rule: `test` of a missing path against `null` passes.
-/// `copy` operations may add at most [`JSON_PATCH_MAX_COPY_BYTES`] in all (the size of each
-/// copied value as JSON), so a short patch cannot double a document into gigabytes.
-pub(crate) fn json_patch_apply(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
-    let mut doc = cur.clone();
-    let mut copied = 0usize;
-    let rejected = |e: &dyn std::fmt::Display| {
-        ApiError::new(
-            422,
-            "Invalid",
-            format!("the server rejected our request due to an error in our request: {e}"),
-        )
-    };
-    for op in &p.0 {
-        match op {
-            json_patch::PatchOperation::Test(t)
-                if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() =>
-            {
-                continue;
-            }
-            json_patch::PatchOperation::Copy(c) => {
-                copied += doc.pointer(c.from.as_str()).map_or(0, json_size);
-                if copied > JSON_PATCH_MAX_COPY_BYTES {
-                    return Err(rejected(&format!(
-                        "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
-                    )));
-                }
-            }
-            _ => {}
-        }
-        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| rejected(&e))?;
-    }
-    Ok(doc)
-}
-
-/// The length of `v` written as compact JSON, without building the text.
-fn json_size(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
-    // Writing a Value to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut n, v);
-    n.0
-}
-
 /// The shared update path. `make` builds the new object from the stored one. `put` marks a PUT
 /// (custom resources then require `metadata.resourceVersion`). Returns the resulting object and
 /// whether it was removed.
@@ -211,9 +119,9 @@ pub(crate) fn update_object(
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
     let key = rt.store_key();
-    let okey = super::okey(rt, ns, name);
+    let okey = crate::registry::objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
-    let sibs = super::siblings(state, rt);
+    let sibs = crate::registry::objects::siblings(state, rt);
     let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -223,77 +131,20 @@ pub(crate) fn update_object(
             .get("metadata")
             .and_then(|m| m.get("managedFields"))
             .cloned();
-        super::check_type(&mut new, rt, &sibs)?;
-        // name and namespace
-        match meta::meta_str(&new, "name") {
-            None | Some("") => meta::set_meta(&mut new, "name", json!(name)),
-            Some(n) if n != name => {
-                return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
-            }
-            _ => {}
-        }
-        if rt.namespaced {
-            let url_ns = ns.unwrap_or("");
-            match meta::meta_str(&new, "namespace") {
-                None | Some("") => meta::set_meta(&mut new, "namespace", json!(url_ns)),
-                Some(n) if n != url_ns => {
-                    return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
-                }
-                _ => {}
-            }
-        } else {
-            meta::remove_meta(&mut new, "namespace");
-        }
-        // optimistic concurrency
-        let cur_rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
-        match meta::meta_str(&new, "resourceVersion").filter(|v| !v.is_empty()) {
-            Some(rv) if rv != cur_rv => return Err(ApiError::conflict(&rt.group, &rt.plural, name)),
-            None if put && rt.crd.is_some() => {
-                let cause = FieldCause::invalid("metadata.resourceVersion", &json!("0x0"), "must be specified for an update");
-                let mut e = ApiError::invalid(&rt.group, &rt.kind, name, &[cause]);
-                e.message = format!("{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update", crate::status::qualified(&rt.group, &rt.plural));
-                return Err(e);
-            }
-            _ => {}
-        }
-        if let Some(uid) = meta::meta_str(&new, "uid").filter(|u| !u.is_empty())
-            && Some(uid) != meta::meta_str(cur, "uid") {
-                let cause = FieldCause::invalid("metadata.uid", &json!(uid), "field is immutable");
-                return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
-            }
+        crate::registry::objects::check_type(&mut new, rt, &sibs)?;
+        check_identity(&mut new, rt, ns, name)?;
+        check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
-        // status subresource rules
-        if status_write {
-            let mut merged = cur.clone();
-            // managedFields follow the write (server-side apply to /status records its entry).
-            if let Some(mf) = new.get("metadata").and_then(|m| m.get("managedFields")) {
-                meta::set_meta(&mut merged, "managedFields", mf.clone());
-            }
-            match new.get("status") {
-                Some(s) => merged["status"] = s.clone(),
-                None => {
-                    if let Some(o) = merged.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
-            }
-            new = merged;
-        } else if rt.status {
-            match cur.get("status") {
-                Some(s) => new["status"] = s.clone(),
-                None => {
-                    if let Some(o) = new.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
-            }
-        }
+        new = status_rules(cur, new, rt, status_write);
         // finalizers of an object being deleted
         let deleting = meta::meta_str(cur, "deletionTimestamp").is_some();
         if deleting {
             let old_f = meta::finalizers(cur);
             if meta::finalizers(&new).iter().any(|f| !old_f.contains(f)) {
-                let cause = FieldCause::forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted");
+                let cause = FieldCause::forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted",
+                );
                 return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
             }
         }
@@ -331,6 +182,107 @@ pub(crate) fn update_object(
         crate::gc::after_write(state, rt, &obj, removed);
     }
     Ok((obj, removed))
+}
+
+/// The object's name must be the URL's (set when missing); a namespaced object's namespace
+/// must be the URL's (set when missing), a cluster-scoped one has none.
+fn check_identity(
+    new: &mut Value,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    name: &str,
+) -> Result<(), ApiError> {
+    match meta::meta_str(new, "name") {
+        None | Some("") => meta::set_meta(new, "name", json!(name)),
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => {}
+    }
+    if rt.namespaced {
+        let url_ns = ns.unwrap_or("");
+        match meta::meta_str(new, "namespace") {
+            None | Some("") => meta::set_meta(new, "namespace", json!(url_ns)),
+            Some(n) if n != url_ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {}
+        }
+    } else {
+        meta::remove_meta(new, "namespace");
+    }
+    Ok(())
+}
+
+/// Optimistic concurrency: a resourceVersion given must be the stored one (a PUT of a custom
+/// resource must give one), and a uid given must be the stored one.
+fn check_preconditions(
+    cur: &Value,
+    new: &Value,
+    rt: &ResourceType,
+    name: &str,
+    put: bool,
+) -> Result<(), ApiError> {
+    let cur_rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
+    match meta::meta_str(new, "resourceVersion").filter(|v| !v.is_empty()) {
+        Some(rv) if rv != cur_rv => return Err(ApiError::conflict(&rt.group, &rt.plural, name)),
+        None if put && rt.crd.is_some() => {
+            let cause = FieldCause::invalid(
+                "metadata.resourceVersion",
+                &json!("0x0"),
+                "must be specified for an update",
+            );
+            let mut e = ApiError::invalid(&rt.group, &rt.kind, name, &[cause]);
+            e.message = format!(
+                "{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                crate::api::status::qualified(&rt.group, &rt.plural)
+            );
+            return Err(e);
+        }
+        _ => {}
+    }
+    if let Some(uid) = meta::meta_str(new, "uid").filter(|u| !u.is_empty())
+        && Some(uid) != meta::meta_str(cur, "uid")
+    {
+        let cause = FieldCause::invalid("metadata.uid", &json!(uid), "field is immutable");
+        return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
+    }
+    Ok(())
+}
+
+/// The status subresource rules: a `/status` write changes only status (and managedFields);
+/// a write of the main resource of a type with a status subresource keeps the stored status.
+fn status_rules(cur: &Value, mut new: Value, rt: &ResourceType, status_write: bool) -> Value {
+    if status_write {
+        let mut merged = cur.clone();
+        // managedFields follow the write (server-side apply to /status records its entry).
+        if let Some(mf) = new.get("metadata").and_then(|m| m.get("managedFields")) {
+            meta::set_meta(&mut merged, "managedFields", mf.clone());
+        }
+        match new.get("status") {
+            Some(s) => merged["status"] = s.clone(),
+            None => {
+                if let Some(o) = merged.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+        new = merged;
+    } else if rt.status {
+        match cur.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    new
 }
 
 /// A namespace is held by its `spec.finalizers` too.

@@ -307,7 +307,7 @@ pub(super) static EVENTS: &[Column] = &[
     col("Message", "string", "A human-readable description of the status of this operation.", 0, |o| json!(first(o, &[&["message"], &["note"]]))),
     col("First Seen", "string", "The time at which the event was first recorded.", 1, |o| { json!(age(first( o, &[ &["firstTimestamp"], &["deprecatedFirstTimestamp"], &["eventTime"] ] ))) }),
     col("Count", "string", "The number of times this event has occurred.", 1, |o| { json!(match int(o, &["count"]).max(int(o, &["deprecatedCount"])) { 0 => 1, n => n, }) }),
-    col("Name", "string", "Name must be unique within a namespace.", 1, |o| json!(crate::meta::name(o))),
+    col("Name", "string", "Name must be unique within a namespace.", 1, |o| json!(crate::api::meta::name(o))),
 ];
 
 #[rustfmt::skip]

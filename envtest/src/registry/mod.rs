@@ -1,8 +1,17 @@
+//! Layer 2, the registry (kube-apiserver's `registry/{generic,rest}` plus apiextensions):
+//! what is served. It may call `api` and `storage`, never the HTTP side. [`context`] holds the
+//! [`context::State`] every layer above shares; [`conversion`] the data of a CRD's webhook
+//! conversion (calling the webhook is the `conversion` module's, above).
+//!
 //! The registry of served resource types. Built-ins (see `builtins`) are registered at start,
 //! CRDs (see `crd`) add and remove theirs at run time. The registry is one immutable snapshot
 //! behind a lock that is swapped whole on every change, so routing, discovery, OpenAPI and the
 //! store always read one consistent table — including the webhook conversions of CRDs
 //! (`conversion`), which are swapped together with the CRD's types.
+
+pub(crate) mod context;
+pub(crate) mod conversion;
+pub(crate) mod objects;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,11 +19,8 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use crate::conversion::Conversion;
-
-/// Where the objects of a resource live: one collection per (group, plural), shared by every
-/// served version of a custom resource.
-pub(crate) type StoreKey = (String, String);
+pub(crate) use crate::storage::StoreKey;
+pub(crate) use conversion::Conversion;
 
 /// The `/scale` subresource of a custom resource (JSON paths like `.spec.replicas`).
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 //!
 //! The label grammar is apimachinery's `labels.Parse` (equality, set-based, exists, does-not-exist
 //! and the integer `>`/`<` comparisons), including its error messages; keys and values are checked
-//! with the label syntax rules of [`crate::validation`]. Field selectors follow
+//! with the label syntax rules of [`crate::api::validation`]. Field selectors follow
 //! `fields.ParseSelector`: comma-joined `field=value`, `field==value`, `field!=value` terms, with
 //! backslash escapes for `\,`, `\=` and `\\` in values. Which fields a type supports is the server's
 //! business (it reads [`FieldSelector::fields`] and answers 400 for unsupported ones); this module
@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::validation::{is_qualified_name, is_valid_label_value};
+use crate::api::validation::{is_qualified_name, is_valid_label_value};
 
 /// A label selector operator (apimachinery's `selection.Operator`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -925,13 +925,30 @@ mod tests {
 
     #[test]
     fn set_selector_parser() {
-        // (input, expected requirements as (key, op, values), valid)
-        type Case = (
-            &'static str,
-            Option<Vec<(&'static str, Op, Vec<&'static str>)>>,
-            bool,
-        );
-        let cases: Vec<Case> = vec![
+        let cases = set_based_cases()
+            .into_iter()
+            .chain(equality_and_invalid_cases());
+        for (input, want, valid) in cases {
+            let got = LabelSelector::parse(input);
+            assert_eq!(got.is_ok(), valid, "{input:?}: {got:?}");
+            if let (Ok(sel), Some(want)) = (got, want) {
+                let want: Vec<Requirement> = want.iter().map(|(k, o, v)| req(k, *o, v)).collect();
+                assert_eq!(sel.requirements(), want.as_slice(), "{input:?}");
+                assert!(sel.requirements().iter().all(|r| !r.key().is_empty()));
+            }
+        }
+    }
+
+    // (input, expected requirements as (key, op, values), valid)
+    type Case = (
+        &'static str,
+        Option<Vec<(&'static str, Op, Vec<&'static str>)>>,
+        bool,
+    );
+
+    /// Set-based requirements (upstream's TestSetSelectorParser, first half).
+    fn set_based_cases() -> Vec<Case> {
+        vec![
             ("", Some(vec![]), true),
             ("\rx", Some(vec![("x", Op::Exists, vec![])]), true),
             (
@@ -1002,6 +1019,12 @@ mod tests {
                 Some(vec![("x", Op::Exists, vec![]), ("y", Op::In, vec!["a"])]),
                 true,
             ),
+        ]
+    }
+
+    /// Equality-based requirements and invalid input (upstream's TestSetSelectorParser, rest).
+    fn equality_and_invalid_cases() -> Vec<Case> {
+        vec![
             ("x=a", Some(vec![("x", Op::Equals, vec!["a"])]), true),
             ("x>1", Some(vec![("x", Op::GreaterThan, vec!["1"])]), true),
             ("x<7", Some(vec![("x", Op::LessThan, vec!["7"])]), true),
@@ -1055,16 +1078,7 @@ mod tests {
             ("x ~ y", None, false),
             ("!", None, false),
             ("x=\u{e9}", None, false),
-        ];
-        for (input, want, valid) in cases {
-            let got = LabelSelector::parse(input);
-            assert_eq!(got.is_ok(), valid, "{input:?}: {got:?}");
-            if let (Ok(sel), Some(want)) = (got, want) {
-                let want: Vec<Requirement> = want.iter().map(|(k, o, v)| req(k, *o, v)).collect();
-                assert_eq!(sel.requirements(), want.as_slice(), "{input:?}");
-                assert!(sel.requirements().iter().all(|r| !r.key().is_empty()));
-            }
-        }
+        ]
     }
 
     #[test]

@@ -1,10 +1,16 @@
+//! Part of `api` (layer 0): calls nothing above it.
+//!
 //! Error responses: every failure of an API request becomes an [`ApiError`], which the
 //! server turns into a Kubernetes `Status` body (spec §1.9). Verbs, the router and the store
 //! all return `ApiError`; nothing in the request path panics or answers plain text.
 
 use serde_json::{Value, json};
 
-use crate::validation::{self, FieldCause};
+use crate::api::validation::{self, FieldCause};
+
+/// The request body limit (upstream's 3 MiB): the server enforces it, [`ApiError::too_large`]
+/// names it.
+pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
 
 /// A failed API request, rendered as a `Status` object with the HTTP code `code`.
 #[derive(Debug, Clone)]
@@ -110,10 +116,7 @@ impl ApiError {
         Self::new(
             413,
             "RequestEntityTooLarge",
-            format!(
-                "Request entity too large: limit is {}",
-                crate::server::BODY_LIMIT
-            ),
+            format!("Request entity too large: limit is {}", BODY_LIMIT),
         )
     }
 

@@ -1,6 +1,6 @@
 //! Protobuf request bodies (`application/vnd.kubernetes.protobuf`), as kubectl's
 //! `create namespace|configmap|secret|serviceaccount` generators send them (spec §1.19).
-//! `verbs::decode_body` hands such bodies here and gets back the JSON object a JSON body of the
+//! `endpoints::decode_body` hands such bodies here and gets back the JSON object a JSON body of the
 //! same object decodes to, so everything after decoding is the JSON path. The envelope
 //! (magic `k8s\0`, then a `runtime.Unknown` naming apiVersion and kind around the object's own
 //! bytes) and the objects are decoded with `k8s-pb`'s generated messages (prost); other kinds
@@ -16,7 +16,7 @@ use k8s_pb::apimachinery::pkg::runtime::Unknown;
 use prost::Message;
 use serde_json::{Map, Value, json};
 
-use crate::status::ApiError;
+use crate::api::status::ApiError;
 
 /// The 4 bytes every Kubernetes protobuf body starts with.
 const MAGIC: &[u8] = b"k8s\0";

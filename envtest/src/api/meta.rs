@@ -1,13 +1,11 @@
 //! Object-metadata rules shared by the verbs (spec §1.12): the typed decoding every body's
-//! metadata must pass (`check_types`, called by `verbs::check_type` and the patch path),
+//! metadata must pass (`check_types`, called by `registry::objects::check_type` and the patch path),
 //! reading and writing metadata fields of a JSON object, uid / creationTimestamp /
 //! generateName on create, the fields an update may not change, and when `generation` moves.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-
-use crate::registry::ResourceType;
 
 /// Decodes an object's type fields and `metadata` into their typed form, as upstream decodes
 /// every body (custom resources included: apiextensions coerces their metadata into
@@ -104,7 +102,7 @@ pub(crate) fn now() -> String {
 }
 
 /// Sets the server-owned fields of a new object.
-pub(crate) fn init_create(obj: &mut Value, rt: &ResourceType) {
+pub(crate) fn init_create(obj: &mut Value, generation: bool) {
     let m = meta_mut(obj);
     m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     m.insert("creationTimestamp".into(), json!(now()));
@@ -113,7 +111,7 @@ pub(crate) fn init_create(obj: &mut Value, rt: &ResourceType) {
     m.remove("resourceVersion");
     m.remove("selfLink");
     m.remove("managedFields");
-    if rt.generation {
+    if generation {
         m.insert("generation".into(), json!(1));
     } else {
         m.remove("generation");

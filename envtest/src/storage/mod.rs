@@ -1,3 +1,8 @@
+//! Layer 1, storage (kube-apiserver's `storage/etcd3`): it owns the bytes and the
+//! resourceVersions and may call only `api` (metadata accessors, errors) and `faults` (whose
+//! `WatchControl` it implements). It knows nothing of types, HTTP or admission: the
+//! `registry` and the handlers above decide what a write is; the store applies it atomically.
+//!
 //! The in-memory object store: one collection of JSON objects per resource (keyed by group and
 //! plural, see `registry`), one global resourceVersion counter, a bounded per-collection
 //! history of change events for watch resume and consistent paginated lists, and the fan-out
@@ -16,9 +21,12 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::meta;
-use crate::registry::StoreKey;
-use crate::status::ApiError;
+use crate::api::meta;
+use crate::api::status::ApiError;
+
+/// Where the objects of a resource live: one collection per (group, plural), shared by every
+/// served version of a custom resource.
+pub(crate) type StoreKey = (String, String);
 
 /// (namespace, name); namespace is empty for cluster-scoped objects.
 pub(crate) type ObjKey = (String, String);
@@ -149,6 +157,74 @@ fn rv_of(v: &Value) -> Option<&str> {
     meta::meta_str(v, "resourceVersion")
 }
 
+/// What a [`Change`] comes to: a write of an event, or an outcome without one (no-op, dry run).
+enum Decision {
+    Write(EventType, Value),
+    Done(Outcome),
+}
+
+/// Decides `change` against the stored object `cur`: the resourceVersion `next_rv` goes on a
+/// write; an unchanged object or a dry run writes nothing.
+fn decide(
+    change: Change,
+    cur: Option<Value>,
+    next_rv: u64,
+    dry_run: bool,
+) -> Result<Decision, ApiError> {
+    match change {
+        Change::Put(mut v) => {
+            if let Some(c) = &cur {
+                match rv_of(c) {
+                    Some(rv) => meta::set_meta(&mut v, "resourceVersion", json!(rv)),
+                    None => meta::remove_meta(&mut v, "resourceVersion"),
+                }
+                if *c == v {
+                    return Ok(Decision::Done(Outcome::Unchanged(Arc::new(v))));
+                }
+            }
+            if dry_run {
+                let v = Arc::new(v);
+                return Ok(Decision::Done(if cur.is_some() {
+                    Outcome::Updated(v)
+                } else {
+                    Outcome::Created(v)
+                }));
+            }
+            meta::set_meta(&mut v, "resourceVersion", json!(next_rv.to_string()));
+            let ty = if cur.is_some() {
+                EventType::Modified
+            } else {
+                EventType::Added
+            };
+            Ok(Decision::Write(ty, v))
+        }
+        Change::Remove => {
+            let Some(mut v) = cur else {
+                return Err(ApiError::internal("no object to remove"));
+            };
+            if dry_run {
+                return Ok(Decision::Done(Outcome::Deleted(Arc::new(v))));
+            }
+            meta::set_meta(&mut v, "resourceVersion", json!(next_rv.to_string()));
+            Ok(Decision::Write(EventType::Deleted, v))
+        }
+    }
+}
+
+impl Collection {
+    /// Appends `ev` to the bounded history (raising the floor) and fans it out; a watcher whose
+    /// buffer is full is dropped.
+    fn record(&mut self, ev: Arc<Event>, window: usize) {
+        self.history.push_back(ev.clone());
+        while self.history.len() > window {
+            if let Some(old) = self.history.pop_front() {
+                self.floor = old.rv;
+            }
+        }
+        self.watchers.retain(|tx| tx.try_send(ev.clone()).is_ok());
+    }
+}
+
 impl Store {
     pub fn new(window: usize, watch_buffer: usize) -> Self {
         Store {
@@ -201,45 +277,9 @@ impl Store {
         let cur = cur_bytes.as_deref().map(parse);
         let change = f(cur.as_ref())?;
         let next_rv = inner.rv + 1;
-        let (ty, obj) = match change {
-            Change::Put(mut v) => {
-                if let Some(c) = &cur {
-                    match rv_of(c) {
-                        Some(rv) => meta::set_meta(&mut v, "resourceVersion", json!(rv)),
-                        None => meta::remove_meta(&mut v, "resourceVersion"),
-                    }
-                    if *c == v {
-                        return Ok(Outcome::Unchanged(Arc::new(v)));
-                    }
-                }
-                if dry_run {
-                    let v = Arc::new(v);
-                    return Ok(if cur.is_some() {
-                        Outcome::Updated(v)
-                    } else {
-                        Outcome::Created(v)
-                    });
-                }
-                meta::set_meta(&mut v, "resourceVersion", json!(next_rv.to_string()));
-                (
-                    if cur.is_some() {
-                        EventType::Modified
-                    } else {
-                        EventType::Added
-                    },
-                    v,
-                )
-            }
-            Change::Remove => {
-                let Some(mut v) = cur else {
-                    return Err(ApiError::internal("no object to remove"));
-                };
-                if dry_run {
-                    return Ok(Outcome::Deleted(Arc::new(v)));
-                }
-                meta::set_meta(&mut v, "resourceVersion", json!(next_rv.to_string()));
-                (EventType::Deleted, v)
-            }
+        let (ty, obj) = match decide(change, cur, next_rv, dry_run)? {
+            Decision::Write(ty, obj) => (ty, obj),
+            Decision::Done(outcome) => return Ok(outcome),
         };
         let bytes = serialize(&obj);
         inner.rv = next_rv;
@@ -255,13 +295,7 @@ impl Store {
             obj: bytes,
             old: cur_bytes,
         });
-        col.history.push_back(ev.clone());
-        while col.history.len() > self.window {
-            if let Some(old) = col.history.pop_front() {
-                col.floor = old.rv;
-            }
-        }
-        col.watchers.retain(|tx| tx.try_send(ev.clone()).is_ok());
+        col.record(ev, self.window);
         drop(guard);
         let obj = Arc::new(obj);
         Ok(match ty {

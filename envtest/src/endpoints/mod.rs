@@ -1,0 +1,183 @@
+//! What every HTTP handler speaks: the decoded request ([`Req`], its query, headers, body and
+//! [`Warnings`]) and the responses ([`json`], [`bytes`], [`error`] `Status` bodies, watch
+//! [`stream`]s). The handlers (`verbs`, `watch`, `apply`, `discovery`, `table`) build on it;
+//! `server` decodes requests into it and writes its responses. It calls only `api` and
+//! `registry` (for the type a request was served as).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::Frame;
+use serde_json::Value;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::api::status::ApiError;
+use crate::registry::ResourceType;
+use crate::router::Query;
+
+/// A response body: a whole buffer or a stream (watch).
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
+
+/// A decoded request (body already read).
+pub(crate) struct Req {
+    pub method: Method,
+    pub query: Query,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// Warnings for the client, written as `Warning` headers on the response.
+    pub warnings: Warnings,
+    /// The type the client asked for, when `conversion` serves the request at the storage
+    /// version (admission reviews name it as `requestKind`).
+    pub served_as: Option<Arc<ResourceType>>,
+}
+
+/// The warnings of one request (admission webhooks' `warnings`), shared by the request and
+/// the server, which writes each as a `Warning: 299 - "<text>"` response header, as the API
+/// server's warning recorder does (empty ones dropped, duplicates once).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Warnings(Arc<parking_lot::Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Records one warning.
+    pub fn add(&self, text: &str) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        let mut all = self.0.lock();
+        if !all.iter().any(|w| w == text) {
+            all.push(text.to_string());
+        }
+    }
+
+    /// Records every string of a JSON array (a webhook response's `warnings`).
+    pub fn add_all(&self, list: Option<&Value>) {
+        for w in list.and_then(Value::as_array).into_iter().flatten() {
+            if let Some(w) = w.as_str() {
+                self.add(w);
+            }
+        }
+    }
+
+    /// Appends the `Warning` headers to a response.
+    pub(crate) fn write(&self, headers: &mut HeaderMap) {
+        for text in self.0.lock().iter() {
+            let quoted: String = text
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect::<String>()
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            match HeaderValue::from_bytes(format!("299 - \"{quoted}\"").as_bytes()) {
+                Ok(v) => {
+                    headers.append(header::WARNING, v);
+                }
+                Err(e) => tracing::debug!(warning = %text, error = %e, "warning not sent"),
+            }
+        }
+    }
+}
+
+impl Req {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
+    /// The media type of the body: the Content-Type without parameters.
+    pub fn media_type(&self) -> &str {
+        self.header("content-type")
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+    }
+
+    /// The Accept header asks for PartialObjectMetadata(List).
+    pub fn meta_only(&self) -> bool {
+        self.header("accept").contains("as=PartialObjectMetadata")
+    }
+}
+
+/// A whole-buffer response.
+pub(crate) fn bytes(code: u16, content_type: &str, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(Full::new(body).boxed());
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    r
+}
+
+/// A JSON response.
+pub(crate) fn json(code: u16, v: &Value) -> Response<Body> {
+    bytes(
+        code,
+        "application/json",
+        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+    )
+}
+
+/// A `Status` error response.
+pub(crate) fn error(e: &ApiError) -> Response<Body> {
+    let mut r = json(e.code, &e.to_value());
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+/// A streaming JSON response (watch): every received buffer is one chunk.
+pub(crate) fn stream(content_type: &str, rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<Body> {
+    let s = ReceiverStream::new(rx).map(|b| Ok::<_, Infallible>(Frame::data(b)));
+    let mut r = Response::new(BodyExt::boxed(StreamBody::new(s)));
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+/// A YAML request body as JSON, with YAML 1.2's scalars: only `true` / `false` are booleans,
+/// so `name: y` or `value: "on"` stay strings and then decode into their string-typed fields.
+pub(crate) fn yaml_value(body: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(body).map_err(|e| e.to_string())?;
+    let options = serde_saphyr::options! { strict_booleans: true };
+    serde_saphyr::from_str_with_options(text, options).map_err(|e| e.to_string())
+}
+
+/// The JSON (or YAML) object in a POST/PUT body.
+pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
+    let ct = req.header("content-type");
+    let media = ct.split(';').next().unwrap_or("").trim();
+    let v: Value = match media {
+        "" | "application/json" | "*/*" => serde_json::from_slice(&req.body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_value(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?,
+        "application/vnd.kubernetes.protobuf" => crate::api::protobuf::decode(&req.body)?,
+        _ => {
+            return Err(ApiError::unsupported_media(
+                "application/json, application/yaml",
+            ));
+        }
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    Ok(v)
+}

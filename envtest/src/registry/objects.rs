@@ -1,0 +1,108 @@
+//! How the objects of a served type are keyed, typed and served: the store key of an object
+//! ([`okey`]), the served versions of one resource ([`siblings`]), the type check every body
+//! passes before it is stored ([`check_type`]) and the form a stored object is served in
+//! ([`served`]). Part of the registry: calls `api` and `storage` only.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::ResourceType;
+use super::context::State;
+use crate::api::meta;
+use crate::api::status::ApiError;
+use crate::storage::ObjKey;
+
+/// The object's type fields and metadata must decode (`meta::check_types`, else 400), and
+/// `apiVersion`/`kind` must name the endpoint's type (missing ones are filled in). Custom
+/// resources may carry any served version of their group; objects are stored at the storage
+/// version.
+pub(crate) fn check_type(
+    obj: &mut Value,
+    rt: &ResourceType,
+    served: &[Arc<ResourceType>],
+) -> Result<(), ApiError> {
+    meta::check_types(obj).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
+    })?;
+    let want_av = rt.api_version();
+    let av = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if !kind.is_empty() && kind != rt.kind {
+        let version = if av.is_empty() {
+            rt.version.clone()
+        } else {
+            av.rsplit('/').next().unwrap_or("").to_string()
+        };
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {}: the object kind does not match the endpoint",
+            rt.kind
+        )));
+    }
+    let ok_av = av.is_empty()
+        || av == want_av
+        || served
+            .iter()
+            .any(|t| t.api_version() == av && t.kind == rt.kind);
+    if !ok_av {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({want_av})"
+        )));
+    }
+    match &rt.view {
+        Some(view) => (view.from_view)(obj),
+        None => {
+            obj["apiVersion"] = json!(rt.storage_version);
+            obj["kind"] = json!(rt.kind);
+        }
+    }
+    Ok(())
+}
+
+/// The other served versions of the same resource (for multi-version custom resources).
+pub(crate) fn siblings(state: &State, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
+    state
+        .registry
+        .snapshot()
+        .types
+        .iter()
+        .filter(|t| t.group == rt.group && t.plural == rt.plural)
+        .cloned()
+        .collect()
+}
+
+/// The store key of an object.
+pub(crate) fn okey(rt: &ResourceType, ns: Option<&str>, name: &str) -> ObjKey {
+    (
+        if rt.namespaced {
+            ns.unwrap_or("").to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    )
+}
+
+/// A stored object as served at `rt` (apiVersion of the served version, or the view's form).
+pub(crate) fn served<'a>(obj: &'a Value, rt: &ResourceType) -> std::borrow::Cow<'a, Value> {
+    if !rt.rewrites() {
+        return std::borrow::Cow::Borrowed(obj);
+    }
+    let mut v = obj.clone();
+    match &rt.view {
+        Some(view) => (view.to_view)(&mut v),
+        None => v["apiVersion"] = json!(rt.api_version()),
+    }
+    std::borrow::Cow::Owned(v)
+}
