@@ -4,9 +4,9 @@
 //! line containing `--kubeconfig <path>` that kubectl can use; `--no-demo` creates
 //! no sample objects; `--run-for` exits 0 after that long.
 //!
-//! The binaries are the ones `cargo test --all-targets` (the README's test command)
-//! builds into `target/<profile>/examples/`; run alone, build them first with
-//! `cargo build --examples`.
+//! The binaries are the real examples, built by `cargo build --examples` into
+//! `target/<profile>/examples/` (the test runs that build first: `cargo test
+//! --all-targets` compiles examples only as test harnesses).
 
 #[allow(dead_code)]
 #[path = "common/kubectl.rs"]
@@ -60,21 +60,39 @@ const EXAMPLES: &[Example] = &[
 /// How long each example runs under `--run-for`.
 const RUN_FOR: Duration = Duration::from_secs(8);
 
-/// The built binary of example `name`, or a loud failure saying how to build it.
+/// Example `name`'s binary, as `cargo build --examples` leaves it in
+/// `target/<profile>/examples/`. `cargo test --all-targets` builds examples only as
+/// test harnesses, so the first call builds the real ones with the cargo that runs
+/// this test (once per test binary).
 fn binary(name: &str) -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
     let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
+    // target/<profile>/deps/<test> -> target/<profile>
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>");
+    BUILT.call_once(|| build_examples(profile_dir));
     let bin = profile_dir.join("examples").join(name);
-    assert!(
-        bin.is_file(),
-        "{} is not built: run `cargo build --examples` (or `cargo test --all-targets`, which builds them)",
-        bin.display()
-    );
+    assert!(bin.is_file(), "{} was not built", bin.display());
     bin
+}
+
+/// `cargo build --examples` into the target dir holding `profile_dir`; a loud
+/// failure if it fails.
+fn build_examples(profile_dir: &Path) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--examples", "--quiet"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if let Some(target) = profile_dir.parent() {
+        cmd.env("CARGO_TARGET_DIR", target);
+    }
+    if profile_dir.file_name().is_some_and(|p| p == "release") {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build --examples");
+    assert!(status.success(), "cargo build --examples failed: {status}");
 }
 
 /// `bin` with `args`, with no cluster configured (no `KUBECONFIG`), piped output.
