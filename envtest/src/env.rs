@@ -2,6 +2,11 @@
 //! server on 127.0.0.1 (built-in types, namespaces `default`, `kube-system`, `kube-public`,
 //! `kube-node-lease`, and the CRDs given), and [`Environment`] hands out a `kube::Client`, the URL
 //! and a kubeconfig. Every environment is independent, so each test can start its own.
+//!
+//! The top layer: it builds every layer below — the store, the registry with the built-in
+//! types, the shared `State` with the controllers registered as write observers — seeds the
+//! namespaces, CRDs and webhook configurations through the registry, and starts the server and
+//! the simulated kubelet.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,13 +18,13 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::builtins::builtin_types;
 use crate::faults::Faults;
 use crate::registry::Registry;
+use crate::registry::builtins::builtin_types;
 use crate::registry::context::{Settings, State};
-use crate::server;
+use crate::registry::rest::create_object;
 use crate::storage::Store;
-use crate::verbs;
+use crate::{controllers, server};
 
 /// Why an environment could not start.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +74,7 @@ pub struct EnvironmentBuilder {
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
     simulate_pods: bool,
-    kubelet: crate::kubelet::Config,
+    kubelet: controllers::kubelet::Config,
 }
 
 impl Default for EnvironmentBuilder {
@@ -88,7 +93,7 @@ impl Default for EnvironmentBuilder {
             controllers: true,
             webhooks: Vec::new(),
             simulate_pods: false,
-            kubelet: crate::kubelet::Config::default(),
+            kubelet: controllers::kubelet::Config::default(),
         }
     }
 }
@@ -245,9 +250,9 @@ impl EnvironmentBuilder {
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
                 header_read_timeout: self.header_read_timeout,
-                controllers: self.controllers,
                 kubelet: self.simulate_pods.then_some(self.kubelet),
             },
+            observers: controllers::observers(self.controllers),
             shutdown: CancellationToken::new(),
             addr,
         });
@@ -257,7 +262,7 @@ impl EnvironmentBuilder {
             message,
         })?;
         if let Some(cfg) = state.settings.kubelet {
-            crate::kubelet::start(&state, cfg);
+            controllers::kubelet::start(&state, cfg);
         }
         tokio::spawn(server::serve(listener, state.clone()));
         Ok(Environment {
@@ -317,7 +322,7 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
     if let Some(ns) = find("", "namespaces") {
         for n in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
-            let _ = verbs::create::create_object(state, &ns, None, obj, Default::default());
+            let _ = create_object(state, &ns, None, obj, Default::default());
         }
     }
     if let Some(crd_rt) = find("apiextensions.k8s.io", "customresourcedefinitions") {
@@ -328,8 +333,7 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
                 message: e.message,
             };
             crate::registry::objects::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
-            verbs::create::create_object(state, &crd_rt, None, c, Default::default())
-                .map_err(crd_err)?;
+            create_object(state, &crd_rt, None, c, Default::default()).map_err(crd_err)?;
         }
     }
     Ok(())

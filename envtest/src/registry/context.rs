@@ -1,6 +1,7 @@
 //! What every layer above storage shares for one API server ([`State`]): the registry of
-//! served types, the store, fault injection, the settings fixed at start and the shutdown
-//! token. Built once by `env`; the server, the handlers and the controllers take it by `Arc`.
+//! served types, the store, fault injection, the settings fixed at start, the write observers
+//! (the controllers, [`super::hooks`]) and the shutdown token. Built once by `env`; the server,
+//! the handlers and the controllers take it by `Arc`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::Registry;
+use super::hooks::Observer;
 use crate::faults::Faults;
 use crate::storage::Store;
 
@@ -19,9 +21,7 @@ pub(crate) struct Settings {
     pub max_watch: Duration,
     /// How long a connection may take to send a request head, or sit idle between requests.
     pub header_read_timeout: Duration,
-    /// The garbage collector and namespace finalization run (`gc`, `namespaces`).
-    pub controllers: bool,
-    /// Pods are scheduled, run and stopped by the simulated kubelet (`kubelet`).
+    /// Pods are scheduled, run and stopped by the simulated kubelet (`controllers::kubelet`).
     pub kubelet: Option<KubeletConfig>,
 }
 
@@ -31,6 +31,8 @@ pub(crate) struct State {
     pub store: Arc<Store>,
     pub faults: Faults,
     pub settings: Settings,
+    /// Run after every committed write, in order (`super::hooks::settle`).
+    pub observers: Vec<Arc<dyn Observer>>,
     pub shutdown: CancellationToken,
     pub addr: std::net::SocketAddr,
 }
