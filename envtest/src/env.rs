@@ -18,10 +18,11 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::endpoints::{Settings, State};
 use crate::faults::Faults;
 use crate::registry::Registry;
 use crate::registry::builtins::builtin_types;
-use crate::registry::context::{Settings, State};
+use crate::registry::context::Apiserver;
 use crate::registry::rest::create_object;
 use crate::storage::Store;
 use crate::{controllers, server};
@@ -241,28 +242,31 @@ impl EnvironmentBuilder {
             .local_addr()
             .map_err(|source| Error::Io { path: bind, source })?;
         let store = Arc::new(Store::new(self.history, self.watch_buffer));
-        let state = Arc::new(State {
+        let api = Arc::new(Apiserver {
             registry: Registry::new(builtin_types()),
-            faults: Faults::new(store.clone()),
-            store,
+            store: store.clone(),
+            kubelet: self.simulate_pods.then_some(self.kubelet),
+            observers: controllers::observers(self.controllers),
+        });
+        let state = Arc::new(State {
+            api: api.clone(),
+            faults: Faults::new(store),
             settings: Settings {
                 token: self.token.clone(),
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
                 header_read_timeout: self.header_read_timeout,
-                kubelet: self.simulate_pods.then_some(self.kubelet),
             },
-            observers: controllers::observers(self.controllers),
             shutdown: CancellationToken::new(),
             addr,
         });
-        seed(&state, crds)?;
-        crate::admission::seed(&state, &self.webhooks).map_err(|message| Error::Parse {
+        seed(&api, crds)?;
+        crate::admission::seed(&api, &self.webhooks).map_err(|message| Error::Parse {
             path: "webhooks".into(),
             message,
         })?;
-        if let Some(cfg) = state.settings.kubelet {
-            controllers::kubelet::start(&state, cfg);
+        if let Some(cfg) = api.kubelet {
+            controllers::kubelet::start(&api, state.shutdown.clone(), cfg);
         }
         tokio::spawn(server::serve(listener, state.clone()));
         Ok(Environment {
@@ -311,7 +315,7 @@ fn parse_crds(text: &str, origin: &str) -> Result<Vec<Value>, Error> {
 }
 
 /// Namespaces present at start, then the CRDs.
-fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
+fn seed(state: &Apiserver, crds: Vec<Value>) -> Result<(), Error> {
     let snap = state.registry.snapshot();
     let find = |g: &str, p: &str| {
         snap.types

@@ -26,9 +26,9 @@ use crate::endpoints::discovery;
 use crate::endpoints::handlers::versioned;
 use crate::endpoints::router::{self, Query, Route};
 use crate::endpoints::{Body, Req, Warnings, bytes, error, json};
+use crate::endpoints::{Settings, State};
 use crate::faults::{RequestFacts, RequestRecord, Verb};
 use crate::registry::Snapshot;
-use crate::registry::context::{Settings, State};
 
 use crate::api::status::BODY_LIMIT;
 

@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use crate::api::status::ApiError;
 use crate::api::warning::Warnings;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
+use crate::registry::context::Apiserver;
 use crate::registry::conversion::convert_to;
 
 use rules::Hook;
@@ -66,12 +66,12 @@ impl From<ValidatingWebhookConfiguration> for WebhookConfiguration {
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
-fn config_type(state: &State, plural: &str) -> Option<Arc<ResourceType>> {
-    state.registry.snapshot().get(GROUP, "v1", plural).cloned()
+fn config_type(api: &Apiserver, plural: &str) -> Option<Arc<ResourceType>> {
+    api.registry.snapshot().get(GROUP, "v1", plural).cloned()
 }
 
 /// Stores the configurations given to the builder.
-pub(crate) fn seed(state: &Arc<State>, configs: &[WebhookConfiguration]) -> Result<(), String> {
+pub(crate) fn seed(api: &Arc<Apiserver>, configs: &[WebhookConfiguration]) -> Result<(), String> {
     for c in configs {
         let (plural, mut obj) = match c {
             WebhookConfiguration::Mutating(m) => {
@@ -82,21 +82,20 @@ pub(crate) fn seed(state: &Arc<State>, configs: &[WebhookConfiguration]) -> Resu
             }
         };
         let obj = obj.as_mut().map_err(|e| e.to_string())?;
-        let rt =
-            config_type(state, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
+        let rt = config_type(api, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
         let mut obj = obj.take();
         crate::registry::objects::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
-        crate::registry::rest::create_object(state, &rt, None, obj, Default::default())
+        crate::registry::rest::create_object(api, &rt, None, obj, Default::default())
             .map_err(|e| e.message)?;
     }
     Ok(())
 }
 
-fn configs(state: &State, plural: &str) -> Vec<Value> {
-    let Some(rt) = config_type(state, plural) else {
+fn configs(api: &Apiserver, plural: &str) -> Vec<Value> {
+    let Some(rt) = config_type(api, plural) else {
         return Vec::new();
     };
-    match state.store.list(&rt.store_key(), None, None) {
+    match api.store.list(&rt.store_key(), None, None) {
         Ok((_, items)) => items
             .iter()
             .map(|(_, b)| crate::storage::parse(b))
@@ -154,7 +153,7 @@ type Matched = (Hook, Arc<ResourceType>);
 /// then need not read or build the objects). Webhook configurations and review resources are
 /// never reviewed.
 pub(crate) fn matching(
-    state: &State,
+    api: &Apiserver,
     rt: &Arc<ResourceType>,
     sub: Option<&str>,
     op: Op,
@@ -162,9 +161,9 @@ pub(crate) fn matching(
     if rt.virtual_create || rt.group == GROUP {
         return None;
     }
-    let equivalents = crate::registry::objects::siblings(state, rt);
+    let equivalents = crate::registry::objects::siblings(api, rt);
     let matching = |plural: &str| -> Vec<Matched> {
-        rules::hooks(&configs(state, plural))
+        rules::hooks(&configs(api, plural))
             .into_iter()
             .filter_map(|h| {
                 let at = h.matching_type(rt, &equivalents, sub, op.as_str())?;
@@ -185,18 +184,18 @@ impl Matching {
     /// webhooks produced, `None` when it passed unchanged; a denial is the error.
     pub async fn admit(
         &self,
-        state: &State,
+        api: &Apiserver,
         a: &Attributes<'_>,
         mut new: Option<Value>,
     ) -> Result<Option<Value>, ApiError> {
-        let ns_labels = rules::namespace_labels(state, a.rt, a.namespace, new.as_ref().or(a.old));
+        let ns_labels = rules::namespace_labels(api, a.rt, a.namespace, new.as_ref().or(a.old));
         let mut mutated = false;
         for (hooks, is_mutating) in [(&self.mutating, true), (&self.validating, false)] {
             for (h, at) in hooks {
                 if !h.matches_selectors(ns_labels.as_ref(), new.as_ref(), a.old) {
                     continue;
                 }
-                let call = Call { state, a, h, at };
+                let call = Call { api, a, h, at };
                 if let Some(patched) = call.run(is_mutating, new.as_ref()).await? {
                     new = Some(patched);
                     mutated = true;
@@ -209,7 +208,7 @@ impl Matching {
 
 /// One webhook call of one write.
 struct Call<'a> {
-    state: &'a State,
+    api: &'a Apiserver,
     a: &'a Attributes<'a>,
     h: &'a Hook,
     /// The served version the webhook is called at.
@@ -234,8 +233,8 @@ impl Call<'_> {
             (new.cloned(), a.old.cloned())
         } else {
             (
-                convert_opt(self.state, rt, new.cloned(), at).await?,
-                convert_opt(self.state, rt, a.old.cloned(), at).await?,
+                convert_opt(self.api, rt, new.cloned(), at).await?,
+                convert_opt(self.api, rt, a.old.cloned(), at).await?,
             )
         };
         let review = review(a, at, new_at.as_ref(), old_at.as_ref());
@@ -266,7 +265,7 @@ impl Call<'_> {
         if at.version == rt.version {
             Ok(Some(patched))
         } else {
-            Ok(Some(convert_to(self.state, at, patched, rt).await?))
+            Ok(Some(convert_to(self.api, at, patched, rt).await?))
         }
     }
 }
@@ -291,13 +290,13 @@ async fn call_webhook(h: &Hook, review: &Value) -> Result<Option<Value>, ApiErro
 
 /// An optional object converted from `rt`'s version to `at`'s.
 async fn convert_opt(
-    state: &State,
+    api: &Apiserver,
     rt: &ResourceType,
     obj: Option<Value>,
     at: &ResourceType,
 ) -> Result<Option<Value>, ApiError> {
     match obj {
-        Some(o) => Ok(Some(convert_to(state, rt, o, at).await?)),
+        Some(o) => Ok(Some(convert_to(api, rt, o, at).await?)),
         None => Ok(None),
     }
 }

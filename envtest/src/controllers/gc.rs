@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::api::meta;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
+use crate::registry::context::Apiserver;
 use crate::registry::hooks::{FollowUps, Observer, Written};
 use crate::registry::rest::DeleteOpts;
 
@@ -26,26 +26,26 @@ pub(crate) struct Gc;
 
 impl Observer for Gc {
     /// Reacts to a committed write of an object (removed, or possibly marked for deletion).
-    fn observe(&self, state: &State, w: &Written, next: &mut FollowUps) {
+    fn observe(&self, api: &Apiserver, w: &Written, next: &mut FollowUps) {
         if w.rt.virtual_create {
             return;
         }
-        react(state, next, &w.rt, &w.obj, w.removed);
+        react(api, next, &w.rt, &w.obj, w.removed);
     }
 }
 
-fn react(state: &State, next: &mut FollowUps, rt: &ResourceType, obj: &Value, removed: bool) {
+fn react(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Value, removed: bool) {
     let uid = meta::meta_str(obj, "uid").unwrap_or("").to_string();
     if removed {
-        owner_gone(state, next, rt, obj, &uid);
+        owner_gone(api, next, rt, obj, &uid);
         // An owner in foreground deletion may have been waiting for this dependent.
         for r in refs(obj) {
-            if let Some((ort, owner)) = find_owner(state, obj, &r)
+            if let Some((ort, owner)) = find_owner(api, obj, &r)
                 && meta::finalizers(&owner)
                     .iter()
                     .any(|f| f == "foregroundDeletion")
             {
-                finish_foreground(state, next, &ort, &owner);
+                finish_foreground(api, next, &ort, &owner);
             }
         }
         return;
@@ -55,25 +55,25 @@ fn react(state: &State, next: &mut FollowUps, rt: &ResourceType, obj: &Value, re
     }
     let fins = meta::finalizers(obj);
     if fins.iter().any(|f| f == "orphan") {
-        for (drt, d) in dependents(state, rt, obj, &uid) {
-            drop_ref(state, next, &drt, &d, &uid);
+        for (drt, d) in dependents(api, rt, obj, &uid) {
+            drop_ref(api, next, &drt, &d, &uid);
         }
-        remove_finalizer(state, next, rt, obj, "orphan");
+        remove_finalizer(api, next, rt, obj, "orphan");
     } else if fins.iter().any(|f| f == "foregroundDeletion") {
-        for (drt, d) in dependents(state, rt, obj, &uid) {
+        for (drt, d) in dependents(api, rt, obj, &uid) {
             if meta::meta_str(&d, "deletionTimestamp").is_none() {
-                let policy = if dependents(state, &drt, &d, meta::meta_str(&d, "uid").unwrap_or(""))
+                let policy = if dependents(api, &drt, &d, meta::meta_str(&d, "uid").unwrap_or(""))
                     .is_empty()
                 {
                     "Background"
                 } else {
                     "Foreground"
                 };
-                delete_one(state, next, &drt, &d, policy);
+                delete_one(api, next, &drt, &d, policy);
             }
         }
-        if let Some(owner) = state.store.get_value(&rt.store_key(), &key_of(rt, obj)) {
-            finish_foreground(state, next, rt, &owner);
+        if let Some(owner) = api.store.get_value(&rt.store_key(), &key_of(rt, obj)) {
+            finish_foreground(api, next, rt, &owner);
         }
     }
 }
@@ -92,9 +92,9 @@ fn key_of(rt: &ResourceType, obj: &Value) -> (String, String) {
 }
 
 /// The live owner a reference of `dependent` points to (same uid), with its type.
-fn find_owner(state: &State, dependent: &Value, r: &Value) -> Option<(Arc<ResourceType>, Value)> {
+fn find_owner(api: &Apiserver, dependent: &Value, r: &Value) -> Option<(Arc<ResourceType>, Value)> {
     let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
-    let snap = state.registry.snapshot();
+    let snap = api.registry.snapshot();
     let ort = snap
         .types
         .iter()
@@ -104,14 +104,14 @@ fn find_owner(state: &State, dependent: &Value, r: &Value) -> Option<(Arc<Resour
         return None;
     }
     let okey = crate::registry::objects::okey(&ort, Some(meta::namespace(dependent)), s("name"));
-    let owner = state.store.get_value(&ort.store_key(), &okey)?;
+    let owner = api.store.get_value(&ort.store_key(), &okey)?;
     (meta::meta_str(&owner, "uid") == Some(s("uid"))).then_some((ort, owner))
 }
 
 /// Objects whose ownerReferences name `uid`, in the owner's namespace (or anywhere for a
 /// cluster-scoped owner).
 fn dependents(
-    state: &State,
+    api: &Apiserver,
     rt: &ResourceType,
     owner: &Value,
     uid: &str,
@@ -121,11 +121,11 @@ fn dependents(
     }
     let ns = rt.namespaced.then(|| meta::namespace(owner));
     let mut out = Vec::new();
-    for t in crate::registry::objects::collections(state) {
+    for t in crate::registry::objects::collections(api) {
         if ns.is_some() && !t.namespaced {
             continue;
         }
-        let Ok((_, items)) = state
+        let Ok((_, items)) = api
             .store
             .list(&t.store_key(), ns.filter(|_| t.namespaced), None)
         else {
@@ -145,22 +145,22 @@ fn dependents(
 }
 
 /// An owner with `uid` is gone: delete orphaned dependents, trim the others' references.
-fn owner_gone(state: &State, next: &mut FollowUps, rt: &ResourceType, owner: &Value, uid: &str) {
-    for (drt, d) in dependents(state, rt, owner, uid) {
+fn owner_gone(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, owner: &Value, uid: &str) {
+    for (drt, d) in dependents(api, rt, owner, uid) {
         let others_live = refs(&d)
             .iter()
             .filter(|r| r.get("uid").and_then(Value::as_str) != Some(uid))
-            .any(|r| find_owner(state, &d, r).is_some());
+            .any(|r| find_owner(api, &d, r).is_some());
         if others_live {
-            drop_ref(state, next, &drt, &d, uid);
+            drop_ref(api, next, &drt, &d, uid);
         } else if meta::meta_str(&d, "deletionTimestamp").is_none() {
-            delete_one(state, next, &drt, &d, "Background");
+            delete_one(api, next, &drt, &d, "Background");
         }
     }
 }
 
 fn delete_one(
-    state: &State,
+    api: &Apiserver,
     next: &mut FollowUps,
     rt: &Arc<ResourceType>,
     d: &Value,
@@ -172,12 +172,12 @@ fn delete_one(
         ..Default::default()
     };
     let ns = rt.namespaced.then(|| meta::namespace(d));
-    let _ = next.delete(state, rt, ns, meta::name(d), &opts);
+    let _ = next.delete(api, rt, ns, meta::name(d), &opts);
 }
 
 /// Rewrites `d` through the update path with `f`.
 fn modify(
-    state: &State,
+    api: &Apiserver,
     next: &mut FollowUps,
     rt: &Arc<ResourceType>,
     d: &Value,
@@ -185,7 +185,7 @@ fn modify(
 ) {
     let ns = rt.namespaced.then(|| meta::namespace(d));
     let served = rt.clone();
-    let _ = next.update(state, rt, ns, meta::name(d), |cur| {
+    let _ = next.update(api, rt, ns, meta::name(d), |cur| {
         let mut v = crate::registry::objects::served(cur, &served).into_owned();
         meta::remove_meta(&mut v, "resourceVersion");
         f(&mut v);
@@ -193,9 +193,9 @@ fn modify(
     });
 }
 
-fn drop_ref(state: &State, next: &mut FollowUps, rt: &Arc<ResourceType>, d: &Value, uid: &str) {
+fn drop_ref(api: &Apiserver, next: &mut FollowUps, rt: &Arc<ResourceType>, d: &Value, uid: &str) {
     let uid = uid.to_string();
-    modify(state, next, rt, d, move |v| {
+    modify(api, next, rt, d, move |v| {
         let kept: Vec<Value> = refs(v)
             .into_iter()
             .filter(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()))
@@ -204,8 +204,14 @@ fn drop_ref(state: &State, next: &mut FollowUps, rt: &Arc<ResourceType>, d: &Val
     });
 }
 
-fn remove_finalizer(state: &State, next: &mut FollowUps, rt: &ResourceType, obj: &Value, f: &str) {
-    let Some(rt) = state
+fn remove_finalizer(
+    api: &Apiserver,
+    next: &mut FollowUps,
+    rt: &ResourceType,
+    obj: &Value,
+    f: &str,
+) {
+    let Some(rt) = api
         .registry
         .snapshot()
         .get(&rt.group, &rt.version, &rt.plural)
@@ -214,7 +220,7 @@ fn remove_finalizer(state: &State, next: &mut FollowUps, rt: &ResourceType, obj:
         return;
     };
     let f = f.to_string();
-    modify(state, next, &rt, obj, move |v| {
+    modify(api, next, &rt, obj, move |v| {
         let kept: Vec<String> = meta::finalizers(v)
             .into_iter()
             .filter(|x| *x != f)
@@ -224,15 +230,15 @@ fn remove_finalizer(state: &State, next: &mut FollowUps, rt: &ResourceType, obj:
 }
 
 /// Removes `foregroundDeletion` once no dependent with `blockOwnerDeletion: true` is left.
-fn finish_foreground(state: &State, next: &mut FollowUps, rt: &ResourceType, owner: &Value) {
+fn finish_foreground(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, owner: &Value) {
     let uid = meta::meta_str(owner, "uid").unwrap_or("");
-    let blocking = dependents(state, rt, owner, uid).iter().any(|(_, d)| {
+    let blocking = dependents(api, rt, owner, uid).iter().any(|(_, d)| {
         refs(d).iter().any(|r| {
             r.get("uid").and_then(Value::as_str) == Some(uid)
                 && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
         })
     });
     if !blocking {
-        remove_finalizer(state, next, rt, owner, "foregroundDeletion");
+        remove_finalizer(api, next, rt, owner, "foregroundDeletion");
     }
 }

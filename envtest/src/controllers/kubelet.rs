@@ -26,11 +26,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
+use crate::registry::context::Apiserver;
 use crate::registry::rest::{self, DeleteOpts};
 use crate::registry::strategy::{finished, node_name, phase};
 use crate::storage::Start;
@@ -43,14 +44,15 @@ const NODE_IP: &str = "10.0.0.10";
 
 pub(crate) use crate::registry::context::KubeletConfig as Config;
 
-fn pod_type(state: &State) -> Option<Arc<ResourceType>> {
-    state.registry.snapshot().get("", "v1", "pods").cloned()
+fn pod_type(api: &Apiserver) -> Option<Arc<ResourceType>> {
+    api.registry.snapshot().get("", "v1", "pods").cloned()
 }
 
 /// The running kubelet's bookkeeping: Pods (by uid) with a start or stop already pending,
 /// and the next Pod IP.
 struct Kubelet {
-    state: Arc<State>,
+    api: Arc<Apiserver>,
+    shutdown: CancellationToken,
     cfg: Config,
     rt: Arc<ResourceType>,
     starting: Mutex<HashSet<String>>,
@@ -59,13 +61,14 @@ struct Kubelet {
 }
 
 /// Creates the simulated Node and starts the kubelet task (until the server shuts down).
-pub(crate) fn start(state: &Arc<State>, cfg: Config) {
-    create_node(state);
-    let Some(rt) = pod_type(state) else {
+pub(crate) fn start(api: &Arc<Apiserver>, shutdown: CancellationToken, cfg: Config) {
+    create_node(api);
+    let Some(rt) = pod_type(api) else {
         return;
     };
     let kubelet = Arc::new(Kubelet {
-        state: state.clone(),
+        api: api.clone(),
+        shutdown,
         cfg,
         rt,
         starting: Mutex::new(HashSet::new()),
@@ -76,8 +79,8 @@ pub(crate) fn start(state: &Arc<State>, cfg: Config) {
 }
 
 /// The Node object: Ready, with an address, capacity and node info.
-fn create_node(state: &Arc<State>) {
-    let Some(rt) = state.registry.snapshot().get("", "v1", "nodes").cloned() else {
+fn create_node(api: &Arc<Apiserver>) {
+    let Some(rt) = api.registry.snapshot().get("", "v1", "nodes").cloned() else {
         return;
     };
     let now = meta::now();
@@ -99,7 +102,7 @@ fn create_node(state: &Arc<State>) {
                 "systemUUID": ""}
         }
     });
-    if let Err(e) = rest::create_object(state, &rt, None, node, Default::default()) {
+    if let Err(e) = rest::create_object(api, &rt, None, node, Default::default()) {
         tracing::warn!(node = NODE_NAME, error = %e.message, "simulated node not created");
     }
 }
@@ -109,13 +112,9 @@ impl Kubelet {
     /// re-evaluating every Pod) whenever its stream is dropped.
     async fn run(self: Arc<Self>) {
         let key = self.rt.store_key();
-        let shutdown = self.state.shutdown.clone();
+        let shutdown = self.shutdown.clone();
         while !shutdown.is_cancelled() {
-            let Ok(mut sub) = self
-                .state
-                .store
-                .watch(&key, Start::Current { initial: true })
-            else {
+            let Ok(mut sub) = self.api.store.watch(&key, Start::Current { initial: true }) else {
                 return;
             };
             for (_, bytes) in std::mem::take(&mut sub.initial) {
@@ -175,7 +174,7 @@ impl Kubelet {
             crate::registry::objects::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
         tokio::spawn(async move {
             tokio::select! {
-                _ = me.state.shutdown.cancelled() => return,
+                _ = me.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}
             }
             let pending = if stop { &me.stopping } else { &me.starting };
@@ -192,7 +191,7 @@ impl Kubelet {
 
     /// The stored Pod at `key`, if it is still the one with `uid`.
     fn find(&self, key: &crate::storage::ObjKey, uid: &str) -> Option<Value> {
-        let pod = self.state.store.get_value(&self.rt.store_key(), key)?;
+        let pod = self.api.store.get_value(&self.rt.store_key(), key)?;
         (meta::meta_str(&pod, "uid") == Some(uid)).then_some(pod)
     }
 
@@ -238,7 +237,7 @@ impl Kubelet {
             ..Default::default()
         };
         let ns = meta::namespace(pod);
-        let _ = rest::delete_object(&self.state, &self.rt, Some(ns), meta::name(pod), &opts);
+        let _ = rest::delete_object(&self.api, &self.rt, Some(ns), meta::name(pod), &opts);
         tracing::debug!(namespace = ns, name = meta::name(pod), "pod stopped");
     }
 
@@ -252,7 +251,7 @@ impl Kubelet {
         let uid = meta::meta_str(pod, "uid").map(String::from);
         let ns = meta::namespace(pod);
         rest::update_object(
-            &self.state,
+            &self.api,
             &self.rt,
             Some(ns),
             meta::name(pod),

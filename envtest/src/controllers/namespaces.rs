@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::api::meta;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
+use crate::registry::context::Apiserver;
 use crate::registry::hooks::{FollowUps, Observer, Written};
 use crate::registry::objects::collections;
 
@@ -21,14 +21,14 @@ pub(crate) struct Namespaces;
 impl Observer for Namespaces {
     /// A removed namespaced object may empty its terminating namespace; a namespace marked for
     /// deletion has its contents deleted.
-    fn observe(&self, state: &State, w: &Written, next: &mut FollowUps) {
+    fn observe(&self, api: &Apiserver, w: &Written, next: &mut FollowUps) {
         if w.rt.virtual_create {
             return;
         }
         if w.removed {
-            after_remove(state, next, &w.rt, &w.obj);
+            after_remove(api, next, &w.rt, &w.obj);
         } else if meta::meta_str(&w.obj, "deletionTimestamp").is_some() {
-            after_mark(state, next, &w.rt, &w.obj);
+            after_mark(api, next, &w.rt, &w.obj);
         }
     }
 }
@@ -37,22 +37,18 @@ fn is_namespace(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.plural == "namespaces" && rt.crd.is_none()
 }
 
-fn namespace_type(state: &State) -> Option<Arc<ResourceType>> {
-    state
-        .registry
-        .snapshot()
-        .get("", "v1", "namespaces")
-        .cloned()
+fn namespace_type(api: &Apiserver) -> Option<Arc<ResourceType>> {
+    api.registry.snapshot().get("", "v1", "namespaces").cloned()
 }
 
 /// A namespace was just marked for deletion: delete its contents, then finish if empty.
-fn after_mark(state: &State, next: &mut FollowUps, rt: &ResourceType, obj: &Value) {
+fn after_mark(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Value) {
     if !is_namespace(rt) {
         return;
     }
     let ns = meta::name(obj).to_string();
-    for t in collections(state).into_iter().filter(|t| t.namespaced) {
-        let Ok((_, items)) = state.store.list(&t.store_key(), Some(&ns), None) else {
+    for t in collections(api).into_iter().filter(|t| t.namespaced) {
+        let Ok((_, items)) = api.store.list(&t.store_key(), Some(&ns), None) else {
             continue;
         };
         for ((_, name), bytes) in items {
@@ -60,41 +56,40 @@ fn after_mark(state: &State, next: &mut FollowUps, rt: &ResourceType, obj: &Valu
             if meta::meta_str(&o, "deletionTimestamp").is_some() {
                 continue;
             }
-            let _ = next.delete(state, &t, Some(&ns), &name, &Default::default());
+            let _ = next.delete(api, &t, Some(&ns), &name, &Default::default());
         }
     }
-    finish(state, next, &ns);
+    finish(api, next, &ns);
 }
 
 /// A namespaced object was removed: its terminating namespace may now be empty.
-fn after_remove(state: &State, next: &mut FollowUps, rt: &ResourceType, obj: &Value) {
+fn after_remove(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Value) {
     if rt.namespaced {
-        finish(state, next, meta::namespace(obj));
+        finish(api, next, meta::namespace(obj));
     }
 }
 
 /// Removes the `kubernetes` finalizer of terminating namespace `ns` once it holds nothing.
-fn finish(state: &State, next: &mut FollowUps, ns: &str) {
-    let Some(nrt) = namespace_type(state) else {
+fn finish(api: &Apiserver, next: &mut FollowUps, ns: &str) {
+    let Some(nrt) = namespace_type(api) else {
         return;
     };
     let key = (String::new(), ns.to_string());
-    let Some(n) = state.store.get_value(&nrt.store_key(), &key) else {
+    let Some(n) = api.store.get_value(&nrt.store_key(), &key) else {
         return;
     };
     if meta::meta_str(&n, "deletionTimestamp").is_none() {
         return;
     }
-    let occupied = collections(state).iter().filter(|t| t.namespaced).any(|t| {
-        state
-            .store
+    let occupied = collections(api).iter().filter(|t| t.namespaced).any(|t| {
+        api.store
             .list(&t.store_key(), Some(ns), None)
             .is_ok_and(|(_, items)| !items.is_empty())
     });
     if occupied {
         return;
     }
-    let _ = next.update(state, &nrt, None, ns, |cur| {
+    let _ = next.update(api, &nrt, None, ns, |cur| {
         let mut v = cur.clone();
         meta::remove_meta(&mut v, "resourceVersion");
         let kept: Vec<Value> = v

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::endpoints::State;
 use crate::endpoints::{self, Body};
-use crate::registry::context::State;
 use crate::registry::{ResourceType, Snapshot};
 
 /// The Kubernetes version reported: the minor matches the k8s-openapi feature (`v1_35`).

@@ -1,9 +1,11 @@
 //! Layer 4, the endpoints (kube-apiserver's `endpoints/handlers`): everything that speaks HTTP
-//! about resources. It may call `api`, `storage`, `registry` and `admission`; `server` calls it.
+//! about resources. It may call `api`, `faults`, `storage`, `registry` and `admission`; `server`
+//! calls it.
 //!
 //! * this file: what every handler speaks — the decoded request ([`Req`], its query, headers,
 //!   body and [`Warnings`]) and the responses ([`json`], [`bytes`], [`error`] `Status` bodies,
 //!   watch [`stream`]s); `server` decodes requests into it and writes its responses.
+//! * [`State`]: what the server and the handlers share (the registry layer, settings, faults).
 //! * [`router`]: the URL grammar, query strings and resourceVersion parameters.
 //! * [`handlers`]: one handler per verb (get, list, create, update, patch, delete, scale,
 //!   eviction), server-side apply, watch, serving at a non-storage version (`versioned`).
@@ -15,7 +17,10 @@ pub(crate) mod filter;
 pub(crate) mod handlers;
 pub(crate) mod openapi;
 pub(crate) mod router;
+mod state;
 pub(crate) mod table;
+
+pub(crate) use state::{Settings, State};
 
 use std::convert::Infallible;
 use std::sync::Arc;

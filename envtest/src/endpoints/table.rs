@@ -14,8 +14,8 @@ mod printers;
 use printers::Column;
 
 use crate::endpoints::Req;
+use crate::endpoints::State;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
 use crate::storage::partial_metadata;
 
 /// The Table media type of responses.

@@ -1,40 +1,27 @@
-//! What every layer above storage shares for one API server ([`State`]): the registry of
-//! served types, the store, fault injection, the settings fixed at start, the write observers
-//! (the controllers, [`super::hooks`]) and the shutdown token. Built once by `env`; the server,
-//! the handlers and the controllers take it by `Arc`.
+//! What the registry works on for one API server ([`Apiserver`]): the table of served types,
+//! the store, the per-kind options fixed at start and the write observers (the controllers,
+//! [`super::hooks`]). Built once by `env`; the registry's functions, admission and the
+//! controllers take it by reference, and the HTTP side holds it inside its own state
+//! (`endpoints::State`), which adds what only HTTP needs.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::Registry;
 use super::hooks::Observer;
-use crate::faults::Faults;
 use crate::storage::Store;
 
-/// Server settings fixed at start.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub token: Option<String>,
-    pub bookmark_interval: Duration,
-    pub max_watch: Duration,
-    /// How long a connection may take to send a request head, or sit idle between requests.
-    pub header_read_timeout: Duration,
-    /// Pods are scheduled, run and stopped by the simulated kubelet (`controllers::kubelet`).
-    pub kubelet: Option<KubeletConfig>,
-}
-
-/// Everything a request handler can reach.
-pub(crate) struct State {
+/// The registry layer of one API server.
+pub(crate) struct Apiserver {
+    /// The served resource types.
     pub registry: Registry,
+    /// Where objects are kept.
     pub store: Arc<Store>,
-    pub faults: Faults,
-    pub settings: Settings,
+    /// Pods are scheduled, run and stopped by the simulated kubelet (`controllers::kubelet`);
+    /// the pods strategy then deletes them gracefully.
+    pub kubelet: Option<KubeletConfig>,
     /// Run after every committed write, in order (`super::hooks::settle`).
     pub observers: Vec<Arc<dyn Observer>>,
-    pub shutdown: CancellationToken,
-    pub addr: std::net::SocketAddr,
 }
 
 /// How the simulated kubelet paces a Pod's life.

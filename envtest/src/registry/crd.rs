@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::context::State;
+use super::context::Apiserver;
 use super::{ResourceType, ScaleSpec, schema};
 use crate::api::meta;
 use crate::api::status::ApiError;
@@ -385,22 +385,21 @@ pub(crate) fn validate_custom(
 /// conversion, a CRD removed unregisters them, ends its watches and drops its objects; a custom
 /// object written while its CRD went away goes with it. Runs for every write, controllers or
 /// not (apiextensions-apiserver does this itself).
-pub(crate) fn after_commit(state: &State, rt: &ResourceType, obj: &Value, removed: bool) {
+pub(crate) fn after_commit(api: &Apiserver, rt: &ResourceType, obj: &Value, removed: bool) {
     if is_crd_type(rt) {
         let name = meta::name(obj);
         if removed {
-            state.registry.set_crd(name, Vec::new(), None);
+            api.registry.set_crd(name, Vec::new(), None);
             let key = store_key_of(obj);
-            state.store.close_watches(&key);
-            state.store.drop_collection(&key);
+            api.store.close_watches(&key);
+            api.store.drop_collection(&key);
         } else {
-            state
-                .registry
+            api.registry
                 .set_crd(name, types_of(obj), conversion_of(obj));
         }
     } else if let Some(crd) = &rt.crd
         && !removed
-        && !state
+        && !api
             .registry
             .snapshot()
             .types
@@ -408,6 +407,6 @@ pub(crate) fn after_commit(state: &State, rt: &ResourceType, obj: &Value, remove
             .any(|t| t.crd.as_deref() == Some(crd.as_str()))
     {
         // The CRD went away while this write was in flight: its objects go with it.
-        state.store.drop_collection(&rt.store_key());
+        api.store.drop_collection(&rt.store_key());
     }
 }

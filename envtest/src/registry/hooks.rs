@@ -1,7 +1,7 @@
 //! Write observers: how the in-process controllers (`controllers`: garbage collector,
 //! namespace lifecycle, CRD cleanup) follow the registry without re-entering it. Every write
 //! committed through [`super::rest`] (not a dry run) becomes a [`Written`] event, handed to
-//! each [`Observer`] registered in the [`State`](super::context::State). An observer reacts
+//! each [`Observer`] registered in the [`Apiserver`](super::context::Apiserver). An observer reacts
 //! with follow-up writes through [`FollowUps`]: each commits at once, and its own event is
 //! queued and observed after the current reaction — an iterative work list, never a nested
 //! call, so owner chains of any depth settle without recursion (kube-controller-manager's
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::ResourceType;
-use super::context::State;
+use super::context::Apiserver;
 use super::rest::{self, DeleteOpts, WriteOpts};
 use crate::api::status::ApiError;
 
@@ -57,7 +57,7 @@ impl Written {
 /// A controller that reacts to committed writes.
 pub(crate) trait Observer: Send + Sync {
     /// Reacts to `w`; writes go through `next`.
-    fn observe(&self, state: &State, w: &Written, next: &mut FollowUps);
+    fn observe(&self, api: &Apiserver, w: &Written, next: &mut FollowUps);
 }
 
 /// The follow-up writes of a reaction: committed at once, observed later (queued).
@@ -74,14 +74,14 @@ impl FollowUps {
     /// [`rest::update`] of the object `name`; `make` builds the new object from the stored one.
     pub fn update(
         &mut self,
-        state: &State,
+        api: &Apiserver,
         rt: &Arc<ResourceType>,
         ns: Option<&str>,
         name: &str,
         make: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Arc<Value>, ApiError> {
         let w = WriteOpts::default();
-        let (obj, removed) = rest::update(state, rt, ns, name, None, w, false, make)?;
+        let (obj, removed) = rest::update(api, rt, ns, name, None, w, false, make)?;
         self.push(Written::new(Verb::Update, rt, &obj, removed));
         Ok(obj)
     }
@@ -89,21 +89,21 @@ impl FollowUps {
     /// [`rest::delete`] of the object `name`.
     pub fn delete(
         &mut self,
-        state: &State,
+        api: &Apiserver,
         rt: &Arc<ResourceType>,
         ns: Option<&str>,
         name: &str,
         opts: &DeleteOpts,
     ) -> Result<(), ApiError> {
-        let (obj, removed) = rest::delete(state, rt, ns, name, opts)?;
+        let (obj, removed) = rest::delete(api, rt, ns, name, opts)?;
         self.push(Written::new(Verb::Delete, rt, &obj, removed));
         Ok(())
     }
 }
 
 /// Runs every observer on `first` and on every follow-up write, until none is left.
-pub(crate) fn settle(state: &State, first: Written) {
-    if state.observers.is_empty() {
+pub(crate) fn settle(api: &Apiserver, first: Written) {
+    if api.observers.is_empty() {
         return;
     }
     let mut next = FollowUps::default();
@@ -118,8 +118,8 @@ pub(crate) fn settle(state: &State, first: Written) {
             );
             return;
         }
-        for o in &state.observers {
-            o.observe(state, &w, &mut next);
+        for o in &api.observers {
+            o.observe(api, &w, &mut next);
         }
     }
 }

@@ -8,7 +8,8 @@
 //!   read one consistent table — including the webhook conversions of CRDs, swapped together
 //!   with the CRD's types. Built-ins ([`builtins`]) are registered at start, CRDs ([`crd`]) add
 //!   and remove theirs at run time.
-//! * [`context`]: the [`context::State`] every layer above shares.
+//! * [`context`]: [`context::Apiserver`], what the registry works on (types, store, options,
+//!   observers); the layers above take it by reference.
 //! * [`objects`]: store keys, type checks and the served form of objects.
 //! * [`rest`]: the generic create / update / delete of one object, with the per-kind rules of
 //!   [`strategy`] and [`crd`], the managedFields of [`fieldmanager`] and the structural schemas

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::ResourceType;
-use super::context::State;
+use super::context::Apiserver;
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::storage::ObjKey;
@@ -72,9 +72,8 @@ pub(crate) fn check_type(
 }
 
 /// The other served versions of the same resource (for multi-version custom resources).
-pub(crate) fn siblings(state: &State, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
-    state
-        .registry
+pub(crate) fn siblings(api: &Apiserver, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
+    api.registry
         .snapshot()
         .types
         .iter()
@@ -109,8 +108,8 @@ pub(crate) fn served<'a>(obj: &'a Value, rt: &ResourceType) -> std::borrow::Cow<
 }
 
 /// One type per stored collection (views and virtual types skipped).
-pub(crate) fn collections(state: &State) -> Vec<Arc<ResourceType>> {
-    let snap = state.registry.snapshot();
+pub(crate) fn collections(api: &Apiserver) -> Vec<Arc<ResourceType>> {
+    let snap = api.registry.snapshot();
     let mut out: Vec<Arc<ResourceType>> = Vec::new();
     for t in &snap.types {
         if t.virtual_create || t.view.is_some() {

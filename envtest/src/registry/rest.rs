@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::hooks::{self, Verb, Written};
-use super::{ResourceType, context::State, crd, objects, strategy};
+use super::{ResourceType, context::Apiserver, crd, objects, strategy};
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::{self, FieldCause};
@@ -43,15 +43,15 @@ pub(crate) struct DeleteOpts {
 
 /// Creates `obj` (already type-checked) in `url_ns`, then runs the write observers.
 pub(crate) fn create_object(
-    state: &State,
+    api: &Apiserver,
     rt: &Arc<ResourceType>,
     url_ns: Option<&str>,
     obj: Value,
     w: WriteOpts<'_>,
 ) -> Result<Arc<Value>, ApiError> {
-    let out = create(state, rt, url_ns, obj, w)?;
+    let out = create(api, rt, url_ns, obj, w)?;
     if !w.dry_run {
-        hooks::settle(state, Written::new(Verb::Create, rt, &out, false));
+        hooks::settle(api, Written::new(Verb::Create, rt, &out, false));
     }
     Ok(out)
 }
@@ -59,7 +59,7 @@ pub(crate) fn create_object(
 /// The create itself: identity, strategy, validation, commit and the registry's own effects
 /// (no observers).
 pub(crate) fn create(
-    state: &State,
+    api: &Apiserver,
     rt: &Arc<ResourceType>,
     url_ns: Option<&str>,
     mut obj: Value,
@@ -69,7 +69,7 @@ pub(crate) fn create(
     let name = meta::name(&obj).to_string();
     strategy::validate(rt, &mut obj)?;
     if rt.namespaced {
-        strategy::ensure_namespace(state, rt, &ns, &name)?;
+        strategy::ensure_namespace(api, rt, &ns, &name)?;
     }
     // managedFields given on create (server-side apply's first entry) are kept.
     let managed = obj
@@ -99,7 +99,7 @@ pub(crate) fn create(
     }
     let key = rt.store_key();
     let okey = objects::okey(rt, Some(&ns), &name);
-    let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
+    let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
@@ -111,7 +111,7 @@ pub(crate) fn create(
         }
     };
     if !w.dry_run {
-        crd::after_commit(state, rt, &stored, false);
+        crd::after_commit(api, rt, &stored, false);
     }
     Ok(stored)
 }
@@ -159,7 +159,7 @@ fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<
 /// Returns the resulting object and whether it was removed.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn update_object(
-    state: &State,
+    api: &Apiserver,
     rt: &Arc<ResourceType>,
     ns: Option<&str>,
     name: &str,
@@ -168,9 +168,9 @@ pub(crate) fn update_object(
     put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
-    let (obj, removed) = update(state, rt, ns, name, sub, w, put, make)?;
+    let (obj, removed) = update(api, rt, ns, name, sub, w, put, make)?;
     if !w.dry_run {
-        hooks::settle(state, Written::new(Verb::Update, rt, &obj, removed));
+        hooks::settle(api, Written::new(Verb::Update, rt, &obj, removed));
     }
     Ok((obj, removed))
 }
@@ -178,7 +178,7 @@ pub(crate) fn update_object(
 /// The update itself (no observers): see [`update_object`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn update(
-    state: &State,
+    api: &Apiserver,
     rt: &Arc<ResourceType>,
     ns: Option<&str>,
     name: &str,
@@ -190,8 +190,8 @@ pub(crate) fn update(
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
-    let sibs = objects::siblings(state, rt);
-    let out = state.store.commit(&key, &okey, w.dry_run, |cur| {
+    let sibs = objects::siblings(api, rt);
+    let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
@@ -247,7 +247,7 @@ pub(crate) fn update(
         Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
     };
     if !w.dry_run {
-        crd::after_commit(state, rt, &obj, removed);
+        crd::after_commit(api, rt, &obj, removed);
     }
     Ok((obj, removed))
 }
@@ -325,15 +325,15 @@ fn check_preconditions(
 /// Deletes or marks one object, then runs the write observers; returns it and whether it is
 /// gone.
 pub(crate) fn delete_object(
-    state: &State,
+    api: &Apiserver,
     rt: &Arc<ResourceType>,
     ns: Option<&str>,
     name: &str,
     opts: &DeleteOpts,
 ) -> Result<(Arc<Value>, bool), ApiError> {
-    let (obj, removed) = delete(state, rt, ns, name, opts)?;
+    let (obj, removed) = delete(api, rt, ns, name, opts)?;
     if !opts.dry_run {
-        hooks::settle(state, Written::new(Verb::Delete, rt, &obj, removed));
+        hooks::settle(api, Written::new(Verb::Delete, rt, &obj, removed));
     }
     Ok((obj, removed))
 }
@@ -341,7 +341,7 @@ pub(crate) fn delete_object(
 /// The delete itself (no observers): preconditions, the propagation policy's finalizer, the
 /// kind's deletion rules, then the object is removed or marked.
 pub(crate) fn delete(
-    state: &State,
+    api: &Apiserver,
     rt: &Arc<ResourceType>,
     ns: Option<&str>,
     name: &str,
@@ -349,7 +349,7 @@ pub(crate) fn delete(
 ) -> Result<(Arc<Value>, bool), ApiError> {
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
-    let out = state.store.commit(&key, &okey, opts.dry_run, |cur| {
+    let out = api.store.commit(&key, &okey, opts.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
@@ -377,7 +377,7 @@ pub(crate) fn delete(
                 fins.push(f.to_string());
                 meta::set_meta(&mut new, "finalizers", json!(fins));
             }
-        if let Some(change) = strategy::pod_graceful_delete(state, rt, cur, &new, opts.grace) {
+        if let Some(change) = strategy::pod_graceful_delete(api, rt, cur, &new, opts.grace) {
             return Ok(change);
         }
         let is_ns = strategy::namespace_finalizers(rt, &new);
@@ -404,7 +404,7 @@ pub(crate) fn delete(
         Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
     };
     if !opts.dry_run {
-        crd::after_commit(state, rt, &obj, removed);
+        crd::after_commit(api, rt, &obj, removed);
     }
     Ok((obj, removed))
 }

@@ -11,7 +11,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::ResourceType;
-use super::context::State;
+use super::context::Apiserver;
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::storage::Change;
@@ -55,13 +55,13 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
 
 /// Namespaced creates need an existing namespace that is not terminating.
 pub(crate) fn ensure_namespace(
-    state: &State,
+    api: &Apiserver,
     rt: &ResourceType,
     ns: &str,
     name: &str,
 ) -> Result<(), ApiError> {
     let key = (String::new(), "namespaces".to_string());
-    match state.store.get_value(&key, &(String::new(), ns.to_string())) {
+    match api.store.get_value(&key, &(String::new(), ns.to_string())) {
         None => Err(ApiError::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_details(json!({"name": ns, "kind": "namespaces"}))),
         Some(n) if meta::meta_str(&n, "deletionTimestamp").is_some() => Err(ApiError::new(
             403,
@@ -202,13 +202,13 @@ fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
 /// does (`new` is `cur` with the propagation policy's finalizer added). `None` when the
 /// ordinary delete path applies (simulation off, not a Pod).
 pub(crate) fn pod_graceful_delete(
-    state: &State,
+    api: &Apiserver,
     rt: &ResourceType,
     cur: &Value,
     new: &Value,
     requested: Option<i64>,
 ) -> Option<Change> {
-    if state.settings.kubelet.is_none() || !is(rt, "", "pods") {
+    if api.kubelet.is_none() || !is(rt, "", "pods") {
         return None;
     }
     let mut new = new.clone();

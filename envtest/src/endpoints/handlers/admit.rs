@@ -16,9 +16,9 @@ use crate::api::meta;
 use crate::api::patch::{Patch, Target};
 use crate::api::status::ApiError;
 use crate::endpoints::Req;
+use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
 
 /// Admission of a write request: `Some` with the object a mutating webhook produced (to be
 /// written instead of the request's body or patch), `None` when nothing changed it (or nothing

@@ -8,9 +8,9 @@ use http::Response;
 use serde_json::Value;
 
 use crate::api::status::ApiError;
+use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{Body, Req};
-use crate::registry::context::State;
 use crate::registry::rest::create_object;
 
 /// POST of the request's body, or of `admitted`, the object admission produced from it.

@@ -12,10 +12,10 @@ use serde_json::json;
 use crate::api::meta;
 use crate::api::status::{self, ApiError};
 use crate::api::validation::FieldCause;
+use crate::endpoints::State;
 use crate::endpoints::filter::Filter;
 use crate::endpoints::router::{Query, ResourceRoute};
 use crate::endpoints::{self, Body, Req};
-use crate::registry::context::State;
 use crate::registry::rest::{DeleteOpts, delete_object};
 
 /// Decodes the request's DeleteOptions strictly, as upstream's handler does: the query

@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use super::delete;
 use crate::api::status::ApiError;
+use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{self, Body, Req};
-use crate::registry::context::State;
 use crate::{api::meta, api::status};
 
 pub(crate) fn handle(

@@ -27,10 +27,10 @@ use http::{Method, Response};
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::endpoints::State;
 use crate::endpoints::router::{Query, ResourceRoute};
 use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::registry::context::State;
 use crate::registry::rest::WriteOpts;
 use crate::storage::partial_metadata;
 

@@ -11,11 +11,11 @@ use http::Response;
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use crate::endpoints::State;
 use crate::endpoints::filter::Filter;
 use crate::endpoints::router::{ResourceRoute, parse_rv, too_large};
 use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::registry::context::State;
 use crate::storage::{ObjKey, parse, partial_metadata};
 
 pub(crate) fn get(

@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use crate::api::meta;
 use crate::api::patch::{Patch, Target};
 use crate::api::status::ApiError;
+use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{self, Body, Req};
-use crate::registry::context::State;
 use crate::registry::rest::{WriteOpts, update_object};
 use crate::registry::{ResourceType, ScaleSpec};
 

@@ -15,9 +15,9 @@ use crate::api::meta;
 use crate::api::patch::{Patch, Target};
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
+use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{Body, Req};
-use crate::registry::context::State;
 use crate::registry::rest::update_object;
 
 /// PUT of the request's body, or of `admitted`: the object admission produced from the body or

@@ -27,10 +27,10 @@ use super::{self as verbs, admit, write_opts};
 use crate::admission::Op;
 use crate::api::meta;
 use crate::api::status::ApiError;
+use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::registry::context::State;
 use crate::registry::conversion::{Conversion, review};
 use crate::registry::crd;
 

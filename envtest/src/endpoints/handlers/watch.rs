@@ -15,12 +15,12 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::api::status::ApiError;
+use crate::endpoints::State;
 use crate::endpoints::filter::Filter;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::router::parse_rv;
 use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::registry::context::State;
 use crate::storage::{
     Event, EventType, Start, Subscription, encode_line, parse, partial_metadata, push_line,
 };

@@ -14,9 +14,9 @@ use crate::admission::Op;
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::endpoints::Req;
+use crate::endpoints::State;
 use crate::endpoints::handlers::admit;
 use crate::endpoints::router::ResourceRoute;
-use crate::registry::context::State;
 use crate::registry::rest::{self, WriteOpts};
 
 const GROUP: &str = "admissionregistration.k8s.io";

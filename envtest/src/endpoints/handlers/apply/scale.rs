@@ -13,9 +13,9 @@ use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
 use crate::endpoints::Req;
+use crate::endpoints::State;
 use crate::endpoints::handlers::{self as verbs, write_opts};
 use crate::endpoints::router::ResourceRoute;
-use crate::registry::context::State;
 use crate::registry::fieldmanager::fieldset::{FieldSet, Path};
 use crate::registry::fieldmanager::managed::{self, Conflict, Entry};
 
