@@ -1,7 +1,6 @@
-//! Type-specific rules of a few built-ins applied on writes (spec §1.6.1 item 7, §1.16): Secret
-//! `stringData` folded into `data`, Namespace label / finalizer / phase, and the create-only
-//! review resources (tokenreviews, subjectaccessreviews) answered without storing anything.
-//! CRDs have their own module, `crd`.
+//! The create-only review resources (tokenreviews, subjectaccessreviews): a POST is answered
+//! with an allowing status and nothing is stored. (The per-kind rules of ordinary writes are
+//! `registry::strategy`.)
 
 use http::Response;
 use serde_json::json;
