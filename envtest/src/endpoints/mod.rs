@@ -52,7 +52,7 @@ pub(crate) struct Req {
     pub body: Bytes,
     /// Warnings for the client, written as `Warning` headers on the response.
     pub warnings: Warnings,
-    /// The type the client asked for, when `conversion` serves the request at the storage
+    /// The type the client asked for, when `handlers::versioned` serves the request at the storage
     /// version (admission reviews name it as `requestKind`).
     pub served_as: Option<Arc<ResourceType>>,
 }
