@@ -106,6 +106,7 @@
 mod admission;
 mod api;
 mod apply;
+pub(crate) mod auth;
 mod builtins;
 mod conversion;
 mod crd;
