@@ -146,6 +146,11 @@ fn self_reviews_answer_for_the_caller() {
         who["status"]["userInfo"],
         json!({"username": "alice", "groups": ["system:authenticated"]})
     );
+}
+
+#[test]
+fn self_subject_rules_reviews_list_the_callers_rules() {
+    let a = auth();
     let rules = answer(
         &a,
         &alice(),
