@@ -147,7 +147,7 @@ mod tests {
             json!({"metadata": {"name": "imp"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "imp"},
             "subjects": [{"kind": "User", "name": "alice"}]}),
         );
-        Auth::new("adm".into(), store, super::super::Mode::Rbac)
+        Auth::new("adm".into(), store, super::super::Authorization::Rbac)
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {

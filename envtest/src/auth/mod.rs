@@ -75,9 +75,10 @@ impl UserInfo {
     }
 }
 
-/// Whether requests are authorized by RBAC or all allowed (`--authorization AlwaysAllow`).
+/// How requests are authorized: by RBAC (the default, as Go's envtest runs kube-apiserver), or
+/// every authenticated request allowed (`ctrl-envtest serve --authorization AlwaysAllow`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Mode {
+pub enum Authorization {
     /// RBAC, with the `system:masters` bypass (kube-apiserver's default chain).
     #[default]
     Rbac,
@@ -88,7 +89,7 @@ pub(crate) enum Mode {
 /// Authentication and authorization of one API server.
 pub(crate) struct Auth {
     pub authn: authn::Authenticator,
-    pub mode: Mode,
+    pub mode: Authorization,
     store: Arc<Store>,
 }
 
@@ -108,7 +109,7 @@ impl Decision {
 
 impl Auth {
     /// Authentication with this admin token, reading objects from `store`.
-    pub fn new(admin_token: String, store: Arc<Store>, mode: Mode) -> Self {
+    pub fn new(admin_token: String, store: Arc<Store>, mode: Authorization) -> Self {
         Auth {
             authn: authn::Authenticator::new(admin_token, store.clone()),
             mode,
@@ -117,9 +118,9 @@ impl Auth {
     }
 
     /// The decision for `user` doing `attrs`: `system:masters` first, then RBAC (or every
-    /// request under [`Mode::AlwaysAllow`]).
+    /// request under [`Authorization::AlwaysAllow`]).
     pub fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Decision {
-        if user.is_master() || self.mode == Mode::AlwaysAllow {
+        if user.is_master() || self.mode == Authorization::AlwaysAllow {
             return Decision::Allow(String::new());
         }
         rbac::authorize(&self.store, user, attrs)
@@ -131,6 +132,40 @@ impl Auth {
             Decision::Allow(_) => Ok(()),
             Decision::Deny(reason) => Err(attributes::forbidden(user, attrs, &reason)),
         }
+    }
+
+    /// The user a request acts as, or the Status to answer instead: 401 without credentials
+    /// this server accepts (anonymous requests only where `public`: health and version), 403
+    /// when an impersonation or the request itself is not allowed. `param` looks up a decoded
+    /// query parameter.
+    pub fn filter<'q>(
+        &self,
+        method: &str,
+        path: &str,
+        param: impl Fn(&str) -> Option<&'q str>,
+        headers: &http::HeaderMap,
+        public: bool,
+    ) -> Result<UserInfo, ApiError> {
+        let unauthorized = || ApiError::new(401, "Unauthorized", "Unauthorized");
+        let header = headers
+            .get(http::header::AUTHORIZATION)
+            .map(|v| v.to_str().unwrap_or(""));
+        let user = match self.authn.authenticate(header) {
+            Ok(Some(u)) => u,
+            Ok(None) if public => {
+                return Ok(UserInfo::new(
+                    "system:anonymous",
+                    vec!["system:unauthenticated".into()],
+                ));
+            }
+            _ => return Err(unauthorized()),
+        };
+        let user = impersonate::impersonate(self, &user, headers)?.unwrap_or(user);
+        let attrs = Attributes::from_request(method, path, param);
+        self.check(&user, &attrs).inspect_err(|e| {
+            tracing::debug!(user = %user.name, verb = %attrs.verb, resource = %attrs.combined_resource(), namespace = %attrs.namespace, path, reason = %e.message, "forbidden");
+        })?;
+        Ok(user)
     }
 
     /// The store RBAC reads.

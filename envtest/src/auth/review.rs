@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::attributes::Attributes;
 use super::token::{self, Claims};
-use super::{Auth, Decision, MASTERS, Mode, UserInfo, rbac};
+use super::{Auth, Authorization, Decision, MASTERS, UserInfo, rbac};
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
 
@@ -193,7 +193,7 @@ fn self_rules_review(auth: &Auth, user: &UserInfo, spec: &Value) -> Result<Value
     }
     let mut resource = Vec::new();
     let mut non_resource = Vec::new();
-    if user.groups.iter().any(|g| g == MASTERS) || auth.mode == Mode::AlwaysAllow {
+    if user.groups.iter().any(|g| g == MASTERS) || auth.mode == Authorization::AlwaysAllow {
         resource.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
         non_resource.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
     }
@@ -222,9 +222,34 @@ const MIN_EXPIRATION: i64 = 600;
 const MAX_EXPIRATION: i64 = 1 << 32;
 const DEFAULT_EXPIRATION: i64 = 3600;
 
-/// `POST …/serviceaccounts/<name>/token`: a token for the ServiceAccount `sa` (its stored
-/// object), valid for `spec.audiences` (default: this server) for `spec.expirationSeconds`.
-pub(crate) fn token_request(auth: &Auth, sa: &Value, mut req: Value) -> Result<Value, ApiError> {
+/// `POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token` with the decoded body: a
+/// token for the ServiceAccount (404 when it does not exist).
+pub(crate) fn token_request_for(
+    auth: &Auth,
+    ns: &str,
+    name: &str,
+    body: Value,
+) -> Result<Value, ApiError> {
+    let kind = body
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("TokenRequest");
+    if kind != "TokenRequest" {
+        return Err(ApiError::bad_request(format!(
+            "the body of a token request must be a TokenRequest, not {kind:?}"
+        )));
+    }
+    let key = (String::new(), "serviceaccounts".to_string());
+    let sa = auth
+        .store()
+        .get_value(&key, &(ns.to_string(), name.to_string()))
+        .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
+    token_request(auth, &sa, body)
+}
+
+/// A token for the ServiceAccount `sa` (its stored object), valid for `spec.audiences`
+/// (default: this server) for `spec.expirationSeconds`.
+fn token_request(auth: &Auth, sa: &Value, mut req: Value) -> Result<Value, ApiError> {
     let mut spec = req.get("spec").cloned().unwrap_or(json!({}));
     if !req.is_object() || !spec.is_object() {
         return Err(ApiError::bad_request(

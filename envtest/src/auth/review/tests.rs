@@ -38,7 +38,7 @@ fn auth() -> Auth {
         "a",
         json!({"metadata": {"name": "sa", "namespace": "a", "uid": "sa-uid"}}),
     );
-    Auth::new("adm".into(), store, Mode::Rbac)
+    Auth::new("adm".into(), store, Authorization::Rbac)
 }
 
 fn alice() -> UserInfo {
