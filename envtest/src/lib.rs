@@ -111,9 +111,11 @@ mod faults;
 mod registry;
 mod server;
 mod storage;
+mod tls;
 mod webhook_client;
 
 pub use admission::WebhookConfiguration;
+pub use auth::Authorization;
 pub use controllers::kubelet::NODE_NAME as SIMULATED_NODE;
 pub use env::{Environment, EnvironmentBuilder, Error};
 pub use faults::{FaultMatch, FaultStatus, Faults, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb};

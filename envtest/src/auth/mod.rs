@@ -101,12 +101,6 @@ pub(crate) enum Decision {
     Deny(String),
 }
 
-impl Decision {
-    pub fn allowed(&self) -> bool {
-        matches!(self, Decision::Allow(_))
-    }
-}
-
 impl Auth {
     /// Authentication with this admin token, reading objects from `store`.
     pub fn new(admin_token: String, store: Arc<Store>, mode: Authorization) -> Self {

@@ -16,16 +16,6 @@ use super::{Auth, Authorization, Decision, MASTERS, UserInfo, rbac};
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
 
-/// The plurals answered here (group, plural): every one is create-only.
-pub(crate) const REVIEWS: &[(&str, &str)] = &[
-    ("authentication.k8s.io", "tokenreviews"),
-    ("authentication.k8s.io", "selfsubjectreviews"),
-    ("authorization.k8s.io", "subjectaccessreviews"),
-    ("authorization.k8s.io", "selfsubjectaccessreviews"),
-    ("authorization.k8s.io", "selfsubjectrulesreviews"),
-    ("authorization.k8s.io", "localsubjectaccessreviews"),
-];
-
 /// The review object `obj` (a create of `plural` by `user`, in `namespace` for the local
 /// review) with its `status` filled in.
 pub(crate) fn answer(

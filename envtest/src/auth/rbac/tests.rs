@@ -62,7 +62,7 @@ fn alice() -> UserInfo {
 }
 
 fn allowed(store: &Store, u: &UserInfo, a: &Attributes) -> bool {
-    authorize(store, u, a).allowed()
+    matches!(authorize(store, u, a), Decision::Allow(_))
 }
 
 #[test]
