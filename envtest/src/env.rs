@@ -397,7 +397,7 @@ impl std::fmt::Debug for Environment {
 }
 
 impl Environment {
-    /// A builder with defaults: OS-chosen port, no CRDs, no token.
+    /// A builder with defaults: OS-chosen port, no CRDs, a random admin token, RBAC.
     pub fn builder() -> EnvironmentBuilder {
         EnvironmentBuilder::default()
     }
