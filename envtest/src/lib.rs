@@ -107,6 +107,7 @@ mod admission;
 mod api;
 mod apply;
 mod builtins;
+pub(crate) mod cel;
 mod conversion;
 mod crd;
 mod discovery;
