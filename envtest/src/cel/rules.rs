@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 
 use crate::api::validation::FieldCause;
 
-use super::env::{COST_EXCEEDED, Meter};
+use super::env::{COST_EXCEEDED, COST_FN, Meter};
 use super::program::{self, Bound, Program, Scope};
 use super::values::to_cel;
 use super::{PER_CALL_LIMIT, RUNTIME_BUDGET};
@@ -225,8 +225,13 @@ impl Walk {
         }
         let vars = bindings(n, rule.optional_old_self);
         let meter = Meter::new(PER_CALL_LIMIT);
-        let result = program.run(&vars, &meter);
-        if !self.spend(n, &ty, meter.spent() + 1) {
+        let mut result = program.run(&vars, &meter);
+        if meter.spent() > PER_CALL_LIMIT {
+            // cel-rust's `all`/`exists` absorb an element's error a later element may override;
+            // cel-go cancels the evaluation outright.
+            result = Err(cel::ExecutionError::function_error(COST_FN, COST_EXCEEDED));
+        }
+        if !self.spend(n, &ty, meter.spent().min(PER_CALL_LIMIT) + 1) {
             return;
         }
         let detail = match result {

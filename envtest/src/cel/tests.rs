@@ -318,3 +318,22 @@ fn root_rules_see_name_but_not_other_metadata() {
         1
     );
 }
+
+#[test]
+fn runtime_cost_limit_stops_a_pathological_rule() {
+    let list = json!({"type": "array", "maxItems": 1000, "items": {"type": "integer"},
+        "x-kubernetes-validations": [{"rule": "self.all(x, self.all(y, x + y >= 0))"}, {"rule": "false"}]});
+    let schema = widget(list);
+    let items: Vec<i64> = (0..1000).collect();
+    let got = errors(&schema, json!({"spec": items}), None);
+    assert_eq!(
+        got,
+        [
+            "spec: Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.all(x, self.all(y, x + y >= 0))"
+        ]
+    );
+    assert!(
+        errors(&schema, json!({"spec": [1, 2, 3]}), None).len() == 1,
+        "small lists run (and `false` fails)"
+    );
+}

@@ -14,6 +14,11 @@ use cel::{Context, Env, ExecutionError};
 
 pub(crate) use net::{parse_cidr, parse_ip};
 
+/// Whether `s` is a URL as `isURL` accepts it.
+pub(crate) fn is_url(s: &str) -> bool {
+    url::Url::parse(s).is_some()
+}
+
 /// A function's error, as cel-go words them: `<function>: <message>`.
 pub(super) fn fail(function: &str, message: impl ToString) -> ExecutionError {
     ExecutionError::function_error(function, message)
