@@ -12,12 +12,14 @@
 //! - [`rules`]: evaluating a CRD's rules on an object (and its old version) with ratcheting;
 //! - [`crd`]: checking a CRD's rules when the CRD is written;
 //! - [`format`]: the `format` keyword's checks;
+//! - [`policy`]: the expressions of ValidatingAdmissionPolicies;
 //! - [`ratchet`]: dropping schema errors about values unchanged by an update.
 
 pub(crate) mod crd;
 pub(crate) mod env;
 pub(crate) mod format;
 pub(crate) mod library;
+pub(crate) mod policy;
 pub(crate) mod program;
 pub(crate) mod ratchet;
 pub(crate) mod rules;
