@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 use crate::api::validation::FieldCause;
 
 use super::env::{COST_EXCEEDED, COST_FN, Meter};
-use super::program::{self, Bound, Program, Scope};
+use super::program::{self, Bound, Scope};
 use super::values::to_cel;
 use super::{PER_CALL_LIMIT, RUNTIME_BUDGET};
 
@@ -236,7 +236,7 @@ impl Walk {
         }
         let detail = match result {
             Ok(cel::Value::Bool(true)) => return,
-            Ok(cel::Value::Bool(false)) => self.message(n, rule, scope, &vars),
+            Ok(cel::Value::Bool(false)) => self.message(rule, scope, &vars),
             Ok(other) => {
                 return self.invalid(
                     n,
@@ -298,7 +298,7 @@ impl Walk {
 
     /// The failure detail: `messageExpression` if it evaluates to a usable string, else
     /// `message`, else `failed rule: <rule>`.
-    fn message(&mut self, n: &Node, rule: &Rule, scope: &Scope, vars: &[(&str, Bound)]) -> String {
+    fn message(&mut self, rule: &Rule, scope: &Scope, vars: &[(&str, Bound)]) -> String {
         if let Some(src) = rule.message_expression
             && let Ok(p) = program::compile(src, scope)
         {
