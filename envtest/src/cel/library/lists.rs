@@ -101,7 +101,11 @@ fn position<'b, 'v>(
         return Err(fail("indexOf", "not a list"));
     };
     let mut found = items.iter().enumerate().filter(|(_, v)| **v == needle);
-    let at = if last { found.last() } else { found.next() };
+    let at = if last {
+        found.next_back()
+    } else {
+        found.next()
+    };
     let index = at.map_or(-1, |(i, _)| i as i64);
     Ok(CowVal::Owned(Value::Int(index).try_into()?))
 }

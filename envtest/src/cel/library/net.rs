@@ -157,9 +157,11 @@ fn register_predicates(ctx: &mut Context) -> Result<(), cel::DeclarationError> {
     ctx.add_function("isGlobalUnicast", |This(v): This<Value>| {
         ip_of(&v, "isGlobalUnicast").map(|i| match i {
             IpAddr::V4(a) => {
-                !(a.is_unspecified() || a.is_loopback() || a.is_link_local())
-                    && !a.is_multicast()
-                    && !a.is_broadcast()
+                !(a.is_unspecified()
+                    || a.is_loopback()
+                    || a.is_link_local()
+                    || a.is_multicast()
+                    || a.is_broadcast())
             }
             IpAddr::V6(a) => {
                 !(a.is_unspecified() || a.is_loopback() || a.is_multicast())
