@@ -10,7 +10,9 @@
 //! functions cost a tenth of the string's `maxLength`) without its exact constants.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, Expr, IdedExpr, LiteralValue};
 use cel::common::types::CelOptional;
@@ -84,9 +86,29 @@ pub(crate) struct Program {
 /// A compile error, worded as cel-go's (`ERROR: <input>:1:5: undefined field 'x'`).
 pub(crate) type CompileError = String;
 
+/// Parses `source`, remembering the result: the same rules run on every write of a kind, and
+/// parsing is what costs (the checks below are quick walks of the tree).
+fn parse(source: &str) -> Result<Arc<cel::Program>, CompileError> {
+    static CACHE: LazyLock<Mutex<HashMap<String, Result<Arc<cel::Program>, CompileError>>>> =
+        LazyLock::new(Default::default);
+    if let Some(hit) = CACHE.lock().get(source) {
+        return hit.clone();
+    }
+    let parsed = env::env()
+        .compile(source)
+        .map(Arc::new)
+        .map_err(|e| e.to_string());
+    let mut cache = CACHE.lock();
+    if cache.len() > 4096 {
+        cache.clear();
+    }
+    cache.insert(source.to_string(), parsed.clone());
+    parsed
+}
+
 /// Compiles `source` for `scope`.
 pub(crate) fn compile(source: &str, scope: &Scope) -> Result<Program, CompileError> {
-    let parsed = env::env().compile(source).map_err(|e| e.to_string())?;
+    let parsed = parse(source)?;
     let ast = parsed.expression();
     let mut checker = Checker {
         scope: scope.clone(),

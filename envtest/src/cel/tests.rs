@@ -337,3 +337,15 @@ fn runtime_cost_limit_stops_a_pathological_rule() {
         "small lists run (and `false` fails)"
     );
 }
+
+#[test]
+fn formatted_fields_are_timestamps_and_durations() {
+    let obj = json!({"type": "object", "properties": {
+        "start": {"type": "string", "format": "date-time"}, "end": {"type": "string", "format": "date-time"},
+        "every": {"type": "string", "format": "duration"}}});
+    ok(
+        "self.start < self.end && self.every >= duration('1m') && self.end - self.start == duration('1h')",
+        obj,
+        json!({"start": "2024-01-01T00:00:00Z", "end": "2024-01-01T01:00:00Z", "every": "5m"}),
+    );
+}

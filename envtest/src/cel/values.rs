@@ -5,7 +5,9 @@
 //! binds whole objects (no schema) to `object` / `oldObject`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use base64::Engine;
 
 use cel::Value;
 use cel::objects::Map;
@@ -76,7 +78,7 @@ pub(crate) fn to_cel(schema: &Json, value: &Json, root: bool) -> Value {
         Json::Null => Value::Null,
         Json::Bool(b) => Value::Bool(*b),
         Json::Number(n) => number(schema, n),
-        Json::String(s) => Value::String(Arc::new(s.clone())),
+        Json::String(s) => string(schema, s),
         Json::Array(items) => {
             let item_schema = schema.get("items").unwrap_or(&Json::Null);
             Value::List(Arc::new(
@@ -106,6 +108,31 @@ fn number(schema: &Json, n: &serde_json::Number) -> Value {
             _ => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
         },
     }
+}
+
+/// A string typed by its `format`, as upstream: `byte` is bytes, `date-time` and `date` are
+/// timestamps, `duration` a duration; a value that does not parse stays a string.
+fn string(schema: &Json, s: &str) -> Value {
+    static CONVERT: LazyLock<[cel::Program; 2]> = LazyLock::new(|| {
+        ["timestamp(v)", "duration(v)"]
+            .map(|src| cel::Program::compile(src).expect("conversions compile"))
+    });
+    let via = |program: &cel::Program, text: String| {
+        let mut ctx = cel::Context::default();
+        ctx.add_variable_from_value("v", Value::String(Arc::new(text)));
+        program.execute(&ctx).ok()
+    };
+    let converted = match schema.get("format").and_then(Json::as_str) {
+        Some("byte") => base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .ok()
+            .map(|b| Value::Bytes(Arc::new(b))),
+        Some("date-time" | "datetime") => via(&CONVERT[0], s.to_string()),
+        Some("date") => via(&CONVERT[0], format!("{s}T00:00:00Z")),
+        Some("duration") => via(&CONVERT[1], s.to_string()),
+        _ => None,
+    };
+    converted.unwrap_or_else(|| Value::String(Arc::new(s.to_string())))
 }
 
 fn object(schema: &Json, map: &serde_json::Map<String, Json>, root: bool) -> Value {
@@ -198,6 +225,26 @@ mod tests {
             to_cel(&s["properties"]["r"], &json!(1), false),
             Value::Float(_)
         ));
+    }
+
+    #[test]
+    fn formatted_strings_are_typed() {
+        let ts = json!({"type": "string", "format": "date-time"});
+        assert!(matches!(
+            to_cel(&ts, &json!("2024-01-02T03:04:05Z"), false),
+            Value::Timestamp(_)
+        ));
+        assert!(matches!(
+            to_cel(&ts, &json!("not a time"), false),
+            Value::String(_)
+        ));
+        let d = json!({"type": "string", "format": "duration"});
+        assert!(matches!(
+            to_cel(&d, &json!("1h30m"), false),
+            Value::Duration(_)
+        ));
+        let b = json!({"type": "string", "format": "byte"});
+        assert!(matches!(to_cel(&b, &json!("aGk="), false), Value::Bytes(_)));
     }
 
     #[test]
