@@ -398,3 +398,127 @@ async fn derived_x_kube_validations_are_enforced() {
         st.message
     );
 }
+
+/// Runs the real kubectl against `env` (a missing kubectl fails the test: this is the check a
+/// user of `ctrl-envtest serve` makes).
+async fn kubectl(env: &Environment, dir: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let kubeconfig = dir.join("kubeconfig");
+    env.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let out = tokio::process::Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HOME", dir)
+        .env("KUBECACHEDIR", dir.join("cache"))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), out)
+        .await
+        .expect("kubectl timed out")
+        .expect("kubectl must be on PATH for this test (it is not skipped)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+const KUBECTL_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.cel.example.com}
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: "self.replicas <= self.maxReplicas", message: "replicas must not exceed maxReplicas"}
+            properties:
+              replicas: {type: integer}
+              maxReplicas: {type: integer}
+"#;
+
+const KUBECTL_POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: small}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [configmaps]}
+  validations:
+  - {expression: "!has(object.data) || object.data.size() <= 1", message: "at most one key"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: small-warn}
+spec: {policyName: small, validationActions: [Warn]}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_sees_rules_policies_and_bad_crds_refused() {
+    let env = Environment::builder().start().await.expect("start envtest");
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let crd = file("crd.yaml", KUBECTL_CRD);
+    let (ok, out) = kubectl(&env, dir.path(), &["apply", "-f", &crd]).await;
+    assert!(ok, "{out}");
+    let bad = file(
+        "bad.yaml",
+        "apiVersion: cel.example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: default}\nspec: {replicas: 5, maxReplicas: 3}\n",
+    );
+    let (ok, out) = kubectl(&env, dir.path(), &["apply", "-f", &bad]).await;
+    assert!(!ok && out.contains("The Gadget \"g1\" is invalid: spec: Invalid value: \"object\": replicas must not exceed maxReplicas"), "{out}");
+    let good = file(
+        "good.yaml",
+        "apiVersion: cel.example.com/v1\nkind: Gadget\nmetadata: {name: g2, namespace: default}\nspec: {replicas: 1, maxReplicas: 3}\n",
+    );
+    let (ok, out) = kubectl(&env, dir.path(), &["apply", "-f", &good]).await;
+    assert!(
+        ok && out.contains("gadget.cel.example.com/g2 created"),
+        "{out}"
+    );
+    let broken = file(
+        "broken.yaml",
+        &KUBECTL_CRD
+            .replace("gadgets.cel", "doodads.cel")
+            .replace(
+                "plural: gadgets, singular: gadget, kind: Gadget",
+                "plural: doodads, singular: doodad, kind: Doodad",
+            )
+            .replace("self.replicas <=", "self.replica <="),
+    );
+    let (ok, out) = kubectl(&env, dir.path(), &["apply", "-f", &broken]).await;
+    assert!(
+        !ok && out.contains("compilation failed: ERROR: <input>:1:5: undefined field 'replica'"),
+        "{out}"
+    );
+    let policy = file("policy.yaml", KUBECTL_POLICY);
+    let (ok, out) = kubectl(&env, dir.path(), &["apply", "-f", &policy]).await;
+    assert!(ok, "{out}");
+    let (ok, out) = kubectl(
+        &env,
+        dir.path(),
+        &[
+            "create",
+            "configmap",
+            "two",
+            "--from-literal=a=1",
+            "--from-literal=b=2",
+        ],
+    )
+    .await;
+    assert!(ok && out.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'small' with binding 'small-warn': at most one key"), "{out}");
+}
