@@ -184,8 +184,13 @@ async fn warn_admits_with_a_warning_header() {
 async fn params_come_from_the_binding_param_ref() {
     let env = common::env().await;
     let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    let spec = json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "matchConstraints": configmaps(),
-        "matchConditions": [{"name": "not-params", "expression": "object.metadata.name != 'limits'"}],
+    // As upstream, params are looked up before match conditions run: the params object itself
+    // is kept out by an exclude rule naming it.
+    let mut constraints = configmaps();
+    constraints["excludeResourceRules"] = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"],
+        "resources": ["configmaps"], "resourceNames": ["limits"]}]);
+    let spec = json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "matchConstraints": constraints,
+        "matchConditions": [{"name": "not-skipped", "expression": "object.metadata.name != 'skipped'"}],
         "variables": [{"name": "keys", "expression": "has(object.data) ? object.data.size() : 0"}],
         "validations": [{"expression": "variables.keys <= int(params.data.max)",
             "messageExpression": "'at most ' + params.data.max + ' keys, got ' + string(variables.keys)"}]});
@@ -203,7 +208,7 @@ async fn params_come_from_the_binding_param_ref() {
     assert!(st.message.ends_with("ValidatingAdmissionPolicy 'limited' with binding 'limits-b' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"), "{}", st.message);
     cms.create(&PostParams::default(), &cm("limits", &[("max", "1")]))
         .await
-        .expect("the params object (skipped by its match condition)");
+        .expect("the params object (excluded by name)");
     cms.create(&PostParams::default(), &cm("one", &[("a", "1")]))
         .await
         .expect("within the limit");

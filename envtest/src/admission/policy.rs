@@ -13,43 +13,15 @@ use crate::api::selector::LabelSelector;
 use crate::api::status::ApiError;
 use crate::cel::policy::{Activation, Failure, Verdict, evaluate};
 use crate::registry::ResourceType;
-use crate::registry::context::State;
+use crate::registry::context::Apiserver;
 
-use super::rules;
+use super::{Attributes, GROUP, configs, rules};
 
-const GROUP: &str = "admissionregistration.k8s.io";
-
-/// One write, as policies see it.
-pub(crate) struct Attributes<'a> {
-    /// The resource type written.
-    pub(crate) rt: &'a ResourceType,
-    /// The subresource, if any.
-    pub(crate) sub: Option<&'a str>,
-    /// `CREATE`, `UPDATE` or `DELETE`.
-    pub(crate) op: &'static str,
-    /// The object's name.
-    pub(crate) name: &'a str,
-    /// The object's namespace.
-    pub(crate) namespace: Option<&'a str>,
-    /// The object after the write (none on delete).
-    pub(crate) new: Option<&'a Value>,
-    /// The object before the write (none on create).
-    pub(crate) old: Option<&'a Value>,
-    /// Whether the request is a dry run.
-    pub(crate) dry_run: bool,
-}
-
-fn stored(state: &State, plural: &str) -> Vec<Value> {
-    let Some(rt) = state.registry.snapshot().get(GROUP, "v1", plural).cloned() else {
-        return Vec::new();
-    };
-    match state.store.list(&rt.store_key(), None, None) {
-        Ok((_, items)) => items
-            .iter()
-            .map(|(_, b)| crate::storage::parse(b))
-            .collect(),
-        Err(_) => Vec::new(),
-    }
+/// Whether any policy is bound (the handlers then run admission even without webhooks).
+pub(crate) fn any_bound(api: &Apiserver, rt: &ResourceType) -> bool {
+    !(rt.group == GROUP
+        || rt.virtual_create
+        || configs(api, "validatingadmissionpolicybindings").is_empty())
 }
 
 fn name_of(o: &Value) -> &str {
@@ -58,41 +30,60 @@ fn name_of(o: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// Runs every bound policy on a write; returns the warnings, or the first denial.
-pub(crate) fn admit(state: &State, a: &Attributes) -> Result<Vec<String>, ApiError> {
-    if a.rt.group == GROUP || a.rt.virtual_create {
-        return Ok(Vec::new());
+/// Runs every bound policy on a write whose new object is `new` (none for a delete): warnings go
+/// to the request's, the first denial is the error.
+pub(crate) fn admit(api: &Apiserver, a: &Attributes, new: Option<&Value>) -> Result<(), ApiError> {
+    if !any_bound(api, a.rt) {
+        return Ok(());
     }
-    let bindings = stored(state, "validatingadmissionpolicybindings");
-    if bindings.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut policies = stored(state, "validatingadmissionpolicies");
+    let bindings = configs(api, "validatingadmissionpolicybindings");
+    let mut policies = configs(api, "validatingadmissionpolicies");
     policies.sort_by(|x, y| name_of(x).cmp(name_of(y)));
-    let mut warnings = Vec::new();
+    let w = Write {
+        rt: a.rt,
+        sub: a.sub,
+        op: a.op.as_str(),
+        name: a.name,
+        namespace: a.namespace,
+        new,
+        old: a.old,
+        dry_run: a.dry_run,
+    };
     for p in &policies {
-        for b in bindings
+        let bound = bindings
             .iter()
-            .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(name_of(p)))
-        {
-            if let Some(denial) = run_binding(state, a, p, b, &mut warnings) {
+            .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(name_of(p)));
+        for b in bound {
+            if let Some(denial) = run_binding(api, &w, p, b, a.warnings) {
                 return Err(denial);
             }
         }
     }
-    Ok(warnings)
+    Ok(())
+}
+
+/// The write as policies see it.
+struct Write<'a> {
+    rt: &'a ResourceType,
+    sub: Option<&'a str>,
+    op: &'static str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    new: Option<&'a Value>,
+    old: Option<&'a Value>,
+    dry_run: bool,
 }
 
 /// One policy under one binding: `Some(denial)` if the request is refused.
 fn run_binding(
-    state: &State,
-    a: &Attributes,
+    api: &Apiserver,
+    a: &Write,
     p: &Value,
     b: &Value,
-    warnings: &mut Vec<String>,
+    warnings: &super::Warnings,
 ) -> Option<ApiError> {
     let spec = p.get("spec")?;
-    let ns_labels = rules::namespace_labels(state, a.rt, a.namespace, a.new.or(a.old));
+    let ns_labels = rules::namespace_labels(api, a.rt, a.namespace, a.new.or(a.old));
     if !matches(spec.get("matchConstraints"), a, ns_labels.as_ref(), true)
         || !matches(
             b.pointer("/spec/matchResources"),
@@ -103,7 +94,7 @@ fn run_binding(
     {
         return None;
     }
-    let failures = match params(state, a, spec, b) {
+    let failures = match params(api, a, spec, b) {
         Err(message) => vec![Failure {
             message: format!("failed to configure binding: {message}"),
             reason: "Invalid".into(),
@@ -112,7 +103,7 @@ fn run_binding(
         Ok(params) => params
             .into_iter()
             .flat_map(|params| {
-                let act = activation(state, a, params);
+                let act = activation(api, a, params);
                 match evaluate(spec, &act) {
                     Verdict::Skipped => Vec::new(),
                     Verdict::Failures(f) => f,
@@ -131,7 +122,7 @@ fn run_binding(
     let (policy, binding) = (name_of(p), name_of(b));
     for f in failures.iter().filter(|f| !(f.error && ignore)) {
         if actions.contains(&"Warn") {
-            warnings.push(format!("Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{binding}': {}", f.message));
+            warnings.add(&format!("Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{binding}': {}", f.message));
         }
         if actions.contains(&"Deny") {
             return Some(denial(
@@ -151,7 +142,7 @@ fn run_binding(
 /// absent binding `matchResources` matches everything, an absent policy constraint nothing.
 fn matches(
     m: Option<&Value>,
-    a: &Attributes,
+    a: &Write,
     ns_labels: Option<&Map<String, Value>>,
     required: bool,
 ) -> bool {
@@ -190,7 +181,7 @@ fn matches(
 }
 
 /// The param objects of a binding: one `null` when the policy takes none.
-fn params(state: &State, a: &Attributes, spec: &Value, b: &Value) -> Result<Vec<Value>, String> {
+fn params(api: &Apiserver, a: &Write, spec: &Value, b: &Value) -> Result<Vec<Value>, String> {
     let Some(kind) = spec.get("paramKind").filter(|k| k.is_object()) else {
         return Ok(vec![Value::Null]);
     };
@@ -200,7 +191,7 @@ fn params(state: &State, a: &Attributes, spec: &Value, b: &Value) -> Result<Vec<
     let api_version = kind.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind_name = kind.get("kind").and_then(Value::as_str).unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let snapshot = state.registry.snapshot();
+    let snapshot = api.registry.snapshot();
     let Some(prt) = snapshot
         .in_group_version(group, version)
         .find(|t| t.kind == kind_name)
@@ -215,7 +206,7 @@ fn params(state: &State, a: &Attributes, spec: &Value, b: &Value) -> Result<Vec<
         .and_then(Value::as_str)
         .or(a.namespace.filter(|_| prt.namespaced));
     let found: Vec<Value> = match (r.get("name").and_then(Value::as_str), r.get("selector")) {
-        (Some(name), _) => state
+        (Some(name), _) => api
             .store
             .get_value(
                 &prt.store_key(),
@@ -223,7 +214,7 @@ fn params(state: &State, a: &Attributes, spec: &Value, b: &Value) -> Result<Vec<
             )
             .into_iter()
             .collect(),
-        (None, Some(sel)) => list_selected(state, &prt, ns, sel)?,
+        (None, Some(sel)) => list_selected(api, &prt, ns, sel)?,
         (None, None) => return Err("one of name or selector must be provided".into()),
     };
     let deny = r.get("parameterNotFoundAction").and_then(Value::as_str) == Some("Deny");
@@ -236,7 +227,7 @@ fn params(state: &State, a: &Attributes, spec: &Value, b: &Value) -> Result<Vec<
 }
 
 fn list_selected(
-    state: &State,
+    api: &Apiserver,
     prt: &ResourceType,
     ns: Option<&str>,
     sel: &Value,
@@ -251,7 +242,7 @@ fn list_selected(
         parts.push(format!("{k}={}", v.as_str().unwrap_or("")));
     }
     let selector = LabelSelector::parse(&parts.join(","))?;
-    let (_, items) = state
+    let (_, items) = api
         .store
         .list(&prt.store_key(), ns.filter(|_| prt.namespaced), None)
         .map_err(|_| "params are not listable")?;
@@ -262,7 +253,7 @@ fn list_selected(
         .collect())
 }
 
-fn activation(state: &State, a: &Attributes, params: Value) -> Activation {
+fn activation(api: &Apiserver, a: &Write, params: Value) -> Activation {
     let rt = a.rt;
     let request = json!({
         "operation": a.op, "name": a.name, "namespace": a.namespace.unwrap_or(""), "dryRun": a.dry_run,
@@ -273,7 +264,7 @@ fn activation(state: &State, a: &Attributes, params: Value) -> Activation {
         "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
     });
     let namespace_object = match (rt.namespaced, a.namespace) {
-        (true, Some(ns)) => namespace(state, ns).unwrap_or(Value::Null),
+        (true, Some(ns)) => namespace(api, ns).unwrap_or(Value::Null),
         _ => Value::Null,
     };
     Activation {
@@ -285,20 +276,20 @@ fn activation(state: &State, a: &Attributes, params: Value) -> Activation {
     }
 }
 
-fn namespace(state: &State, ns: &str) -> Option<Value> {
-    let ns_rt = state
+fn namespace(api: &Apiserver, ns: &str) -> Option<Value> {
+    let ns_rt = api
         .registry
         .snapshot()
         .get("", "v1", "namespaces")
         .cloned()?;
-    state.store.get_value(
+    api.store.get_value(
         &ns_rt.store_key(),
         &crate::registry::objects::okey(&ns_rt, None, ns),
     )
 }
 
 /// The refusal: `<resource> "<name>" is forbidden: <message>`, with the reason's code.
-fn denial(a: &Attributes, message: &str, reason: &str) -> ApiError {
+fn denial(a: &Write, message: &str, reason: &str) -> ApiError {
     let (code, reason) = match reason {
         "Unauthorized" => (401, "Unauthorized"),
         "Forbidden" => (403, "Forbidden"),

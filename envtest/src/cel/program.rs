@@ -89,8 +89,8 @@ pub(crate) type CompileError = String;
 /// Parses `source`, remembering the result: the same rules run on every write of a kind, and
 /// parsing is what costs (the checks below are quick walks of the tree).
 fn parse(source: &str) -> Result<Arc<cel::Program>, CompileError> {
-    static CACHE: LazyLock<Mutex<HashMap<String, Result<Arc<cel::Program>, CompileError>>>> =
-        LazyLock::new(Default::default);
+    type Parsed = Result<Arc<cel::Program>, CompileError>;
+    static CACHE: LazyLock<Mutex<HashMap<String, Parsed>>> = LazyLock::new(Default::default);
     if let Some(hit) = CACHE.lock().get(source) {
         return hit.clone();
     }
