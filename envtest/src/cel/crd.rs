@@ -287,6 +287,19 @@ mod tests {
     }
 
     #[test]
+    fn comparisons_of_mismatched_types_do_not_compile() {
+        let s = json!({"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "self.n == true"}, {"rule": "self.s == 1"}, {"rule": "self.n == 1.0 && self.s == 'a' && self.n + 1 > 0"}]});
+        let got = msgs(s);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].ends_with("compilation failed: ERROR: <input>:1:8: found no matching overload for '_==_' applied to '(int, bool)'"), "{got:?}");
+        assert!(
+            got[1].ends_with("found no matching overload for '_==_' applied to '(string, int)'"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
     fn unknown_variables_reasons_and_field_paths() {
         let s = json!({"type": "object", "properties": {"a": {"type": "string"}},
             "x-kubernetes-validations": [{"rule": "foo == 1"}, {"rule": "true", "reason": "Nope"}, {"rule": "true", "fieldPath": ".b"}]});

@@ -9,6 +9,7 @@
 //! - [`library`]: Kubernetes' CEL libraries cel-rust lacks (lists, regex, url, quantity, ip/cidr);
 //! - [`values`]: JSON → CEL values as kube-apiserver types them from the schema;
 //! - [`program`]: compiling one expression: checks against the schema, cost estimate, metering;
+//! - [`types`]: the compile-time type check of comparisons;
 //! - [`rules`]: evaluating a CRD's rules on an object (and its old version) with ratcheting;
 //! - [`crd`]: checking a CRD's rules when the CRD is written;
 //! - [`format`]: the `format` keyword's checks;
@@ -23,6 +24,7 @@ pub(crate) mod policy;
 pub(crate) mod program;
 pub(crate) mod ratchet;
 pub(crate) mod rules;
+pub(crate) mod types;
 pub(crate) mod values;
 
 /// cel-go's limit on one evaluation (`PerCallLimit`).

@@ -196,7 +196,7 @@ impl Checker<'_, '_> {
                 self.check(&sel.operand)?;
                 self.field(e.id, &sel.operand, &sel.field)
             }
-            Expr::Call(call) => self.check_call(call),
+            Expr::Call(call) => self.check_call(e.id, call),
             Expr::Comprehension(c) => self.check_comprehension(c),
             Expr::List(l) => l.elements.iter().try_for_each(|x| self.check(x)),
             Expr::Map(m) => m.entries.iter().try_for_each(|entry| match &entry.expr {
@@ -210,7 +210,12 @@ impl Checker<'_, '_> {
         }
     }
 
-    fn check_call(&mut self, call: &CallExpr) -> Result<(), CompileError> {
+    fn check_call(&mut self, id: u64, call: &CallExpr) -> Result<(), CompileError> {
+        if let Some(msg) =
+            super::types::mismatch(call, |e| super::types::of_schema(schema_of(e, &self.scope)))
+        {
+            return Err(self.error(id, msg));
+        }
         if let Some(t) = &call.target {
             // `optional.of(x)`, `ip.isCanonical(s)`: the target is a namespace, not a value.
             let namespace = matches!(&t.expr, Expr::Ident(n) if self.scope.lookup(n).is_none());
