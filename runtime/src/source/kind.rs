@@ -48,6 +48,7 @@ impl<K: CacheObject> Kind<K> {
     /// A source of events for `K` with dynamic type `dt` (an `ApiResource` for
     /// `DynamicObject`).
     pub fn new_with(cache: &Cache, dt: K::DynamicType, handler: impl EventHandler<K>) -> Self {
+        cache.record_watch::<K>(&dt);
         Self {
             cache: cache.clone(),
             dt,
