@@ -134,8 +134,8 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
     };
     log_leader_election(&opts);
     let mgr = setup::manager(world.env.client(), opts, &cfg, true).await?;
-    if let Some(addr) = mgr.metrics_addr() {
-        tracing::info!(target: "storagebucket::manager", "metrics at http://{addr}/metrics");
+    if let Some(url) = run::metrics_url(&mgr) {
+        tracing::info!(target: "storagebucket::manager", "metrics at {url}");
     }
     let running = {
         let (mgr, stop) = (mgr.clone(), stop.clone());
