@@ -2,6 +2,11 @@
 //! server on 127.0.0.1 (built-in types, namespaces `default`, `kube-system`, `kube-public`,
 //! `kube-node-lease`, and the CRDs given), and [`Environment`] hands out a `kube::Client`, the URL
 //! and a kubeconfig. Every environment is independent, so each test can start its own.
+//!
+//! The top layer: it builds every layer below — the store, the registry with the built-in
+//! types, the shared `State` with the controllers registered as write observers — seeds the
+//! namespaces, CRDs and webhook configurations through the registry, and starts the server and
+//! the simulated kubelet.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,13 +18,14 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::builtins::builtin_types;
+use crate::endpoints::{Settings, State};
 use crate::faults::Faults;
 use crate::registry::Registry;
-use crate::registry::context::{Settings, State};
-use crate::server;
+use crate::registry::builtins::builtin_types;
+use crate::registry::context::Apiserver;
+use crate::registry::rest::create_object;
 use crate::storage::Store;
-use crate::verbs;
+use crate::{controllers, server};
 
 /// Why an environment could not start.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +75,7 @@ pub struct EnvironmentBuilder {
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
     simulate_pods: bool,
-    kubelet: crate::kubelet::Config,
+    kubelet: controllers::kubelet::Config,
 }
 
 impl Default for EnvironmentBuilder {
@@ -88,7 +94,7 @@ impl Default for EnvironmentBuilder {
             controllers: true,
             webhooks: Vec::new(),
             simulate_pods: false,
-            kubelet: crate::kubelet::Config::default(),
+            kubelet: controllers::kubelet::Config::default(),
         }
     }
 }
@@ -236,28 +242,31 @@ impl EnvironmentBuilder {
             .local_addr()
             .map_err(|source| Error::Io { path: bind, source })?;
         let store = Arc::new(Store::new(self.history, self.watch_buffer));
-        let state = Arc::new(State {
+        let api = Arc::new(Apiserver {
             registry: Registry::new(builtin_types()),
-            faults: Faults::new(store.clone()),
-            store,
+            store: store.clone(),
+            kubelet: self.simulate_pods.then_some(self.kubelet),
+            observers: controllers::observers(self.controllers),
+        });
+        let state = Arc::new(State {
+            api: api.clone(),
+            faults: Faults::new(store),
             settings: Settings {
                 token: self.token.clone(),
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
                 header_read_timeout: self.header_read_timeout,
-                controllers: self.controllers,
-                kubelet: self.simulate_pods.then_some(self.kubelet),
             },
             shutdown: CancellationToken::new(),
             addr,
         });
-        seed(&state, crds)?;
-        crate::admission::seed(&state, &self.webhooks).map_err(|message| Error::Parse {
+        seed(&api, crds)?;
+        crate::admission::seed(&api, &self.webhooks).map_err(|message| Error::Parse {
             path: "webhooks".into(),
             message,
         })?;
-        if let Some(cfg) = state.settings.kubelet {
-            crate::kubelet::start(&state, cfg);
+        if let Some(cfg) = api.kubelet {
+            controllers::kubelet::start(&api, state.shutdown.clone(), cfg);
         }
         tokio::spawn(server::serve(listener, state.clone()));
         Ok(Environment {
@@ -306,7 +315,7 @@ fn parse_crds(text: &str, origin: &str) -> Result<Vec<Value>, Error> {
 }
 
 /// Namespaces present at start, then the CRDs.
-fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
+fn seed(state: &Apiserver, crds: Vec<Value>) -> Result<(), Error> {
     let snap = state.registry.snapshot();
     let find = |g: &str, p: &str| {
         snap.types
@@ -317,7 +326,7 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
     if let Some(ns) = find("", "namespaces") {
         for n in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
-            let _ = verbs::create::create_object(state, &ns, None, obj, Default::default());
+            let _ = create_object(state, &ns, None, obj, Default::default());
         }
     }
     if let Some(crd_rt) = find("apiextensions.k8s.io", "customresourcedefinitions") {
@@ -328,8 +337,7 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
                 message: e.message,
             };
             crate::registry::objects::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
-            verbs::create::create_object(state, &crd_rt, None, c, Default::default())
-                .map_err(crd_err)?;
+            create_object(state, &crd_rt, None, c, Default::default()).map_err(crd_err)?;
         }
     }
     Ok(())

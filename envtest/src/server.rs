@@ -1,11 +1,14 @@
-//! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection, with the
-//! transport limits of `ctrl_net` (listen backlog, accept back-off, keepalive, head/idle
-//! timeout) that ctrl's other servers share. Each request is authenticated (optional bearer
-//! token; health and version are public, as upstream), its body read with the 3 MiB limit (413
-//! with `Connection: close`, without buffering more), routed (`router`) and handed to discovery or the verbs (through
-//! `conversion`, which converts custom resources served at a non-storage version through
-//! their CRD's conversion webhook). Every failure is answered with a `Status` body
-//! (`status`); warnings raised while serving (admission webhooks) become `Warning` headers.
+//! Layer 5, the server (kube-apiserver's `pkg/server` filters): a hyper 1 HTTP/1.1 server on
+//! 127.0.0.1, one task per connection, with the transport limits of `ctrl_net` (listen
+//! backlog, accept back-off, keepalive, head/idle timeout) that ctrl's other servers share.
+//! Each request is authenticated (optional bearer token; health and version are public, as
+//! upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit
+//! (413 with `Connection: close`, without buffering more), recorded in the request log, routed
+//! (`endpoints::router`) and handed to discovery or the resource handlers (through
+//! `endpoints::handlers::versioned`, which converts custom resources served at a non-storage
+//! version). Every failure is answered with a `Status` body (`api::status`); warnings raised
+//! while serving become `Warning` headers. It calls `endpoints`, `registry` (the shared state),
+//! `faults` and `api`; only `env` is above it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -19,12 +22,13 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::api::status::ApiError;
+use crate::endpoints::discovery;
+use crate::endpoints::handlers::versioned;
+use crate::endpoints::router::{self, Query, Route};
 use crate::endpoints::{Body, Req, Warnings, bytes, error, json};
+use crate::endpoints::{Settings, State};
 use crate::faults::{RequestFacts, RequestRecord, Verb};
 use crate::registry::Snapshot;
-pub(crate) use crate::registry::context::{Settings, State};
-use crate::router::{self, Query, Route};
-use crate::{conversion, discovery};
 
 use crate::api::status::BODY_LIMIT;
 
@@ -275,8 +279,8 @@ async fn dispatch(
     }
     let is_get = req.method == Method::GET;
     match route {
-        // Webhook conversion (`conversion`) wraps the verbs for non-storage versions.
-        Route::Resource(r) => conversion::dispatch(state, r, req).await,
+        // Webhook conversion (`versioned`) wraps the handlers for non-storage versions.
+        Route::Resource(r) => versioned::dispatch(state, r, req).await,
         _ if !is_get => Err(ApiError::method_not_allowed()),
         Route::Health => Ok(bytes(
             200,
