@@ -110,6 +110,7 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         let server = cli.webhook_cert_path.clone().map(|cert_dir| {
             webhook::Server::new(webhook::Options {
                 cert_dir,
+                tls: cli.manager.tls_options(),
                 ..Default::default()
             })
         });
