@@ -5,6 +5,7 @@
 //! negotiated unless enabled (then it is, and an h2 request is answered); a minimum of
 //! TLS 1.3 refuses a TLS 1.2-only client; the webhook server is hardened the same way.
 
+mod support;
 mod tls_support;
 
 use std::net::SocketAddr;
@@ -15,9 +16,9 @@ use ctrl::metrics::server::Options as MetricsOptions;
 use ctrl::tls::{TlsOptions, TlsVersion};
 use ctrl::webhook;
 use ctrl_envtest::Environment;
-use tls_support::{Started, Versions, ca_client, connect, get, insecure_client, send_raw};
+use tls_support::{Versions, ca_client, connect, get, insecure_client, send_raw};
 
-async fn secure_manager(env: &Environment, metrics: MetricsOptions) -> Started {
+async fn secure_manager(env: &Environment, metrics: MetricsOptions) -> support::Running {
     let mgr = Manager::new(
         env.client(),
         Options {
@@ -28,7 +29,7 @@ async fn secure_manager(env: &Environment, metrics: MetricsOptions) -> Started {
         },
     )
     .expect("manager");
-    Started::start(mgr).await
+    support::run(&mgr).await
 }
 
 fn from_dir(dir: &Path, tls: TlsOptions) -> MetricsOptions {

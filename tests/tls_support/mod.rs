@@ -1,14 +1,13 @@
 //! TLS clients for the tests of the manager's TLS servers (`tests/secure_metrics.rs`):
 //! a client trusting a given CA with chosen TLS versions, one trusting anything with
-//! chosen ALPN protocols, raw HTTP/1.1 and h2 GETs over a TLS stream, raw bytes to a
-//! port, and a manager started for a test.
+//! chosen ALPN protocols, raw HTTP/1.1 and h2 GETs over a TLS stream, and raw bytes
+//! to a port.
 #![allow(dead_code)] // each test file uses a different part
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ctrl::manager::{Error as ManagerError, Manager};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::pem::PemObject;
@@ -16,10 +15,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
-use tokio_util::sync::CancellationToken;
 
 /// The TLS versions a test client offers.
 #[derive(Clone, Copy, Debug)]
@@ -117,39 +114,4 @@ pub async fn send_raw(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut out = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(5), conn.read_to_end(&mut out)).await;
     String::from_utf8_lossy(&out).to_string()
-}
-
-/// A manager running in the background until [`Started::stop`].
-pub struct Started {
-    /// Where its metrics server listens.
-    pub metrics: SocketAddr,
-    stop: CancellationToken,
-    task: JoinHandle<Result<(), ManagerError>>,
-}
-
-impl Started {
-    /// Starts `mgr` and waits until it runs.
-    pub async fn start(mgr: Manager) -> Self {
-        let metrics = mgr.metrics_addr().expect("metrics bound");
-        let stop = CancellationToken::new();
-        let task = {
-            let (mgr, stop) = (mgr.clone(), stop.clone());
-            tokio::spawn(async move { mgr.start(stop).await })
-        };
-        mgr.elected().await;
-        Self {
-            metrics,
-            stop,
-            task,
-        }
-    }
-
-    /// Stops the manager; it must stop cleanly.
-    pub async fn stop(self) {
-        self.stop.cancel();
-        self.task
-            .await
-            .expect("join")
-            .expect("manager stopped cleanly");
-    }
 }

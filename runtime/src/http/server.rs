@@ -223,25 +223,42 @@ async fn accept_conn(
     shutdown: CancellationToken,
 ) {
     let Some(t) = tls else {
-        return serve_conn(stream, router, opts, shutdown).await;
+        return serve_conn(stream, router, opts, shutdown, false).await;
     };
     let kind = "http";
     let Some(stream) = tls::accept(stream, peer, &t.acceptor, t.handshake_timeout, kind).await
     else {
         return;
     };
-    if tls::negotiated_h2(&stream) {
-        serve_h2(stream, router, opts, shutdown).await
-    } else {
-        serve_conn(stream, router, opts, shutdown).await
-    }
+    let h2 = tls::negotiated_h2(&stream);
+    serve_conn(stream, router, opts, shutdown, h2).await
 }
 
+/// Drives the hyper connection `conn` to its end; once `shutdown` is cancelled it closes
+/// gracefully (requests in flight finish). Yields the connection's result. A macro
+/// because hyper's HTTP/1, h2 and auto connections share no trait.
+macro_rules! drive_conn {
+    ($conn:expr, $shutdown:expr) => {{
+        let conn = $conn;
+        tokio::pin!(conn);
+        tokio::select! {
+            res = conn.as_mut() => res,
+            _ = $shutdown.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        }
+    }};
+}
+pub(crate) use drive_conn;
+
+/// Serves one connection as HTTP/1.1, or as h2 if `h2` (TLS only, after ALPN chose it).
 async fn serve_conn<I>(
     stream: I,
     router: Arc<Router>,
     opts: ServerOptions,
     shutdown: CancellationToken,
+    h2: bool,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -251,53 +268,22 @@ async fn serve_conn<I>(
         async move { Ok::<_, Infallible>(respond(&router, req, max_body).await) }
     });
     let max_header = opts.max_header_bytes.max(8192);
-    let mut builder = ctrl_net::http1(opts.header_read_timeout);
-    builder
-        .max_header_size(max_header)
-        .max_buf_size(max_header + 64 * 1024);
-    let conn = builder.serve_connection(TokioIo::new(stream), svc);
-    tokio::pin!(conn);
-    let res = tokio::select! {
-        res = conn.as_mut() => res,
-        _ = shutdown.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
+    let io = TokioIo::new(stream);
+    let res = if h2 {
+        let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .max_header_list_size(u32::try_from(max_header).unwrap_or(u32::MAX));
+        drive_conn!(builder.serve_connection(io, svc), shutdown)
+    } else {
+        let mut builder = ctrl_net::http1(opts.header_read_timeout);
+        builder
+            .max_header_size(max_header)
+            .max_buf_size(max_header + 64 * 1024);
+        drive_conn!(builder.serve_connection(io, svc), shutdown)
     };
     if let Err(error) = res {
-        tracing::debug!(%error, "http connection ended with an error");
-    }
-}
-
-/// An h2 connection (TLS only, after ALPN chose it).
-async fn serve_h2<I>(
-    stream: I,
-    router: Arc<Router>,
-    opts: ServerOptions,
-    shutdown: CancellationToken,
-) where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let max_body = opts.max_body_bytes;
-    let svc = service_fn(move |req: http::Request<Incoming>| {
-        let router = router.clone();
-        async move { Ok::<_, Infallible>(respond(&router, req, max_body).await) }
-    });
-    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-    builder
-        .timer(TokioTimer::new())
-        .max_header_list_size(opts.max_header_bytes.max(8192) as u32);
-    let conn = builder.serve_connection(TokioIo::new(stream), svc);
-    tokio::pin!(conn);
-    let res = tokio::select! {
-        res = conn.as_mut() => res,
-        _ = shutdown.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(error) = res {
-        tracing::debug!(%error, "h2 connection ended with an error");
+        tracing::debug!(%error, h2, "http connection ended with an error");
     }
 }
 

@@ -349,15 +349,7 @@ async fn serve_conn(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(ctrl_net::DEFAULT_HEADER_READ_TIMEOUT);
-    let conn = builder.serve_connection(TokioIo::new(tls), svc);
-    tokio::pin!(conn);
-    let res = tokio::select! {
-        res = conn.as_mut() => res,
-        _ = shutdown.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
+    let res = h::drive_conn!(builder.serve_connection(TokioIo::new(tls), svc), shutdown);
     if let Err(error) = res {
         tracing::debug!(%peer, %error, "webhook connection ended with an error");
     }
