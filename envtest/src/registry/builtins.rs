@@ -134,6 +134,9 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         t::<authentication::v1::TokenReview>(V, &[], &[]),
         t::<authorization::v1::SubjectAccessReview>(V, &[], &[]),
         t::<authorization::v1::SelfSubjectAccessReview>(V, &[], &[]),
+        t::<authorization::v1::SelfSubjectRulesReview>(V, &[], &[]),
+        t::<authorization::v1::LocalSubjectAccessReview>(V, &[], &[]),
+        t::<authentication::v1::SelfSubjectReview>(V, &[], &[]),
     ];
     for rt in &mut v {
         complete(rt);
