@@ -4,6 +4,9 @@
 //! garbage on the TLS port get an error and leave the server serving; HTTP/2 is not
 //! negotiated unless enabled (then it is, and an h2 request is answered); a minimum of
 //! TLS 1.3 refuses a TLS 1.2-only client; the webhook server is hardened the same way.
+//! With kubebuilder's `--metrics-secure` options, scrapes are reviewed by the API server:
+//! no or a bad token 401, a ServiceAccount without the `/metrics` permission 403, one
+//! with it (and the admin) 200 with the usual series.
 
 mod support;
 mod tls_support;
@@ -16,7 +19,10 @@ use ctrl::metrics::server::Options as MetricsOptions;
 use ctrl::tls::{TlsOptions, TlsVersion};
 use ctrl::webhook;
 use ctrl_envtest::Environment;
-use tls_support::{Versions, ca_client, connect, get, insecure_client, send_raw};
+use tls_support::{
+    Versions, ca_client, connect, get, grant_metrics_reader, insecure_client, sa_token,
+    scrape_secure, send_raw,
+};
 
 async fn secure_manager(env: &Environment, metrics: MetricsOptions) -> support::Running {
     let mgr = Manager::new(
@@ -184,4 +190,54 @@ async fn the_webhook_server_offers_http1_only_unless_http2_is_enabled() {
         stop.cancel();
         task.await.expect("join").expect("serve");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrapes_are_reviewed_401_403_200() {
+    let env = Environment::builder().start().await.expect("envtest");
+    let admin = env.client();
+    let opts = Options {
+        metrics_bind_address: "127.0.0.1:0".into(),
+        health_probe_bind_address: "0".into(),
+        ..ctrl::manager::Args::default().options() // --metrics-secure (default true)
+    };
+    let mgr = Manager::new(env.client(), opts).expect("manager");
+    ctrl::ControllerBuilder::new(&mgr)
+        .for_::<k8s_openapi::api::core::v1::ConfigMap>()
+        .named("secure-cm")
+        .complete(ctrl::reconcile::func(|_ctx, _req| async move {
+            Ok(ctrl::reconcile::Action::done())
+        }))
+        .expect("controller");
+    let running = support::run(&mgr).await;
+    let addr = running.metrics;
+
+    assert_eq!(
+        scrape_secure(addr, None).await,
+        (401, "Unauthorized\n".into())
+    );
+    let bad = scrape_secure(addr, Some("not-a-token")).await;
+    assert_eq!(bad, (401, "Unauthorized\n".into()));
+
+    let stranger = sa_token(&admin, "default", "stranger").await;
+    let (status, body) = scrape_secure(addr, Some(&stranger)).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        body,
+        "Authorization denied for user system:serviceaccount:default:stranger\n"
+    );
+
+    let reader = sa_token(&admin, "default", "reader").await;
+    grant_metrics_reader(&admin, "default", "reader").await;
+    for token in [reader.as_str(), env.admin_token()] {
+        let (status, body) = scrape_secure(addr, Some(token)).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains("controller_runtime_reconcile_total{controller=\"secure-cm\""),
+            "{body}"
+        );
+    }
+    // The denial is not remembered for the reader, and the stranger stays denied.
+    assert_eq!(scrape_secure(addr, Some(&stranger)).await.0, 403);
+    running.stop().await;
 }

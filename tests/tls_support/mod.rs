@@ -115,3 +115,59 @@ pub async fn send_raw(addr: SocketAddr, bytes: &[u8]) -> String {
     let _ = tokio::time::timeout(Duration::from_secs(5), conn.read_to_end(&mut out)).await;
     String::from_utf8_lossy(&out).to_string()
 }
+
+/// A token of ServiceAccount `ns/name` (created first), from the TokenRequest API.
+pub async fn sa_token(admin: &kube::Client, ns: &str, name: &str) -> String {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use kube::api::{Api, PostParams};
+    let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), ns);
+    let sa: ServiceAccount =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).expect("sa");
+    match sas.create(&PostParams::default(), &sa).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+        Err(e) => panic!("create ServiceAccount {ns}/{name}: {e}"),
+    }
+    let tr: TokenRequest =
+        serde_json::from_value(serde_json::json!({"spec": {}})).expect("token request");
+    let out = sas
+        .create_token_request(name, &PostParams::default(), &tr)
+        .await
+        .expect("token request");
+    out.status.expect("token status").token
+}
+
+/// Lets ServiceAccount `ns/name` `get` `/metrics`: a ClusterRole with that rule (as
+/// `--print-rbac`'s metrics reader) bound to it.
+pub async fn grant_metrics_reader(admin: &kube::Client, ns: &str, name: &str) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use kube::api::{Api, PostParams};
+    let role: ClusterRole = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("{name}-metrics-reader")},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+    }))
+    .expect("role");
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("{name}-metrics-reader")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": format!("{name}-metrics-reader")},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
+    }))
+    .expect("binding");
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("create ClusterRole");
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("create ClusterRoleBinding");
+}
+
+/// `GET /metrics` on the secure endpoint `addr` (any certificate) with `token`.
+pub async fn scrape_secure(addr: SocketAddr, token: Option<&str>) -> (u16, String) {
+    let tls = connect(addr, insecure_client(&[b"http/1.1"]))
+        .await
+        .expect("tls");
+    get(tls, token).await
+}
