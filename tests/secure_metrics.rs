@@ -237,7 +237,9 @@ async fn scrapes_are_reviewed_401_403_200() {
             "{body}"
         );
     }
-    // The denial is not remembered for the reader, and the stranger stays denied.
+    // Denials are not cached: the stranger, granted the permission, gets in at once.
     assert_eq!(scrape_secure(addr, Some(&stranger)).await.0, 403);
+    grant_metrics_reader(&admin, "default", "stranger").await;
+    assert_eq!(scrape_secure(addr, Some(&stranger)).await.0, 200);
     running.stop().await;
 }

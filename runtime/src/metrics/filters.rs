@@ -8,10 +8,10 @@
 //! the filter its [`FilterProvider`] builds from the manager's client. Answers are
 //! Go's: no or a rejected token `401 Unauthorized`, a user without the permission
 //! `403 Authorization denied for user <name>`, a review that could not be made `500`.
-//! Reviews are cached as upstream caches them, for a short time only
-//! ([`AuthOptions`]: 1 min per token, 5 min per allowed and 30 s per denied
-//! request), so a revoked permission is revoked within minutes and never cached
-//! for good. The manager's own ServiceAccount needs `create` on `tokenreviews`
+//! Reviews are cached for a short time only ([`AuthOptions`]: 1 min per token and
+//! 5 min per allowed request, as upstream), so a revoked permission is revoked within
+//! minutes and never cached for good. Denials are not cached (upstream keeps them 30 s):
+//! a permission just granted works on the next scrape. The manager's own ServiceAccount needs `create` on `tokenreviews`
 //! (`authentication.k8s.io`) and `subjectaccessreviews` (`authorization.k8s.io`);
 //! see [`crate::rbac`].
 
@@ -47,7 +47,8 @@ pub struct AuthOptions {
     pub authentication_ttl: Duration,
     /// How long an allowed request is reused; default 5 min.
     pub allow_ttl: Duration,
-    /// How long a denied request is reused; default 30 s.
+    /// How long a denied request is reused; default zero (not cached, so a grant takes
+    /// effect at once; Go's `DenyCacheTTL` is 30 s).
     pub deny_ttl: Duration,
 }
 
@@ -56,13 +57,13 @@ impl Default for AuthOptions {
         Self {
             authentication_ttl: Duration::from_secs(60),
             allow_ttl: Duration::from_secs(300),
-            deny_ttl: Duration::from_secs(30),
+            deny_ttl: Duration::ZERO,
         }
     }
 }
 
-/// controller-runtime's `filters.WithAuthenticationAndAuthorization` with upstream's
-/// cache times.
+/// controller-runtime's `filters.WithAuthenticationAndAuthorization` (cache times:
+/// [`AuthOptions::default`]).
 pub fn with_authentication_and_authorization() -> FilterProvider {
     with_authentication_and_authorization_opts(AuthOptions::default())
 }
