@@ -2,7 +2,9 @@
 //! modules on one ctrl-envtest (with the simulated kubelet) share AppServices through
 //! ring `appservice`; the sharder (on the leader) assigns them by webhook, every one is
 //! reconciled (its Pod exists) by its shard, and they move when a replica stops and
-//! another joins. Checked through a plain kube client, as kubectl would.
+//! another joins; their Pods follow them (labelled with their AppService's shard, in
+//! that shard's Pod cache only). Checked through a plain kube client, as kubectl would,
+//! and the replicas' own caches.
 
 #[path = "../examples/contract/mod.rs"]
 mod contract;
@@ -30,6 +32,7 @@ const N: usize = 60;
 
 struct Replica {
     id: String,
+    mgr: ctrl::Manager,
     stop: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -47,16 +50,18 @@ async fn replica(env: &Environment, id: &str) -> Replica {
         ..Default::default()
     };
     let shard = Shard::new(RING, id, "default");
-    let mgr = operator::sharding::manager(env.client(), opts, &mut cfg, shard)
+    let mgr = operator::sharding::manager(env.client(), opts, &mut cfg, shard, true)
         .await
         .expect("sharded manager");
     let stop = CancellationToken::new();
     let token = stop.clone();
+    let running = mgr.clone();
     let task = tokio::spawn(async move {
-        mgr.start(token).await.expect("replica runs");
+        running.start(token).await.expect("replica runs");
     });
     Replica {
         id: id.into(),
+        mgr,
         stop,
         task,
     }
@@ -108,6 +113,78 @@ async fn settled(client: &kube::Client, live: &[&str]) -> BTreeMap<String, Strin
         assert!(
             Instant::now() < deadline,
             "not settled on {live:?}: {assigned:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Pod name -> (its shard label, its controller's name).
+async fn pods_and_owners(client: &kube::Client) -> BTreeMap<String, (String, String)> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let list = pods.list(&ListParams::default()).await.expect("pods");
+    list.items
+        .into_iter()
+        .map(|p| {
+            let shard = p
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(&label_shard(RING)));
+            let owner = p.metadata.owner_references.iter().flatten();
+            let owner = owner
+                .filter(|o| o.controller == Some(true))
+                .map(|o| o.name.clone());
+            (
+                p.metadata.name.clone().unwrap_or_default(),
+                (
+                    shard.cloned().unwrap_or_default(),
+                    owner.last().unwrap_or_default(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Whether every Pod is on its AppService's shard (the sharder keys controlled objects
+/// by their controller) and each replica's Pod cache holds exactly its shard's Pods
+/// (`Shard::select` on the `Owns` type).
+async fn pods_follow_their_owners(client: &kube::Client, replicas: &[Replica]) -> bool {
+    let apps = observe(client).await.0;
+    let pods = pods_and_owners(client).await;
+    let on_owners_shard = pods
+        .values()
+        .all(|(shard, owner)| apps.get(owner).is_some_and(|s| s == shard));
+    let mut caches_hold_their_share = true;
+    for r in replicas {
+        let cached = r
+            .mgr
+            .get_cache()
+            .list::<Pod>(&ctrl::prelude::ListOptions::new().in_namespace("default"))
+            .await
+            .expect("cache list");
+        let mut names: Vec<String> = cached
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        names.sort();
+        let theirs: Vec<String> = pods
+            .iter()
+            .filter(|(_, (s, _))| *s == r.id)
+            .map(|(n, _)| n.clone())
+            .collect();
+        caches_hold_their_share &= names == theirs;
+    }
+    !pods.is_empty() && on_owners_shard && caches_hold_their_share
+}
+
+/// Waits until [`pods_follow_their_owners`] holds.
+async fn wait_pods_follow_their_owners(client: &kube::Client, replicas: &[Replica]) {
+    let deadline = Instant::now() + WAIT;
+    while !pods_follow_their_owners(client, replicas).await {
+        assert!(
+            Instant::now() < deadline,
+            "every Pod is on its AppService's shard and only in that shard's cache: {:?}",
+            pods_and_owners(client).await
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -176,6 +253,7 @@ async fn three_sharded_replicas_share_appservices_and_hand_them_over() {
     for id in ["r-0", "r-1", "r-2"] {
         assert!(first.values().any(|s| s == id), "{id} got AppServices");
     }
+    wait_pods_follow_their_owners(&client, &replicas).await;
 
     let gone = replicas.remove(0);
     gone.stop.cancel();
@@ -187,6 +265,7 @@ async fn three_sharded_replicas_share_appservices_and_hand_them_over() {
             .filter(|(_, s)| *s == &gone.id)
             .all(|(a, _)| after_stop[a] != gone.id)
     );
+    wait_pods_follow_their_owners(&client, &replicas).await;
 
     replicas.push(replica(&env, "r-3").await);
     let deadline = Instant::now() + WAIT;
@@ -204,6 +283,7 @@ async fn three_sharded_replicas_share_appservices_and_hand_them_over() {
         (N / 6..=N / 2).contains(&moved),
         "about a third moved to the new replica: {moved}"
     );
+    wait_pods_follow_their_owners(&client, &replicas).await;
     for r in replicas {
         r.stop.cancel();
         r.task.await.expect("stopped");
