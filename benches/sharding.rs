@@ -204,6 +204,12 @@ async fn sharded(k: usize, n: usize) -> Row {
     let creates_per_sec = create(&client, n, &created).await;
     wait_reconciled(&audit, n).await;
     let (p50, p99) = latencies(&created, &audit);
+    for s in shards.iter().filter(|s| !s.is_running()) {
+        println!(
+            "note: shard {} stopped during the row (it lost its lease)",
+            s.id
+        );
+    }
     assert!(all_assigned_to(&client, &ids, n, Duration::from_secs(5)).await);
     for s in shards {
         s.stop().await;
@@ -296,6 +302,20 @@ struct Membership {
     orphaned: usize,
     /// From the crash until the last of them was reconciled by a live shard.
     takeover: Duration,
+    /// From the crash until the sharder held the crashed shard's lease (it is Dead).
+    dead: Duration,
+}
+
+/// Waits until the sharder holds lease `id` (up to 60 s); returns when it was seen.
+async fn taken_over(client: &kube::Client, id: &str) -> Instant {
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client.clone(), NS);
+    eventually(Duration::from_secs(60), || async {
+        let lease = api.get(id).await.expect("lease");
+        let holder = lease.spec.and_then(|s| s.holder_identity);
+        holder.as_deref() == Some(ctrl::sharding::IDENTITY_SHARDER)
+    })
+    .await;
+    Instant::now()
 }
 
 /// Waits until every object of `objects` has been reconciled since `since` by a
@@ -364,7 +384,10 @@ async fn join_and_crash(n: usize) -> Membership {
     wait_reconciled(&audit, n).await;
     c.stop().await; // no release: a crash as far as the sharder can tell
     let crashed = Instant::now();
-    let last = reconciled_elsewhere(&audit, &on_c, "c", crashed).await;
+    let (dead, last) = tokio::join!(
+        taken_over(&client, "c"),
+        reconciled_elsewhere(&audit, &on_c, "c", crashed)
+    );
     let takeover = last.expect("the crashed shard's objects are taken over") - crashed;
     for s in shards {
         s.stop().await;
@@ -375,6 +398,7 @@ async fn join_and_crash(n: usize) -> Membership {
         moved,
         orphaned: on_c.len(),
         takeover,
+        dead: dead - crashed,
     }
 }
 
@@ -463,7 +487,8 @@ fn main() {
     );
     let bound = LEASE + SYNC;
     println!(
-        "crash of 1 of 3 shards: its {} objects reconciled elsewhere after {} (goal <= lease {} + sync {} = {}): {}",
+        "crash of 1 of 3 shards: lease taken over (shard dead) after {}, its {} objects reconciled elsewhere after {} (goal <= lease {} + sync {} = {}): {}",
+        ms(m.dead),
         m.orphaned,
         ms(m.takeover),
         ms(LEASE),

@@ -49,6 +49,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// Whether the manager is still running (a shard that lost its lease stops).
+    pub fn is_running(&self) -> bool {
+        !self.task.is_finished()
+    }
+
     /// Stops the manager and waits until it has stopped.
     pub async fn stop(self) {
         self.stop.cancel();
