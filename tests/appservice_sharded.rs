@@ -133,15 +133,15 @@ async fn pods_and_owners(client: &kube::Client) -> BTreeMap<String, (String, Str
                 .labels
                 .as_ref()
                 .and_then(|l| l.get(&label_shard(RING)));
-            let owner = p.metadata.owner_references.iter().flatten();
-            let owner = owner
-                .filter(|o| o.controller == Some(true))
+            let mut owners = p.metadata.owner_references.iter().flatten();
+            let owner = owners
+                .find(|o| o.controller == Some(true))
                 .map(|o| o.name.clone());
             (
                 p.metadata.name.clone().unwrap_or_default(),
                 (
                     shard.cloned().unwrap_or_default(),
-                    owner.last().unwrap_or_default(),
+                    owner.unwrap_or_default(),
                 ),
             )
         })
