@@ -19,7 +19,6 @@ mod members;
 mod rings;
 mod status;
 mod sync;
-mod view;
 mod webhook;
 
 use std::time::Duration;
