@@ -9,6 +9,7 @@ pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};
+pub use ctrl_runtime::{rbac, tls};
 
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.
@@ -27,7 +28,8 @@ pub use ctrl_builder::webhook::WebhookBuilder;
 pub use ctrl_builder::{self as builder, ControllerBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;` — the
-/// manager, the builder, reconcilers (request and object), the client, cache and
+/// manager, the builder, reconcilers (of requests, typed requests or objects:
+/// `Reconciler<Request>`, `Reconciler<MyRequest>`, `Reconciler<Arc<K>>`), the client, cache and
 /// recorder, handlers, predicates, sources, controller utilities, and the
 /// `CancellationToken` and `#[async_trait]` every reconciler signature uses.
 pub mod prelude {
@@ -40,7 +42,7 @@ pub mod prelude {
     pub use ctrl_builder::{ControllerBuilder, webhook::WebhookBuilder};
 
     pub use ctrl_runtime::controller::Controller;
-    pub use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Reconciler, Request};
+    pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request, TypedRequest};
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
     pub use ctrl_runtime::cache::{Cache, ListOptions};

@@ -23,19 +23,24 @@
 //! env            builds every layer, seeds, starts the server and the controllers
 //! controllers/   gc, namespaces, crd_cleanup (write observers of the registry), kubelet
 //!                (watches pods) — clients of registry::rest, never of HTTP
-//! server         hyper listener, auth, faults intercept, body limit, request log
+//! server         hyper listener (HTTP and, on the same port, HTTPS: `tls`), the auth filter,
+//!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
 //!                admit), filter, table, discovery, openapi
-//! admission/     webhooks on the old and new objects of a write (no request rewriting)
+//! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
+//!                write (no request rewriting)
 //! registry/      served types, rest (generic create/update/delete), strategy, crd, hooks,
 //!                fieldmanager, schema, conversion, builtins, the shared State
+//! auth/          authentication (tokens, ServiceAccount JWTs), impersonation, RBAC, the
+//!                review answers, the bootstrap policy — reads storage, used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
+//! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
 //! ```
 //!
-//! A request: `server` authenticates it, reads the body, routes it (`endpoints::router`)
+//! A request: `server` authenticates and authorizes it (`auth`), reads the body, routes it (`endpoints::router`)
 //! against the `registry` snapshot and dispatches to discovery or, through
 //! `endpoints::handlers::versioned` (custom resources served at a non-storage version), to a
 //! handler. A write handler decodes the object (or computes it from a patch), hands old and new
@@ -98,11 +103,21 @@
 //!   an established CRD keeps its scope and kind, and JSON-patch `copy` may add 3 MiB at most.
 //! * The transport is `ctrl_net`'s, shared with ctrl's other servers: system-maximum listen
 //!   backlog, accept back-off when out of file descriptors, TCP keepalive, and a request-head
-//!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s). With a bearer token,
-//!   `/healthz`, `/readyz`, `/livez` and `/version` stay readable without credentials.
+//!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s).
+//! * **Authentication and RBAC are on**, as in Go's envtest: every request needs a bearer
+//!   token the server knows (401 otherwise; `/healthz`, `/readyz`, `/livez` and `/version`
+//!   stay public). [`Environment::client`], [`Environment::config`] and the kubeconfig are the
+//!   admin (user `admin` in `system:masters`); [`Environment::add_user`] adds restricted users,
+//!   the `serviceaccounts/<name>/token` subresource issues ServiceAccount tokens, and Roles,
+//!   ClusterRoles (with aggregation) and their bindings decide, with kube-apiserver's 403
+//!   messages; [`Authorization::AlwaysAllow`] turns RBAC off. Kubeconfigs point at the same
+//!   port over HTTPS (a self-signed certificate they trust): kubectl sends credentials only
+//!   over TLS.
 
 mod admission;
 mod api;
+pub(crate) mod auth;
+pub(crate) mod cel;
 mod controllers;
 mod endpoints;
 mod env;
@@ -110,9 +125,11 @@ mod faults;
 mod registry;
 mod server;
 mod storage;
+mod tls;
 mod webhook_client;
 
 pub use admission::WebhookConfiguration;
+pub use auth::Authorization;
 pub use controllers::kubelet::NODE_NAME as SIMULATED_NODE;
 pub use env::{Environment, EnvironmentBuilder, Error};
 pub use faults::{FaultMatch, FaultStatus, Faults, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb};

@@ -24,6 +24,7 @@
 //! resourceVersion on a create; only `clientConfig.url` is supported (not `service`).
 //! Server-side apply's computed result is reviewed as the CREATE or UPDATE it amounts to.
 
+pub(crate) mod policy;
 mod rules;
 
 use std::sync::Arc;

@@ -112,6 +112,9 @@ fn agg_resource(t: &ResourceType) -> Value {
     if t.group.is_empty() && t.plural == "pods" {
         subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
     }
+    if t.group.is_empty() && t.plural == "serviceaccounts" {
+        subs.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}));
+    }
     let mut r = json!({
         "resource": t.plural,
         "responseKind": {"group": t.group, "version": t.version, "kind": t.kind},

@@ -55,6 +55,8 @@ pub(crate) struct Req {
     /// The type the client asked for, when `handlers::versioned` serves the request at the storage
     /// version (admission reviews name it as `requestKind`).
     pub served_as: Option<Arc<ResourceType>>,
+    /// Who sent it (after impersonation), as `auth` authenticated them.
+    pub user: Arc<crate::auth::UserInfo>,
 }
 
 impl Req {

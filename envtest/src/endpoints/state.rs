@@ -1,8 +1,8 @@
 //! What the HTTP side of one API server shares ([`State`]): the registry layer
 //! (`registry::context::Apiserver`, reached through `Deref`, so a handler reads
 //! `state.registry` and `state.store` and passes `state` wherever the registry takes an
-//! `&Apiserver`), fault injection, the settings fixed at start, the shutdown token and the
-//! address. Built once by `env`; the server and the handlers take it by `Arc`.
+//! `&Apiserver`), who may do what (`auth`), fault injection, the settings fixed at start, the
+//! shutdown token and the address. Built once by `env`; the server and the handlers take it by `Arc`.
 
 use std::net::SocketAddr;
 use std::ops::Deref;
@@ -11,14 +11,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Auth;
 use crate::faults::Faults;
 use crate::registry::context::Apiserver;
 
 /// Server settings fixed at start.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
-    /// The bearer token every request must carry, if any.
-    pub token: Option<String>,
     /// How often a watch that asked for bookmarks gets one.
     pub bookmark_interval: Duration,
     /// The longest a watch stays open.
@@ -31,6 +30,8 @@ pub(crate) struct Settings {
 pub(crate) struct State {
     /// The registry layer: served types, store, write observers.
     pub api: Arc<Apiserver>,
+    /// Authentication and authorization.
+    pub auth: Arc<Auth>,
     pub faults: Faults,
     pub settings: Settings,
     pub shutdown: CancellationToken,

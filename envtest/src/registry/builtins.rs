@@ -122,6 +122,8 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         t::<rbac::v1::ClusterRoleBinding>(0, &[], &[]),
         t::<admissionregistration::v1::ValidatingWebhookConfiguration>(G, &[], &[]),
         t::<admissionregistration::v1::MutatingWebhookConfiguration>(G, &[], &[]),
+        t::<admissionregistration::v1::ValidatingAdmissionPolicy>(S | G, &[], &[]),
+        t::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(G, &[], &[]),
         t::<networking::v1::Ingress>(S | G, &["ing"], &[]),
         t::<networking::v1::IngressClass>(0, &[], &[]),
         t::<networking::v1::NetworkPolicy>(G, &["netpol"], &[]),
@@ -134,6 +136,9 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         t::<authentication::v1::TokenReview>(V, &[], &[]),
         t::<authorization::v1::SubjectAccessReview>(V, &[], &[]),
         t::<authorization::v1::SelfSubjectAccessReview>(V, &[], &[]),
+        t::<authorization::v1::SelfSubjectRulesReview>(V, &[], &[]),
+        t::<authorization::v1::LocalSubjectAccessReview>(V, &[], &[]),
+        t::<authentication::v1::SelfSubjectReview>(V, &[], &[]),
     ];
     for rt in &mut v {
         complete(rt);

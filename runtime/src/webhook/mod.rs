@@ -1,7 +1,8 @@
 //! Webhooks: the TLS [`Server`] and the admission and conversion handlers it serves
 //! (controller-runtime's `pkg/webhook`).
 //!
-//! - [`Server`] (`server`): path -> handler over rustls (`tls`) with HTTP/1.1 and h2,
+//! - [`Server`] (`server`): path -> handler over rustls (`crate::tls`: HTTP/1.1 only
+//!   unless h2 is enabled),
 //!   a runnable in the manager's Webhooks group, certificates kept current by
 //!   `crate::certwatcher`, instrumented with controller-runtime's webhook metrics
 //!   (`metrics`).
@@ -11,7 +12,7 @@
 //! - [`authentication`]: `TokenReview` webhooks (who a bearer token belongs to).
 //! - [`certs`]: a self-signed CA + serving certificate for tests and local runs.
 //!
-//! A manager runs one server: `Manager::get_webhook_server()` (Go's
+//! A manager runs one server: `Manager::webhook_server()` (Go's
 //! `mgr.GetWebhookServer()`), chosen up front with `manager::Options::webhook_server`.
 //!
 //! `ctrl-builder`'s `WebhookBuilder` registers typed webhooks under kubebuilder's
@@ -20,7 +21,7 @@
 //! ```no_run
 //! # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), Box<dyn std::error::Error>> {
 //! use ctrl_runtime::webhook::admission;
-//! let server = mgr.get_webhook_server();
+//! let server = mgr.webhook_server();
 //! server.register("/validate-anything", admission::Webhook::new(admission::handler_fn(|_req| {
 //!     admission::Response::allowed("")
 //! })))?;
@@ -34,7 +35,6 @@ pub mod certs;
 pub mod conversion;
 mod metrics;
 mod server;
-mod tls;
 
 pub use server::{
     CONVERT_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_PORT, Error, Options, Server,

@@ -56,6 +56,7 @@ pub(crate) fn handle(
         body: Bytes::from(serde_json::to_vec(&opts).unwrap_or_default()),
         warnings: req.warnings.clone(),
         served_as: None,
+        user: req.user.clone(),
     };
     let opts = delete::options(&del)?;
     let (pod, _) =

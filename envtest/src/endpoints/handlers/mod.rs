@@ -2,7 +2,7 @@
 //! item, subresource) — `read` (get, list), `create`, `update` (PUT and PATCH), `delete`
 //! (delete, deletecollection), `scale` (the `/scale` subresource), `eviction`
 //! (`pods/eviction`), `apply` (server-side apply), `watch`, `review` (the create-only review
-//! resources); `versioned` wraps it to serve custom resources at a non-storage version.
+//! resources and `serviceaccounts/token`, answered by `auth`); `versioned` wraps it to serve custom resources at a non-storage version.
 //! Writes go through admission first (`admit`), then through the registry's generic write path
 //! (`registry::rest`); `fields` checks bodies by `?fieldValidation=`. The helpers here build
 //! write options from the query and render stored objects at the served version.
@@ -48,7 +48,7 @@ pub(crate) async fn dispatch(
     }
     if rt.virtual_create {
         return match (&req.method, &r.name) {
-            (&Method::POST, None) => review::review(&rt, &req),
+            (&Method::POST, None) => review::review(state, &r, &req),
             _ => Err(ApiError::method_not_allowed()),
         };
     }
@@ -80,7 +80,7 @@ pub(crate) async fn dispatch(
     }
 }
 
-/// The subresources served by their own handlers (`/scale`, `/eviction`), or an error for one
+/// The subresources served by their own handlers (`/scale`, `/eviction`, `/token`), or an error for one
 /// the type does not have; `None` for `/status` (served by the ordinary verbs).
 fn subresource(
     state: &Arc<State>,
@@ -93,6 +93,7 @@ fn subresource(
         "status" => rt.status,
         "scale" => rt.scale.is_some(),
         "eviction" => rt.group.is_empty() && rt.plural == "pods",
+        "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
         _ => false,
     };
     if !ok {
@@ -102,7 +103,8 @@ fn subresource(
     match (sub, name) {
         ("scale", Some(name)) => Some(scale::handle(state, r, name, req)),
         ("eviction", Some(name)) => Some(eviction::handle(state, r, name, req)),
-        ("scale" | "eviction", None) => Some(Err(ApiError::unknown_path())),
+        ("token", Some(name)) => Some(review::token_request(state, r, name, req)),
+        ("scale" | "eviction" | "token", None) => Some(Err(ApiError::unknown_path())),
         _ => None,
     }
 }
