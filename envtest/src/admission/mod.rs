@@ -162,7 +162,7 @@ pub(crate) fn matching(
     if rt.virtual_create || rt.group == GROUP {
         return None;
     }
-    let equivalents = crate::registry::objects::siblings(api, rt);
+    let equivalents = api.registry.siblings(rt);
     let matching = |plural: &str| -> Vec<Matched> {
         rules::hooks(&configs(api, plural))
             .into_iter()
@@ -266,7 +266,7 @@ impl Call<'_> {
         if at.version == rt.version {
             Ok(Some(patched))
         } else {
-            Ok(Some(convert_to(self.api, at, patched, rt).await?))
+            Ok(Some(convert_to(&self.api.registry, at, patched, rt).await?))
         }
     }
 }
@@ -297,7 +297,7 @@ async fn convert_opt(
     at: &ResourceType,
 ) -> Result<Option<Value>, ApiError> {
     match obj {
-        Some(o) => Ok(Some(convert_to(api, rt, o, at).await?)),
+        Some(o) => Ok(Some(convert_to(&api.registry, rt, o, at).await?)),
         None => Ok(None),
     }
 }

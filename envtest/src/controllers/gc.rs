@@ -121,7 +121,7 @@ fn dependents(
     }
     let ns = rt.namespaced.then(|| meta::namespace(owner));
     let mut out = Vec::new();
-    for t in crate::registry::objects::collections(api) {
+    for t in api.registry.collections() {
         if ns.is_some() && !t.namespaced {
             continue;
         }

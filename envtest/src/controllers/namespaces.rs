@@ -13,7 +13,6 @@ use crate::api::meta;
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
 use crate::registry::hooks::{FollowUps, Observer, Written};
-use crate::registry::objects::collections;
 
 /// The namespace controller, as a write observer.
 pub(crate) struct Namespaces;
@@ -47,7 +46,12 @@ fn after_mark(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Va
         return;
     }
     let ns = meta::name(obj).to_string();
-    for t in collections(api).into_iter().filter(|t| t.namespaced) {
+    for t in api
+        .registry
+        .collections()
+        .into_iter()
+        .filter(|t| t.namespaced)
+    {
         let Ok((_, items)) = api.store.list(&t.store_key(), Some(&ns), None) else {
             continue;
         };
@@ -81,11 +85,16 @@ fn finish(api: &Apiserver, next: &mut FollowUps, ns: &str) {
     if meta::meta_str(&n, "deletionTimestamp").is_none() {
         return;
     }
-    let occupied = collections(api).iter().filter(|t| t.namespaced).any(|t| {
-        api.store
-            .list(&t.store_key(), Some(ns), None)
-            .is_ok_and(|(_, items)| !items.is_empty())
-    });
+    let occupied = api
+        .registry
+        .collections()
+        .iter()
+        .filter(|t| t.namespaced)
+        .any(|t| {
+            api.store
+                .list(&t.store_key(), Some(ns), None)
+                .is_ok_and(|(_, items)| !items.is_empty())
+        });
     if occupied {
         return;
     }

@@ -228,6 +228,32 @@ impl Registry {
         self.current.read().clone()
     }
 
+    /// The served versions of `rt`'s resource, `rt` included (more than one for multi-version
+    /// custom resources).
+    pub fn siblings(&self, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
+        self.snapshot()
+            .types
+            .iter()
+            .filter(|t| t.group == rt.group && t.plural == rt.plural)
+            .cloned()
+            .collect()
+    }
+
+    /// One type per stored collection (views and virtual types skipped).
+    pub fn collections(&self) -> Vec<Arc<ResourceType>> {
+        let snap = self.snapshot();
+        let mut out: Vec<Arc<ResourceType>> = Vec::new();
+        for t in &snap.types {
+            if t.virtual_create || t.view.is_some() {
+                continue;
+            }
+            if !out.iter().any(|o| o.store_key() == t.store_key()) {
+                out.push(t.clone());
+            }
+        }
+        out
+    }
+
     /// Replace every type served for CRD `crd` by `types` (empty = remove it), and its
     /// webhook conversion by `conversion`.
     pub fn set_crd(&self, crd: &str, types: Vec<ResourceType>, conversion: Option<Conversion>) {

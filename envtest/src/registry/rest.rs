@@ -69,7 +69,7 @@ pub(crate) fn create(
     let name = meta::name(&obj).to_string();
     strategy::validate(rt, &mut obj)?;
     if rt.namespaced {
-        strategy::ensure_namespace(api, rt, &ns, &name)?;
+        strategy::ensure_namespace(&api.store, rt, &ns, &name)?;
     }
     // managedFields given on create (server-side apply's first entry) are kept.
     let managed = obj
@@ -190,7 +190,7 @@ pub(crate) fn update(
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
-    let sibs = objects::siblings(api, rt);
+    let sibs = api.registry.siblings(rt);
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -377,7 +377,7 @@ pub(crate) fn delete(
                 fins.push(f.to_string());
                 meta::set_meta(&mut new, "finalizers", json!(fins));
             }
-        if let Some(change) = strategy::pod_graceful_delete(api, rt, cur, &new, opts.grace) {
+        if let Some(change) = strategy::pod_graceful_delete(api.kubelet.is_some(), rt, cur, &new, opts.grace) {
             return Ok(change);
         }
         let is_ns = strategy::namespace_finalizers(rt, &new);

@@ -11,11 +11,10 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::ResourceType;
-use super::context::Apiserver;
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
-use crate::storage::Change;
+use crate::storage::{Change, Store};
 
 /// Upstream's default `terminationGracePeriodSeconds`.
 const DEFAULT_GRACE: i64 = 30;
@@ -56,13 +55,13 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
 
 /// Namespaced creates need an existing namespace that is not terminating.
 pub(crate) fn ensure_namespace(
-    api: &Apiserver,
+    store: &Store,
     rt: &ResourceType,
     ns: &str,
     name: &str,
 ) -> Result<(), ApiError> {
     let key = (String::new(), "namespaces".to_string());
-    match api.store.get_value(&key, &(String::new(), ns.to_string())) {
+    match store.get_value(&key, &(String::new(), ns.to_string())) {
         None => Err(ApiError::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_details(json!({"name": ns, "kind": "namespaces"}))),
         Some(n) if meta::meta_str(&n, "deletionTimestamp").is_some() => Err(ApiError::new(
             403,
@@ -214,17 +213,17 @@ fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     if grace < 0 { 1 } else { grace }
 }
 
-/// The pods part of a delete (`rest::delete_object`): with pod simulation on, what deleting Pod `cur`
-/// does (`new` is `cur` with the propagation policy's finalizer added). `None` when the
-/// ordinary delete path applies (simulation off, not a Pod).
+/// The pods part of a delete (`rest::delete_object`): with pod simulation on (`simulated`),
+/// what deleting Pod `cur` does (`new` is `cur` with the propagation policy's finalizer added).
+/// `None` when the ordinary delete path applies (simulation off, not a Pod).
 pub(crate) fn pod_graceful_delete(
-    api: &Apiserver,
+    simulated: bool,
     rt: &ResourceType,
     cur: &Value,
     new: &Value,
     requested: Option<i64>,
 ) -> Option<Change> {
-    if api.kubelet.is_none() || !is(rt, "", "pods") {
+    if !simulated || !is(rt, "", "pods") {
         return None;
     }
     let mut new = new.clone();

@@ -189,7 +189,7 @@ pub(crate) fn body(
         Some(obj) => (obj, false),
         None => (endpoints::decode_body(req)?, true),
     };
-    let siblings = crate::registry::objects::siblings(state, &r.rt);
+    let siblings = state.registry.siblings(&r.rt);
     crate::registry::objects::check_type(&mut obj, &r.rt, &siblings)?;
     if from_body {
         fields::check(&r.rt, &obj, req)?;

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::Registry;
 use super::ResourceType;
-use super::context::Apiserver;
 use crate::api::status::ApiError;
 
 pub(crate) use validate::validate;
@@ -23,12 +23,12 @@ pub(crate) use validate::validate;
 /// `obj` (at `rt`'s version) as served at `target`, another version of the same resource:
 /// through the CRD's conversion webhook, or by rewriting `apiVersion` when it has none.
 pub(crate) async fn convert_to(
-    api: &Apiserver,
+    registry: &Registry,
     rt: &ResourceType,
     mut obj: Value,
     target: &ResourceType,
 ) -> Result<Value, ApiError> {
-    let conv = api.registry.snapshot().conversion(rt).cloned();
+    let conv = registry.snapshot().conversion(rt).cloned();
     match conv {
         Some(conv) => review::convert_one(&conv, obj, &target.api_version()).await,
         None => {

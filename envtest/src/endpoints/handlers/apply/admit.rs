@@ -65,11 +65,7 @@ pub(crate) fn store(
     create: bool,
     w: WriteOpts,
 ) -> Result<(u16, Arc<Value>), ApiError> {
-    crate::registry::objects::check_type(
-        &mut obj,
-        &r.rt,
-        &crate::registry::objects::siblings(state, &r.rt),
-    )?;
+    crate::registry::objects::check_type(&mut obj, &r.rt, &state.registry.siblings(&r.rt))?;
     let ns = r.namespace.as_deref();
     if create {
         meta::remove_meta(&mut obj, "resourceVersion");

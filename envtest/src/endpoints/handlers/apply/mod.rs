@@ -91,11 +91,7 @@ impl<'a> Apply<'a> {
             )));
         }
         // Type errors are reported before anything is read.
-        crate::registry::objects::check_type(
-            &mut body.clone(),
-            rt,
-            &crate::registry::objects::siblings(state, rt),
-        )?;
+        crate::registry::objects::check_type(&mut body.clone(), rt, &state.registry.siblings(rt))?;
         let api_version = body
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -140,11 +136,7 @@ impl<'a> Apply<'a> {
                 set: self.set.clone(),
             };
             managed::write(&mut obj, &[entry]);
-            crate::registry::objects::check_type(
-                &mut obj,
-                rt,
-                &crate::registry::objects::siblings(state, rt),
-            )?;
+            crate::registry::objects::check_type(&mut obj, rt, &state.registry.siblings(rt))?;
             match rest::create_object(state, rt, ns, obj, w) {
                 Ok(out) => return Ok((201, out)),
                 Err(e) if e.reason == "AlreadyExists" => {}
