@@ -23,9 +23,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::api::status::ApiError;
 use crate::auth::UserInfo;
+use crate::endpoints::State;
 use crate::endpoints::router::{self, Query, Route};
 use crate::endpoints::{self, Body, Req, Warnings, error, json};
-use crate::endpoints::State;
 use crate::faults::{RequestFacts, RequestRecord, Verb};
 use crate::registry::Snapshot;
 use crate::tls::Tls;
