@@ -53,11 +53,12 @@
 //!
 //! # Behaviour worth knowing
 //!
-//! * **Two controllers run by default**: the garbage collector (`controllers::gc`: ownerReferences,
-//!   Background / Foreground with `foregroundDeletion` and `blockOwnerDeletion` / Orphan) and
-//!   namespace finalization (`controllers::namespaces`: a deleted namespace is `Terminating`, its objects
+//! * **Three controllers run by default**: the garbage collector (`controllers::gc`: ownerReferences,
+//!   Background / Foreground with `foregroundDeletion` and `blockOwnerDeletion` / Orphan),
+//!   ClusterRole aggregation (`controllers::clusterrole_aggregation`) and namespace finalization (`controllers::namespaces`: a deleted namespace is `Terminating`, its objects
 //!   are deleted honouring finalizers, then it goes). [`EnvironmentBuilder::controllers`]`(false)`
-//!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`.
+//!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`,
+//!   aggregated ClusterRoles stay empty.
 //!   Nothing fills status or creates Pods either way.
 //! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`], `controllers::kubelet`): Pods
 //!   are bound to the Node [`SIMULATED_NODE`], run (`Running`, `Ready`, IPs, container

@@ -7,6 +7,8 @@
 mod common;
 #[path = "common/kubectl_cli.rs"]
 mod kubectl_cli;
+#[path = "common/webhook_server.rs"]
+mod webhook_server;
 
 use common::status_of;
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenRequest, TokenReview};
@@ -351,4 +353,83 @@ async fn kubectl_service_account_token_can_i_whoami_and_as() {
     // A restricted user may not impersonate.
     let out = k.run(&[&tok, "--as=bob", "get", "pods"]).await;
     assert!(out.stderr.contains(r#"users "bob" is forbidden: User "system:serviceaccount:default:robot" cannot impersonate resource "users" in API group "" at the cluster scope"#), "{out:?}");
+}
+
+/// A user name and groups, as an AdmissionReview's `userInfo` names them.
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>;
+
+/// Records who each admission request says is writing.
+struct Who(Seen);
+
+#[async_trait::async_trait]
+impl ctrl_runtime::webhook::admission::Handler for Who {
+    async fn handle(
+        &self,
+        req: &ctrl_runtime::webhook::admission::Request,
+    ) -> ctrl_runtime::webhook::admission::Response {
+        let u = &req.user_info;
+        let entry = (
+            u.username.clone().unwrap_or_default(),
+            u.groups.clone().unwrap_or_default(),
+        );
+        self.0.lock().unwrap().push(entry);
+        ctrl_runtime::webhook::admission::Response::allowed("")
+    }
+}
+
+#[tokio::test]
+async fn admission_webhooks_are_told_who_writes() {
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let seen = Seen::default();
+    let who = Who(seen.clone());
+    let hook = webhook_server::start(|s| {
+        s.register("/who", ctrl_runtime::webhook::admission::Webhook::new(who))
+            .unwrap();
+    })
+    .await;
+    let env = common::env().await;
+    let config: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": "who"},
+        "webhooks": [{"name": "who.ctrl.dev", "clientConfig": {"url": format!("{}/who", hook.url), "caBundle": hook.ca_bundle},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"]}],
+    }))
+    .unwrap();
+    Api::<ValidatingWebhookConfiguration>::all(env.client())
+        .create(&PostParams::default(), &config)
+        .await
+        .unwrap();
+    let admin: Api<ConfigMap> = Api::default_namespaced(env.client());
+    admin
+        .create(&PostParams::default(), &common::cm("by-admin", &[]))
+        .await
+        .unwrap();
+    let rb: RoleBinding = serde_json::from_value(json!({"metadata": {"name": "alice-edit"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "User", "name": "alice"}]}))
+    .unwrap();
+    Api::<RoleBinding>::default_namespaced(env.client())
+        .create(&PostParams::default(), &rb)
+        .await
+        .unwrap();
+    let alice: Api<ConfigMap> = Api::default_namespaced(client(env.add_user("alice", &["devs"])));
+    alice
+        .create(&PostParams::default(), &common::cm("by-alice", &[]))
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "admin".to_string(),
+                vec!["system:masters".to_string(), "system:authenticated".into()]
+            ),
+            (
+                "alice".to_string(),
+                vec!["devs".to_string(), "system:authenticated".into()]
+            ),
+        ]
+    );
 }

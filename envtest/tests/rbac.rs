@@ -469,6 +469,33 @@ async fn aggregated_cluster_roles_follow_their_labelled_roles() {
     pods.list(&ListParams::default())
         .await
         .expect("aggregated rule");
+    // The rules are stored in the aggregated role, as the aggregation controller writes them.
+    let roles: Api<ClusterRole> = Api::all(admin.clone());
+    let stored = roles
+        .get("monitoring")
+        .await
+        .unwrap()
+        .rules
+        .unwrap_or_default();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].resources, Some(vec!["pods".to_string()]));
+    roles
+        .delete("pod-lister", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        roles
+            .get("monitoring")
+            .await
+            .unwrap()
+            .rules
+            .unwrap_or_default()
+            .len(),
+        0
+    );
+    forbidden(pods.list(&ListParams::default()).await);
+    create_cluster::<ClusterRole>(&admin, json!({"metadata": {"name": "pod-lister", "labels": {"example.com/aggregate-to-monitoring": "true"}},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]})).await;
     forbidden(pods.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})).unwrap()).await);
 
     // The bootstrapped `view` ClusterRole aggregates system:aggregate-to-view.

@@ -138,6 +138,8 @@ pub(crate) struct Attributes<'a> {
     pub old: Option<&'a Value>,
     /// Where the webhooks' `warnings` go.
     pub warnings: &'a Warnings,
+    /// Who writes: the `authentication.k8s.io/v1` `UserInfo` of the request.
+    pub user: &'a Value,
 }
 
 /// The webhooks that review one write, mutating first: each with the served version it is
@@ -325,7 +327,7 @@ fn review(
         "requestResource": {"group": asked.group, "version": asked.version, "resource": asked.plural},
         "name": a.name,
         "operation": a.op.as_str(),
-        "userInfo": {"username": "envtest-admin", "groups": ["system:masters", "system:authenticated"]},
+        "userInfo": a.user,
         "object": new.cloned().unwrap_or(Value::Null),
         "oldObject": old.cloned().unwrap_or(Value::Null),
         "dryRun": a.dry_run,

@@ -1,19 +1,15 @@
 //! RBAC evaluation, ported from kube-apiserver's `plugin/pkg/auth/authorizer/rbac` and
 //! `pkg/registry/rbac/validation` (`DefaultRuleResolver`): the ClusterRoleBindings, then the
 //! RoleBindings of the request's namespace, whose subjects include the user, grant the rules
-//! of their Role or ClusterRole; a request is allowed when one rule covers it
-//! ([`rule_allows`]). A ClusterRole with an `aggregationRule` has the rules of the
-//! ClusterRoles its selectors match, as the clusterrole-aggregation controller fills them in.
-//! A binding to a missing role grants nothing and is named in the denial's reason. Reads the
+//! of their Role or ClusterRole as stored (an aggregated ClusterRole's rules are filled in by
+//! `controllers::clusterrole_aggregation`, as upstream's controller does); a request is allowed
+//! when one rule covers it ([`rule_allows`]). A binding to a missing role grants nothing and is named in the denial's reason. Reads the
 //! objects from `storage` at every decision, so bindings added or removed take effect on the
 //! next request.
-
-use std::collections::BTreeMap;
 
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::de::DeserializeOwned;
 
 use super::attributes::Attributes;
@@ -180,71 +176,10 @@ fn role_rules(store: &Store, r: &RoleRef, namespace: &str) -> Result<Vec<PolicyR
             .map(|role| role.rules.unwrap_or_default())
             .ok_or_else(|| format!("role.{GROUP} {:?} not found", r.name)),
         "ClusterRole" => get::<ClusterRole>(store, "clusterroles", "", &r.name)
-            .map(|role| cluster_role_rules(store, &role, &mut Vec::new()))
+            .map(|role| role.rules.unwrap_or_default())
             .ok_or_else(|| format!("clusterrole.{GROUP} {:?} not found", r.name)),
         k => Err(format!("unsupported role reference kind: {k:?}")),
     }
-}
-
-/// A ClusterRole's rules; with an `aggregationRule`, the rules of every other ClusterRole
-/// one of its selectors matches, in name order, each once (the aggregation controller's
-/// result; `seen` stops cycles).
-fn cluster_role_rules(
-    store: &Store,
-    role: &ClusterRole,
-    seen: &mut Vec<String>,
-) -> Vec<PolicyRule> {
-    let Some(selectors) = role
-        .aggregation_rule
-        .as_ref()
-        .and_then(|a| a.cluster_role_selectors.as_ref())
-    else {
-        return role.rules.clone().unwrap_or_default();
-    };
-    let own = role.metadata.name.clone().unwrap_or_default();
-    seen.push(own.clone());
-    let all = list::<ClusterRole>(store, "clusterroles", None);
-    let mut out: Vec<PolicyRule> = Vec::new();
-    for sel in selectors {
-        for r in &all {
-            let name = r.metadata.name.as_deref().unwrap_or_default();
-            if name == own
-                || seen.iter().any(|s| s == name)
-                || !selector_matches(sel, r.metadata.labels.as_ref())
-            {
-                continue;
-            }
-            for rule in cluster_role_rules(store, r, seen) {
-                if !out.contains(&rule) {
-                    out.push(rule);
-                }
-            }
-        }
-    }
-    seen.pop();
-    out
-}
-
-/// A `metav1.LabelSelector` against labels: `matchLabels` and `matchExpressions` all hold
-/// (an empty selector matches everything; an unknown operator nothing).
-fn selector_matches(sel: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k));
-    let labels_hold = sel
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| get(k) == Some(v));
-    labels_hold
-        && sel.match_expressions.iter().flatten().all(|e| {
-            let values = e.values.as_deref().unwrap_or_default();
-            match (e.operator.as_str(), get(&e.key)) {
-                ("In", Some(v)) => values.contains(v),
-                ("NotIn", v) => v.is_none_or(|v| !values.contains(v)),
-                ("Exists", v) => v.is_some(),
-                ("DoesNotExist", v) => v.is_none(),
-                _ => false,
-            }
-        })
 }
 
 /// Upstream's `RuleAllows`.

@@ -1,10 +1,11 @@
 //! Layer 6, the in-process controller-manager: controllers that are clients of the registry
 //! (`registry::rest`, `registry::hooks`), never of the HTTP side. [`gc`] (the garbage
-//! collector), [`namespaces`] (namespace lifecycle) and [`crd_cleanup`] (deleting a CRD's
-//! objects) are write observers: the registry hands them every committed write and queues the
+//! collector), [`namespaces`] (namespace lifecycle), [`clusterrole_aggregation`] (the rules of
+//! aggregated ClusterRoles) and [`crd_cleanup`] (deleting a CRD's objects) are write observers: the registry hands them every committed write and queues the
 //! writes they make in turn (`registry::hooks::settle`). [`kubelet`] (the simulated kubelet,
 //! opt-in) watches the pods collection in its own task. `env` registers and starts them.
 
+pub(crate) mod clusterrole_aggregation;
 pub(crate) mod crd_cleanup;
 pub(crate) mod gc;
 pub(crate) mod kubelet;
@@ -22,6 +23,7 @@ pub(crate) fn observers(controllers: bool) -> Vec<Arc<dyn Observer>> {
     if controllers {
         out.push(Arc::new(gc::Gc));
         out.push(Arc::new(namespaces::Namespaces));
+        out.push(Arc::new(clusterrole_aggregation::ClusterRoleAggregation));
     }
     out
 }

@@ -75,6 +75,7 @@ pub(crate) async fn object(
         .clone()
         .or_else(|| new.as_ref().map(|n| meta::name(n).to_string()))
         .unwrap_or_default();
+    let user = req.user.to_value();
     let attrs = Attributes {
         op,
         rt,
@@ -85,6 +86,7 @@ pub(crate) async fn object(
         dry_run,
         old: old.as_ref(),
         warnings: &req.warnings,
+        user: &user,
     };
     let mutated = match hooks {
         Some(hooks) => hooks.admit(state, &attrs, new.clone()).await?,
