@@ -12,6 +12,7 @@
 //! cargo run --example appservice -- --kubeconfig ~/.kube/config   # a real cluster
 //! cargo run --example appservice -- --kubeconfig KC --leader-elect   # one of N replicas
 //! cargo run --example appservice -- --kubeconfig KC --sharded        # one of N shards
+//! cargo run --example appservice -- --kubeconfig KC --sharded --sharder=false  # ... with ctrl-sharder
 //! ```
 //!
 //! With `--sharded` every replica reconciles its share of the AppServices (ring
@@ -133,7 +134,7 @@ async fn build(
         log_leader_election(&opts);
         return setup::manager(client, opts, &cfg).await;
     };
-    let mgr = sharding::manager(client, opts, &mut cfg, shard).await?;
+    let mgr = sharding::manager(client, opts, &mut cfg, shard, flags.sharder).await?;
     log_leader_election(mgr.options());
     Ok(mgr)
 }

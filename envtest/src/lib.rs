@@ -27,12 +27,14 @@
 //!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
 //!                admit), filter, table, discovery, openapi
-//! admission/     webhooks on the old and new objects of a write (no request rewriting)
+//! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
+//!                write (no request rewriting)
 //! registry/      served types, rest (generic create/update/delete), strategy, crd, hooks,
 //!                fieldmanager, schema, conversion, builtins, the shared State
 //! auth/          authentication (tokens, ServiceAccount JWTs), impersonation, RBAC, the
 //!                review answers, the bootstrap policy — reads storage, used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
+//! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
@@ -115,6 +117,7 @@
 mod admission;
 mod api;
 pub(crate) mod auth;
+pub(crate) mod cel;
 mod controllers;
 mod endpoints;
 mod env;

@@ -5,9 +5,8 @@
 //! authenticated and authorized first (`auth`: bearer tokens, impersonation, RBAC; health and
 //! version are public, as upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit
 //! (413 with `Connection: close`, without buffering more), recorded in the request log, routed
-//! (`endpoints::router`) and handed to discovery or the resource handlers (through
-//! `endpoints::handlers::versioned`, which converts custom resources served at a non-storage
-//! version). Every failure is answered with a `Status` body (`api::status`); warnings raised
+//! (`endpoints::router`) and handed to `endpoints::serve` (resource handlers, discovery,
+//! OpenAPI, health). Every failure is answered with a `Status` body (`api::status`); warnings raised
 //! while serving become `Warning` headers. It calls `endpoints`, `auth`, `tls`, `registry` (the
 //! shared state), `faults` and `api`; only `env` is above it.
 
@@ -25,10 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::api::status::ApiError;
 use crate::auth::UserInfo;
 use crate::endpoints::State;
-use crate::endpoints::discovery;
-use crate::endpoints::handlers::versioned;
 use crate::endpoints::router::{self, Query, Route};
-use crate::endpoints::{Body, Req, Warnings, bytes, error, json};
+use crate::endpoints::{self, Body, Req, Warnings, error, json};
 use crate::faults::{RequestFacts, RequestRecord, Verb};
 use crate::registry::Snapshot;
 use crate::tls::Tls;
@@ -231,7 +228,7 @@ async fn serve_routed(
         served_as: None,
         user,
     };
-    let mut resp = match dispatch(state, route, snap, req).await {
+    let mut resp = match endpoints::serve(state, route, snap, req).await {
         Ok(r) => r,
         Err(e) => error(&e),
     };
@@ -301,61 +298,4 @@ async fn read_body(body: Incoming, headers: &HeaderMap) -> Result<Bytes, ApiErro
             "reading the request body: {e}"
         ))),
     }
-}
-
-async fn dispatch(
-    state: &Arc<State>,
-    route: Route,
-    snap: &Snapshot,
-    req: Req,
-) -> Result<Response<Body>, ApiError> {
-    let accept = req.header("accept");
-    if !matches!(route, Route::Health) && !accept.is_empty() && !acceptable(accept) {
-        return Err(ApiError::new(
-            406,
-            "NotAcceptable",
-            "only the following media types are accepted: application/json, application/yaml, */*",
-        ));
-    }
-    let is_get = req.method == Method::GET;
-    match route {
-        // Webhook conversion (`versioned`) wraps the handlers for non-storage versions.
-        Route::Resource(r) => versioned::dispatch(state, r, req).await,
-        _ if !is_get => Err(ApiError::method_not_allowed()),
-        Route::Health => Ok(bytes(
-            200,
-            "text/plain; charset=utf-8",
-            Bytes::from_static(b"ok"),
-        )),
-        Route::Version => Ok(json(200, &discovery::version())),
-        Route::CoreVersions => Ok(discovery::core_versions(state, snap, aggregated(accept))),
-        Route::Groups => Ok(discovery::groups(snap, aggregated(accept))),
-        Route::Group(g) => Ok(json(200, &discovery::group(snap, &g))),
-        Route::ResourceList(g, v) => Ok(json(200, &discovery::resource_list(snap, &g, &v))),
-        Route::OpenApiRoot => Ok(json(200, &discovery::openapi_root(snap))),
-        Route::OpenApiDoc(g, v) => discovery::openapi_doc(snap, &g, &v)
-            .map(|d| json(200, &d))
-            .ok_or_else(ApiError::unknown_path),
-    }
-}
-
-/// JSON is acceptable unless only protobuf (or another foreign type) is listed.
-fn acceptable(accept: &str) -> bool {
-    accept.split(',').any(|m| {
-        let m = m.trim();
-        m.starts_with("application/json")
-            || m.starts_with("*/*")
-            || m.starts_with("application/*")
-            || m.starts_with("application/yaml")
-            || m.is_empty()
-    })
-}
-
-fn aggregated(accept: &str) -> bool {
-    accept.split(',').any(|m| {
-        m.contains("g=apidiscovery.k8s.io")
-            && m.contains("v=v2")
-            && !m.contains("v=v2beta1")
-            && m.contains("as=APIGroupDiscoveryList")
-    })
 }

@@ -19,11 +19,12 @@
 //! `registry` and `webhook_client` (over which it calls the webhooks), never the HTTP side.
 //!
 //! Configurations are ordinary objects: create them through the API, or give them
-//! to [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
+//! to `EnvironmentBuilder::webhooks` (`env`).
 //! Simplifications: webhooks see the object before the server sets uid /
 //! resourceVersion on a create; only `clientConfig.url` is supported (not `service`).
 //! Server-side apply's computed result is reviewed as the CREATE or UPDATE it amounts to.
 
+pub(crate) mod policy;
 mod rules;
 
 use std::sync::Arc;
@@ -43,7 +44,7 @@ use crate::registry::conversion::convert_to;
 use rules::Hook;
 
 /// A webhook configuration installed at start by
-/// [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
+/// `EnvironmentBuilder::webhooks`.
 #[derive(Clone, Debug)]
 pub enum WebhookConfiguration {
     /// Defaulting webhooks.

@@ -6,6 +6,7 @@
 //!   body and [`Warnings`]) and the responses ([`json`], [`bytes`], [`error`] `Status` bodies,
 //!   watch [`stream`]s); `server` decodes requests into it and writes its responses.
 //! * [`State`]: what the server and the handlers share (the registry layer, settings, faults).
+//! * [`serve()`]: a routed request to its handler, discovery, OpenAPI or health.
 //! * [`router`]: the URL grammar, query strings and resourceVersion parameters.
 //! * [`handlers`]: one handler per verb (get, list, create, update, patch, delete, scale,
 //!   eviction), server-side apply, watch, serving at a non-storage version (`versioned`).
@@ -17,9 +18,11 @@ pub(crate) mod filter;
 pub(crate) mod handlers;
 pub(crate) mod openapi;
 pub(crate) mod router;
+mod serve;
 mod state;
 pub(crate) mod table;
 
+pub(crate) use serve::serve;
 pub(crate) use state::{Settings, State};
 
 use std::convert::Infallible;
@@ -49,7 +52,7 @@ pub(crate) struct Req {
     pub body: Bytes,
     /// Warnings for the client, written as `Warning` headers on the response.
     pub warnings: Warnings,
-    /// The type the client asked for, when `conversion` serves the request at the storage
+    /// The type the client asked for, when `handlers::versioned` serves the request at the storage
     /// version (admission reviews name it as `requestKind`).
     pub served_as: Option<Arc<ResourceType>>,
     /// Who sent it (after impersonation), as `auth` authenticated them.

@@ -3,7 +3,7 @@
 //! columns (`table::printers`, e.g. pods READY/STATUS/RESTARTS, deployments READY/UP-TO-DATE/
 //! AVAILABLE, priority 1 for `-o wide`), custom resources `Name` then their
 //! `additionalPrinterColumns` (JSONPath cells), anything else `Name` and `Age`; rows carry the
-//! object as `PartialObjectMetadata`. `verbs::read` renders gets and lists with it and `watch` each event
+//! object as `PartialObjectMetadata`. `handlers::read` renders gets and lists with it and `watch` each event
 //! (column definitions only in the first), so `kubectl get -w` lines match the list's header.
 
 use serde_json::{Value, json};

@@ -122,6 +122,8 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         t::<rbac::v1::ClusterRoleBinding>(0, &[], &[]),
         t::<admissionregistration::v1::ValidatingWebhookConfiguration>(G, &[], &[]),
         t::<admissionregistration::v1::MutatingWebhookConfiguration>(G, &[], &[]),
+        t::<admissionregistration::v1::ValidatingAdmissionPolicy>(S | G, &[], &[]),
+        t::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(G, &[], &[]),
         t::<networking::v1::Ingress>(S | G, &["ing"], &[]),
         t::<networking::v1::IngressClass>(0, &[], &[]),
         t::<networking::v1::NetworkPolicy>(G, &["netpol"], &[]),

@@ -6,7 +6,8 @@
 //! ([`mark_terminating`]); it is held by the [`CLEANUP_FINALIZER`] until the CRD cleanup
 //! controller (`controllers::crd_cleanup`) has deleted its custom resources, and when it is
 //! removed its watches end and its routes go away. Custom objects are validated against the
-//! version's `openAPIV3Schema` ([`validate_custom`], `super::schema`). `spec.conversion` is
+//! version's `openAPIV3Schema` ([`validate_custom`], `super::schema`) and its CEL rules
+//! (`crate::cel`). `spec.conversion` is
 //! validated as upstream does (`super::conversion::validate`); a CRD with `strategy: Webhook`
 //! registers its `Conversion` with its types. Calls `api`, `storage` and the registry only.
 
@@ -348,10 +349,12 @@ fn type_of(crd: &Value, v: &Value) -> ResourceType {
     }
 }
 
-/// Validates a custom object against its version's schema (prunes unknown fields, defaults).
+/// Validates a custom object against its version's schema (prunes unknown fields, defaults),
+/// then its CEL rules; `old` is the stored object on update (transition rules, ratcheting).
 pub(crate) fn validate_custom(
     rt: &ResourceType,
     obj: &mut Value,
+    old: Option<&Value>,
     strict: bool,
 ) -> Result<(), ApiError> {
     let (Some(_), Some(sch)) = (&rt.crd, &rt.schema) else {
@@ -369,7 +372,7 @@ pub(crate) fn validate_custom(
         )));
     }
     schema::apply_defaults(sch, obj);
-    let causes = schema::validate(sch, obj);
+    let causes = schema_and_rules(sch, obj, old);
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             &rt.group,
@@ -379,6 +382,31 @@ pub(crate) fn validate_custom(
         ));
     }
     Ok(())
+}
+
+/// The schema's checks and then its CEL rules (`crate::cel::rules`), as apiextensions' strategy
+/// runs them: on update, errors about values left unchanged are ratcheted away
+/// (`crate::cel::ratchet`); rules are not run on an object with type or required-field errors.
+fn schema_and_rules(sch: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+    let mut causes = schema::validate(sch, obj);
+    if let Some(old) = old {
+        causes.retain(|c| crate::cel::ratchet::keep(&c.field, obj, old));
+    }
+    if !crate::cel::rules::has_rules(sch) {
+        return causes;
+    }
+    let blocking = ["FieldValueTypeInvalid", "FieldValueRequired"];
+    if causes.iter().any(|c| blocking.contains(&c.reason)) {
+        let detail = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+        causes.push(FieldCause::invalid("<nil>", &Value::Null, detail));
+        return causes;
+    }
+    let outcome = crate::cel::rules::validate(sch, obj, old);
+    for w in &outcome.warnings {
+        tracing::debug!(warning = %w, "a CEL rule failed on an unchanged value: ratcheted");
+    }
+    causes.extend(outcome.errors);
+    causes
 }
 
 /// The registry's side of a committed write: a CRD written (re)registers its types and

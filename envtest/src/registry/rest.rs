@@ -88,7 +88,7 @@ pub(crate) fn create(
         o.remove("status");
     }
     crd::on_write(rt, None, &mut obj)?;
-    crd::validate_custom(rt, &mut obj, w.strict)?;
+    crd::validate_custom(rt, &mut obj, None, w.strict)?;
     meta::normalize(&mut obj);
     if let Some(who) = &w.manager {
         let given = obj
@@ -221,7 +221,7 @@ pub(crate) fn update(
         meta::normalize(&mut new);
         strategy::validate(rt, &mut new)?;
         crd::on_write(rt, Some(cur), &mut new)?;
-        crd::validate_custom(rt, &mut new, w.strict)?;
+        crd::validate_custom(rt, &mut new, Some(cur), w.strict)?;
         if rt.generation && !status_write && meta::spec_changed(cur, &new, rt.status) {
             meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
         }

@@ -13,8 +13,9 @@
 //! `exclusiveMinimum`/`exclusiveMaximum`), `multipleOf`, `minLength`/`maxLength`, `pattern`,
 //! `minItems`/`maxItems`, `minProperties`/`maxProperties`, `nullable`, `default`, `allOf`,
 //! `anyOf`, `oneOf`, `not`, `x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`,
-//! `x-kubernetes-embedded-resource`, `x-kubernetes-list-type` (`set`/`map` duplicates). CEL
-//! `x-kubernetes-validations` and `format` are ignored.
+//! `x-kubernetes-embedded-resource`, `x-kubernetes-list-type` (`set`/`map` duplicates), `format`
+//! (the formats upstream checks, `crate::cel::format`). CEL `x-kubernetes-validations` are
+//! `crate::cel::rules`', which `super::crd` runs after these checks.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -236,6 +237,12 @@ fn validate_string(schema: &Value, s: &str, value: &Value, path: &str, out: &mut
             value,
             &format!("{} should match '{p}'", in_body(path)),
         ));
+    }
+    if let Some(f) = schema.get("format").and_then(Value::as_str)
+        && !crate::cel::format::valid(f, s)
+    {
+        let detail = format!("{} must be of type {f}: {s:?}", in_body(path));
+        out.push(FieldCause::type_invalid(path, value, &detail));
     }
 }
 

@@ -14,6 +14,7 @@ use super::ResourceType;
 use super::context::Apiserver;
 use crate::api::meta;
 use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
 use crate::storage::Change;
 
 /// Upstream's default `terminationGracePeriodSeconds`.
@@ -90,6 +91,20 @@ fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
         .collect()
 }
 
+/// The CEL expressions of a CRD (`crate::cel::crd`, once its schemas are structural) or of a
+/// ValidatingAdmissionPolicy (`crate::cel::policy`) that do not compile or cost too much.
+fn cel_causes(rt: &ResourceType, obj: &Value, so_far: &[FieldCause]) -> Vec<FieldCause> {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("apiextensions.k8s.io", "customresourcedefinitions") if so_far.is_empty() => {
+            crate::cel::crd::check_crd(obj)
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            crate::cel::policy::check_policy(obj.get("spec").unwrap_or(&Value::Null))
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Generic metadata/data validation, then the CRD schema for custom resources.
 pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     if let Some(decode) = rt.decode {
@@ -110,6 +125,7 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
     if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
         causes.extend(crd_schema_causes(obj));
     }
+    causes.extend(cel_causes(rt, obj, &causes));
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             &rt.group,

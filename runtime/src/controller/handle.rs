@@ -18,7 +18,6 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
 use super::{Inner, Options};
@@ -47,26 +46,18 @@ fn panic_message(payload: &Panic) -> &str {
 /// The reconcile's span: a [`Request`]'s namespace and name as fields of their own,
 /// any other request type's `Debug` form as `request`.
 fn reconcile_span<R: TypedRequest>(name: &str, opts: &Options<R>, req: &R, id: uuid::Uuid) -> Span {
-    let span = tracing::info_span!(
+    let plain = (req as &dyn Any).downcast_ref::<Request>();
+    let typed = plain.is_none().then(|| tracing::field::debug(req));
+    tracing::info_span!(
         "reconcile",
         controller = %name,
         controllerGroup = %opts.group,
         controllerKind = %opts.kind,
-        namespace = Empty,
-        name = Empty,
-        request = Empty,
+        namespace = plain.map(|r| r.namespace.as_str()),
+        name = plain.map(|r| r.name.as_str()),
+        request = typed,
         reconcileID = %id,
-    );
-    match (req as &dyn Any).downcast_ref::<Request>() {
-        Some(r) => {
-            span.record("namespace", r.namespace.as_str());
-            span.record("name", r.name.as_str());
-        }
-        None => {
-            span.record("request", tracing::field::debug(req));
-        }
-    }
-    span
+    )
 }
 
 impl<R: TypedRequest> Inner<R> {

@@ -2,7 +2,8 @@
 //! a webhook's rules match (`admission::matching`), the old object (stored, as served) and the
 //! new one (the decoded body, or the patch applied to the old one) go to `admission`; what a
 //! mutating webhook returns is handed back to the handler as the object to write, pinned to the
-//! resourceVersion it was computed from, so a concurrent write makes it a 409. The request
+//! resourceVersion it was computed from, so a concurrent write makes it a 409. Bound
+//! ValidatingAdmissionPolicies (`admission::policy`) then see the final object. The request
 //! itself is never rewritten. Server-side apply reviews its computed result through [`object`].
 
 use std::sync::Arc;
@@ -50,9 +51,10 @@ pub(crate) async fn object(
     make: impl FnOnce(Option<&Value>) -> Result<Option<Value>, ApiError>,
 ) -> Result<Option<Value>, ApiError> {
     let rt = &r.rt;
-    let Some(hooks) = admission::matching(state, rt, r.sub.as_deref(), op) else {
+    let hooks = admission::matching(state, rt, r.sub.as_deref(), op);
+    if hooks.is_none() && !admission::policy::any_bound(state, rt) {
         return Ok(None);
-    };
+    }
     let dry_run = req.query.dry_run()?;
     let old = match (op, r.name.as_deref()) {
         (Op::Create, _) | (_, None) => None,
@@ -84,7 +86,11 @@ pub(crate) async fn object(
         old: old.as_ref(),
         warnings: &req.warnings,
     };
-    let mutated = hooks.admit(state, &attrs, new).await?;
+    let mutated = match hooks {
+        Some(hooks) => hooks.admit(state, &attrs, new.clone()).await?,
+        None => None,
+    };
+    admission::policy::admit(state, &attrs, mutated.as_ref().or(new.as_ref()))?;
     Ok(mutated.map(|n| pinned(n, old.as_ref())))
 }
 

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderValue, Method, Response, header};
+use http::{Method, Response, header};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -64,9 +64,11 @@ pub(crate) async fn dispatch(
         && r.name.is_none()
         && (r.watch_prefix || req.query.flag("watch")?);
     let resp = match (&req.method, r.name.is_some()) {
-        (&Method::POST, false) | (&Method::PUT, true) => {
-            let req = body_to_storage(&conv, &served, req).await?;
-            verbs::dispatch(state, storage, req).await?
+        (&Method::POST, false) | (&Method::PUT, true) if writable(&storage) => {
+            match body_to_storage(&conv, &served, &req).await? {
+                Some(obj) => write(state, &storage, &req, obj).await?,
+                None => verbs::dispatch(state, storage, req).await?,
+            }
         }
         (&Method::PATCH, true) => patch(state, &conv, &served, storage, req).await?,
         _ => verbs::dispatch(state, storage, req).await?,
@@ -78,39 +80,60 @@ pub(crate) async fn dispatch(
     }
 }
 
+/// Whether a POST or PUT of `r` reaches the create or update handler (else the handlers answer
+/// it: a subresource the type lacks, a create across all namespaces).
+fn writable(r: &ResourceRoute) -> bool {
+    match r.sub.as_deref() {
+        None => r.name.is_some() || !r.rt.namespaced || r.namespace.is_some(),
+        Some(sub) => sub == "status" && r.rt.status && r.name.is_some(),
+    }
+}
+
 /// A POST/PUT body at the served version: pruned, defaulted and validated against that
-/// version's schema, then converted to the storage version.
+/// version's schema, then converted to the storage version. `None` when the body names another
+/// kind or group (the handlers answer that).
 async fn body_to_storage(
     conv: &Conversion,
     served: &ResourceType,
-    mut req: Req,
-) -> Result<Req, ApiError> {
-    let mut obj = crate::endpoints::decode_body(&req)?;
+    req: &Req,
+) -> Result<Option<Value>, ApiError> {
+    let mut obj = crate::endpoints::decode_body(req)?;
     let (av, kind) = (s(&obj, "apiVersion"), s(&obj, "kind"));
     if !kind.is_empty() && kind != served.kind {
-        return Ok(req); // the verbs answer the mismatch
+        return Ok(None);
     }
     if av.is_empty() || av == served.api_version() {
         obj["apiVersion"] = json!(served.api_version());
         obj["kind"] = json!(served.kind);
         let strict = write_opts(&req.query)?.strict;
-        crd::validate_custom(served, &mut obj, strict)?;
+        crd::validate_custom(served, &mut obj, None, strict)?;
     } else if !av.starts_with(&format!("{}/", served.group)) {
-        return Ok(req);
+        return Ok(None);
     }
-    let obj = review::convert_one(conv, obj, &conv.storage.api_version()).await?;
-    set_json_body(&mut req, &obj)?;
-    Ok(req)
+    review::convert_one(conv, obj, &conv.storage.api_version())
+        .await
+        .map(Some)
 }
 
-fn set_json_body(req: &mut Req, obj: &Value) -> Result<(), ApiError> {
-    req.body = serde_json::to_vec(obj).map_err(ApiError::internal)?.into();
-    req.headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    req.headers.remove(header::CONTENT_LENGTH);
-    Ok(())
+/// Writes `obj` (at the storage version) through admission and the create (no name) or update
+/// handler of `storage`, as a POST or PUT of it would be.
+async fn write(
+    state: &Arc<State>,
+    storage: &ResourceRoute,
+    req: &Req,
+    obj: Value,
+) -> Result<Response<Body>, ApiError> {
+    let op = match storage.name {
+        None => Op::Create,
+        Some(_) => Op::Update,
+    };
+    let given = obj.clone();
+    let admitted = admit::object(state, storage, req, op, |_| Ok(Some(given))).await?;
+    let obj = admitted.unwrap_or(obj);
+    match storage.name.as_deref() {
+        Some(name) => verbs::update::put(state, storage, name, req, Some(obj)),
+        None => verbs::create::create(state, storage, req, Some(obj)),
+    }
 }
 
 /// A JSON or merge patch at the served version: applied to the stored object converted to
@@ -155,29 +178,15 @@ async fn patch(
             meta::set_meta(&mut new, "resourceVersion", json!(cur_rv));
         }
         let pinned_by_client = meta::meta_str(&new, "resourceVersion") != Some(cur_rv.as_str());
-        crd::validate_custom(served, &mut new, strict)?;
+        crd::validate_custom(served, &mut new, Some(&cur), strict)?;
         let new = review::convert_one(conv, new, &conv.storage.api_version()).await?;
-        match replace(state, &storage, &name, &req, new).await {
+        match write(state, &storage, &req, new).await {
             Err(e) if e.code == 409 && !pinned_by_client && attempt < PATCH_ATTEMPTS => {
                 tracing::debug!(crd = %conv.crd, name = %name, attempt, "patch at a non-storage version conflicted; retrying");
             }
             other => return other,
         }
     }
-}
-
-/// Writes `new` (at the storage version) as the update of `name`, through admission, as a PUT of
-/// it would be.
-async fn replace(
-    state: &Arc<State>,
-    storage: &ResourceRoute,
-    name: &str,
-    req: &Req,
-    new: Value,
-) -> Result<Response<Body>, ApiError> {
-    let given = new.clone();
-    let admitted = admit::object(state, storage, req, Op::Update, |_| Ok(Some(given))).await?;
-    verbs::update::put(state, storage, name, req, Some(admitted.unwrap_or(new)))
 }
 
 /// A successful JSON answer at the storage version (object or list) converted back.
