@@ -14,6 +14,11 @@
 
 #[path = "workqueue_support/impls.rs"]
 mod impls;
+#[path = "support/plot.rs"]
+#[allow(dead_code)]
+mod plot;
+#[path = "support/table.rs"]
+mod table;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,6 +30,7 @@ use futures::StreamExt;
 use impls::{Bare, BenchQueue, Chan, ctrl_priority, ctrl_queue};
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 use rand::{Rng, SeedableRng};
+use table::{Column, Row};
 use tokio::time::Instant;
 
 #[global_allocator]
@@ -616,54 +622,34 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-struct Row {
-    imp: Impl,
-    med: f64,
-    min: f64,
-    max: f64,
-    extra: String,
-}
-
+/// Prints one scenario's rows with the work-queue table's ratio columns.
 fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
-    let find = |i: Impl| rows.iter().find(|r| r.imp == i).map(|r| r.med);
-    let bare = find(Impl::Bare);
-    let kube = find(Impl::Kube);
-    println!("\n{title}");
-    println!(
-        "  {:<32} {:>10} {:>10} {:>10}  {:>8} {:>8} {:>9}  {}",
-        "implementation", "median", "min", "max", "vs bare", "vs kube", "metrics", unit
-    );
-    for r in rows {
-        let ratio = |base: Option<f64>| match base {
-            Some(b) if b > 0.0 && r.med > 0.0 => {
-                format!(
-                    "{:.2}x",
-                    if higher_is_better {
-                        r.med / b
-                    } else {
-                        b / r.med
-                    }
-                )
-            }
-            _ => "-".into(),
-        };
-        let metrics_cost = match r.imp {
-            Impl::RlqMetrics => ratio(find(Impl::Rlq)),
-            Impl::PqMetrics => ratio(find(Impl::Pq)),
-            _ => String::new(),
-        };
-        println!(
-            "  {:<32} {:>10.3} {:>10.3} {:>10.3}  {:>8} {:>8} {:>9}  {}",
-            r.imp.label(),
-            r.med,
-            r.min,
-            r.max,
-            ratio(bare),
-            ratio(kube),
-            metrics_cost,
-            r.extra
-        );
-    }
+    let to = |i: Impl| move |_: &str| Some(i.label().to_string());
+    let (vs_bare, vs_kube) = (to(Impl::Bare), to(Impl::Kube));
+    let metrics = |l: &str| {
+        if l == Impl::RlqMetrics.label() {
+            Some(Impl::Rlq.label().to_string())
+        } else if l == Impl::PqMetrics.label() {
+            Some(Impl::Pq.label().to_string())
+        } else {
+            None
+        }
+    };
+    let columns = [
+        Column {
+            header: "vs bare",
+            base: &vs_bare,
+        },
+        Column {
+            header: "vs kube",
+            base: &vs_kube,
+        },
+        Column {
+            header: "metrics",
+            base: &metrics,
+        },
+    ];
+    table::print(title, unit, higher_is_better, rows, &columns);
 }
 
 /// What to run: `cargo bench --bench workqueue -- [FILTER] [--reps N] [--impl TEXT]`.
@@ -831,6 +817,7 @@ fn main() {
         _ => Vec::new(),
     };
 
+    let mut panels = Vec::new();
     for (title, sc) in &scenarios {
         if !wanted(title) {
             continue;
@@ -878,7 +865,7 @@ fn main() {
                 _ => String::new(),
             };
             rows.push(Row {
-                imp,
+                label: imp.label().to_string(),
                 med,
                 min: vals[0],
                 max: vals[vals.len() - 1],
@@ -897,7 +884,20 @@ fn main() {
             }
         };
         print_rows(title, unit, higher, &rows);
+        panels.push(plot::Panel {
+            title: format!("{} ({unit})", title.split(" (").next().unwrap_or(title)),
+            bars: rows.iter().map(|r| (r.label.clone(), r.med)).collect(),
+        });
     }
+    plot::bars(
+        "workqueue.svg",
+        &format!(
+            "ctrl work-queue table, medians ({} mode)",
+            if full { "full" } else { "quick" }
+        ),
+        2,
+        &panels,
+    );
     print_growth(&s6, s6_growth);
     if wanted("S2") {
         print_hit_cost(s2_keys, s2_adds * 10);
@@ -914,7 +914,7 @@ fn main() {
             .collect();
         let med = median(&mut v);
         rows.push(Row {
-            imp,
+            label: imp.label().to_string(),
             med,
             min: v[0],
             max: v[v.len() - 1],

@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::fanout::{HandlerRegistration, InformerHandler, Notification, Sink};
+use super::footprint::Footprint;
 use super::object::{CacheObject, Scoped, object_key};
 use super::options::{Resolved, WatchScope};
 use super::store::{IndexFn, Store, field_index_name};
@@ -62,6 +63,7 @@ struct Inner<K: CacheObject> {
     dt: K::DynamicType,
     settings: Resolved<K>,
     store: Store<K>,
+    footprint: Footprint,
     handlers: RwLock<Vec<Arc<Sink<K>>>>,
     unstarted: Mutex<Vec<Unstarted<K>>>,
     stop: Mutex<Option<CancellationToken>>,
@@ -113,6 +115,7 @@ impl<K: CacheObject> Informer<K> {
             names.join(",")
         };
         let name = format!("{} ({scope})", super::object::gvk_string::<K>(&dt));
+        let footprint = Footprint::new(&K::group(&dt), &K::version(&dt), &K::kind(&dt));
         Self {
             inner: Arc::new(Inner {
                 name,
@@ -120,6 +123,7 @@ impl<K: CacheObject> Informer<K> {
                 dt,
                 settings,
                 store: Store::new(),
+                footprint,
                 handlers: RwLock::new(Vec::new()),
                 unstarted: Mutex::new(Vec::new()),
                 stop: Mutex::new(None),
@@ -308,6 +312,7 @@ impl<K: CacheObject> Inner<K> {
     fn upsert(&self, scope: &WatchScope, obj: K, initial: bool) -> Arc<str> {
         let obj = Arc::new(self.transform(scope, obj));
         let key = key_of(&*obj);
+        self.footprint.stored(&*obj);
         let sinks = self.handlers.read();
         let n = match self.store.insert(&key, obj.clone()) {
             None => Notification::Create(CreateEvent {
@@ -316,6 +321,7 @@ impl<K: CacheObject> Inner<K> {
             }),
             Some(old) => Notification::Update(UpdateEvent::new(old, obj)),
         };
+        self.footprint.publish(self.store.len());
         self.dispatch(&sinks, &key, n);
         key
     }
@@ -325,6 +331,7 @@ impl<K: CacheObject> Inner<K> {
         let key = key_of(&*obj);
         let sinks = self.handlers.read();
         self.store.remove(&key);
+        self.footprint.publish(self.store.len());
         self.dispatch(&sinks, &key, Notification::Delete(DeleteEvent::new(obj)));
     }
 
@@ -358,6 +365,7 @@ impl<K: CacheObject> Inner<K> {
                 self.dispatch(&sinks, &key, n);
             }
         }
+        self.footprint.publish(self.store.len());
     }
 
     fn mark_synced(&self) {
@@ -366,7 +374,13 @@ impl<K: CacheObject> Inner<K> {
             s.push_synced();
         }
         self.synced.send_replace(true);
-        tracing::debug!(informer = %self.name, objects = self.store.len(), "informer synced");
+        let objects = self.store.len();
+        tracing::info!(
+            informer = %self.name,
+            objects,
+            approximate_bytes = self.footprint.approximate_bytes(objects),
+            "informer synced"
+        );
     }
 
     fn resync(&self) {
