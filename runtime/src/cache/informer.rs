@@ -314,7 +314,7 @@ impl<K: CacheObject> Inner<K> {
         let key = key_of(&*obj);
         self.footprint.stored(&*obj);
         let sinks = self.handlers.read();
-        let n = match self.store.insert(&key, obj.clone()) {
+        let n = match self.store.insert_key(key.clone(), obj.clone()) {
             None => Notification::Create(CreateEvent {
                 object: obj,
                 is_in_initial_list: initial,
@@ -438,6 +438,7 @@ impl<K: CacheObject> Inner<K> {
         let mut events = self.streams(&scopes);
         let mut relists: Vec<Option<HashSet<Arc<str>>>> = vec![None; scopes.len()];
         let mut listed = vec![false; scopes.len()];
+        let mut inits = vec![false; scopes.len()];
         let resync = tokio::time::sleep_until(self.next_resync());
         tokio::pin!(resync);
         tracing::debug!(informer = %self.name, "informer started");
@@ -458,7 +459,13 @@ impl<K: CacheObject> Inner<K> {
             };
             match ev {
                 Err(err) => self.watch_failed(&err),
-                Ok(Event::Init) => relists[i] = Some(HashSet::new()),
+                // Only a relist (the scope's second list or later, also after a list
+                // that failed half way) is diffed against the store: before the first
+                // list the scope has nothing of its own there.
+                Ok(Event::Init) => {
+                    relists[i] = inits[i].then(HashSet::new);
+                    inits[i] = true;
+                }
                 Ok(Event::InitApply(obj)) => {
                     let key = self.upsert(&scopes[i], obj, !self.synced_now());
                     if let Some(seen) = relists[i].as_mut() {
