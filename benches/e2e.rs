@@ -22,7 +22,8 @@
 //! `cargo test --all-targets` runs it) a quick mode uses 50 objects and 1 s of churn.
 //! Knobs: `CTRL_BENCH_E2E_SIZES=1000,10000`, `CTRL_BENCH_E2E_REPS`, `CTRL_BENCH_E2E_RATES`,
 //! `CTRL_BENCH_E2E_CHURN_SECS`, `CTRL_BENCH_E2E_CHURN_OBJECTS`, `CTRL_BENCH_E2E_CONCURRENCY`
-//! (workers of both controllers, default 16). Charts go to `target/bench-plots/`.
+//! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn. Charts go
+//! to `target/bench-plots/`; `docs/benchmarks.md` shows the latest run.
 
 #[path = "support/plot.rs"]
 mod plot;
@@ -480,6 +481,7 @@ fn config() -> Config {
         reps: env_num("CTRL_BENCH_E2E_REPS")
             .unwrap_or(if full { 3 } else { 1 })
             .max(1),
+        // `CTRL_BENCH_E2E_RATES=0` skips the churn.
         rates: env_list("CTRL_BENCH_E2E_RATES").unwrap_or(if full {
             vec![1_000, 5_000]
         } else {
@@ -685,7 +687,7 @@ fn main() {
                 bars: memory_rows.iter().map(|r| (r.label.clone(), r.med)).collect(),
             }],
         );
-        for &rate in &cfg.rates {
+        for &rate in cfg.rates.iter().filter(|r| **r > 0) {
             let lat = churn_rate(&env, rate, &cfg).await;
             plot::cdf(
                 &format!("e2e_churn_cdf_{rate}.svg"),

@@ -849,9 +849,8 @@ fn main() {
                     Scenario::S5(_) => s.wall.as_secs_f64() * 1e3,
                 }
             };
-            let mut vals: Vec<f64> = v.iter().map(metric).collect();
+            let vals: Vec<f64> = v.iter().map(metric).collect();
             let mut cpus: Vec<f64> = v.iter().map(|s| s.cpu.as_secs_f64() * 1e3).collect();
-            let med = median(&mut vals);
             let extra = match sc {
                 Scenario::S4(_) => {
                     let mut adds: Vec<f64> = v.iter().map(|s| s.adds.as_secs_f64() * 1e3).collect();
@@ -864,13 +863,7 @@ fn main() {
                 Scenario::S3(_) if imp == Impl::Kube => "1 consumer (one stream)".into(),
                 _ => String::new(),
             };
-            rows.push(Row {
-                label: imp.label().to_string(),
-                med,
-                min: vals[0],
-                max: vals[vals.len() - 1],
-                extra,
-            });
+            rows.push(Row::from_values(imp.label(), vals, extra));
         }
         let higher =
             matches!(sc, Scenario::S1(_) | Scenario::S2 { .. } | Scenario::S3(_)) && !is_s6;
@@ -909,17 +902,10 @@ fn main() {
     // Memory for nmem distinct keys held (keys included), median of reps.
     let mut rows = Vec::new();
     for &imp in &imps {
-        let mut v: Vec<f64> = (0..reps.min(3))
+        let v: Vec<f64> = (0..reps.min(3))
             .map(|_| memory(imp, nmem) as f64 / 1e6)
             .collect();
-        let med = median(&mut v);
-        rows.push(Row {
-            label: imp.label().to_string(),
-            med,
-            min: v[0],
-            max: v[v.len() - 1],
-            extra: String::new(),
-        });
+        rows.push(Row::from_values(imp.label(), v, String::new()));
     }
     print_rows(
         &format!("Memory holding {nmem} distinct keys, keys included (MB)"),
