@@ -125,7 +125,7 @@ async fn standby(
     };
     if let Err(e) = c
         .watch(Kind::<ConfigMap>::new(
-            &mgr.get_cache(),
+            &mgr.cache(),
             EnqueueRequestForObject,
         ))
         .await

@@ -51,7 +51,7 @@ async fn ctrl_cold_start(env: &Environment, i: usize) -> (Duration, Duration) {
     )
     .expect("controller");
     c.watch(Kind::<ConfigMap>::new(
-        &mgr.get_cache(),
+        &mgr.cache(),
         EnqueueRequestForObject,
     ))
     .await

@@ -85,7 +85,7 @@ fn latencies(created: &Created, audit: &Audit) -> (Duration, Duration) {
 /// Objects and JSON bytes in `mgr`'s ConfigMap cache.
 async fn cached(mgr: &ctrl::Manager) -> (usize, usize) {
     let list = mgr
-        .get_cache()
+        .cache()
         .list::<ConfigMap>(&ListOptions::new().in_namespace(NS))
         .await
         .expect("cache list");
@@ -189,7 +189,6 @@ async fn unsharded(n: usize) -> Row {
                 Ok(Action::done())
             }
         }))
-        .await
         .expect("controller");
     let stop = CancellationToken::new();
     let run = tokio::spawn({

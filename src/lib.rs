@@ -27,7 +27,8 @@ pub use ctrl_builder::webhook::WebhookBuilder;
 pub use ctrl_builder::{self as builder, ControllerBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;` — the
-/// manager, the builder, reconcilers (request and object), the client, cache and
+/// manager, the builder, reconcilers (of requests, typed requests or objects:
+/// `Reconciler<Request>`, `Reconciler<MyRequest>`, `Reconciler<Arc<K>>`), the client, cache and
 /// recorder, handlers, predicates, sources, controller utilities, and the
 /// `CancellationToken` and `#[async_trait]` every reconciler signature uses.
 pub mod prelude {
@@ -40,7 +41,7 @@ pub mod prelude {
     pub use ctrl_builder::{ControllerBuilder, webhook::WebhookBuilder};
 
     pub use ctrl_runtime::controller::Controller;
-    pub use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Reconciler, Request};
+    pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request, TypedRequest};
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
     pub use ctrl_runtime::cache::{Cache, ListOptions};

@@ -13,7 +13,18 @@
 //! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
 //! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
 //! | kubernetes-controller-sharding's `NewShardedReconciler(mgr)...InControllerRing(r).WithShardName(id)` | [`.sharded(shard)`](ControllerBuilder::sharded) |
-//! | `.Build(r)` / `.Complete(r)` | [`.build(r).await`](ControllerBuilder::build) / [`.complete(r).await`](ControllerBuilder::complete) |
+//! | `.Build(r)` / `.Complete(r)` | [`.build(r)`](ControllerBuilder::build) / [`.complete(r)`](ControllerBuilder::complete) |
+//! | `builder.TypedControllerManagedBy[request](mgr)` | [`ControllerBuilder::<R>::typed(&mgr)`](ControllerBuilder::typed) |
+//!
+//! The builder's type is `ControllerBuilder<R, F>`: `R` is the request type the
+//! controller's queue holds ([`Request`] unless built with
+//! [`typed`](ControllerBuilder::typed)), `F` the `For` type (`()` until `for_` is
+//! called). `For` and `Owns` enqueue namespace/name, so they exist only for `Request`
+//! controllers (Go's typed builder refuses them at run time: here it is a compile
+//! error); a typed controller is fed by `Watches` whose handler maps objects to its
+//! requests (`handler::EnqueueRequestsFromMapFunc`) and by raw sources. `F` lets
+//! `complete` take a reconciler of `Arc<F>` objects, and only of those
+//! ([`crate::reconciler`]).
 //!
 //! `For` watches `T` with `EnqueueRequestForObject`; `Owns` watches `U` with
 //! `EnqueueRequestForOwner` of the `For` type (controller owner only by default);
@@ -24,7 +35,7 @@
 //! A build is checked before anything is created, so a failed build claims no
 //! controller name.
 
-use std::any::TypeId;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use ctrl_runtime::cache::{Cache, CacheObject, Scoped};
@@ -35,58 +46,59 @@ use ctrl_runtime::handler::{
 };
 use ctrl_runtime::manager::Manager;
 use ctrl_runtime::predicate::BoxPredicate;
-use ctrl_runtime::reconcile::{Reconciler, Request};
+use ctrl_runtime::reconcile::{Reconciler, Request, TypedRequest};
 use ctrl_runtime::sharding::{Shard, ShardedReconciler};
-use ctrl_runtime::source::{Kind, Source};
+use ctrl_runtime::source::{BoxSource, Kind, Source};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 
 use crate::error::Error;
 use crate::filter::{DynamicGlobal, EventFilter, Global, ObjectView};
 use crate::log::{LogConstructor, Logged};
 use crate::options::{ForOptions, OwnsOptions, WatchesOptions};
-use crate::reconciler::IntoReconciler;
-use crate::shared::Boxed;
+use crate::reconciler::ReconcilerInput;
+use crate::shared::Deferred;
 
 type Filters = Arc<[Arc<dyn EventFilter>]>;
-type MakeSource = Box<dyn FnOnce(&Cache, &Filters) -> Box<dyn Source> + Send>;
-type MakeOwned =
-    Box<dyn FnOnce(&Cache, &Filters, EnqueueRequestForOwner) -> Box<dyn Source> + Send>;
+type MakeSource<R> = Box<dyn FnOnce(&Cache, &Filters) -> BoxSource<R> + Send>;
+type MakeOwned<R> =
+    Box<dyn FnOnce(&Cache, &Filters, EnqueueRequestForOwner) -> BoxSource<R> + Send>;
 
-/// What the builder knows about the `For` type.
-struct ForInput {
-    type_id: TypeId,
+/// What the builder knows about the `For` type (only `Request` controllers have one).
+struct ForInput<R: TypedRequest> {
     type_name: &'static str,
     group: String,
     kind: String,
     version: String,
-    /// `None` for a dynamic type: resolved through discovery when building.
+    /// `None` for a dynamic type: resolved through discovery when the `Owns` sources start.
     namespaced: Option<bool>,
-    make: MakeSource,
+    make: MakeSource<R>,
     /// Wraps the reconciler for a shard; `None` for a dynamic type (not shardable).
-    sharded: Option<WrapSharded>,
+    sharded: Option<WrapSharded<R>>,
 }
 
 /// Wraps a reconciler so that it reconciles only its shard's objects
 /// (`ShardedReconciler::boxed` of the `For` type).
-type WrapSharded = fn(Shard, Cache, Arc<dyn Reconciler>) -> Arc<dyn Reconciler>;
+type WrapSharded<R> = fn(Shard, Cache, Arc<dyn Reconciler<R>>) -> Arc<dyn Reconciler<R>>;
 
-/// Builds a controller and registers it with a manager (controller-runtime's
-/// `builder.Builder`); see the module docs for the Go -> Rust map.
-pub struct ControllerBuilder {
+/// Builds a controller of `R` requests whose `For` type is `F` and registers it with a
+/// manager (controller-runtime's `builder.Builder`, `TypedBuilder[R]`); see the module
+/// docs for the Go -> Rust map and what `R` and `F` are.
+pub struct ControllerBuilder<R: TypedRequest = Request, F = ()> {
     mgr: Manager,
-    for_input: Option<ForInput>,
+    for_input: Option<ForInput<R>>,
     for_twice: bool,
-    owns: Vec<MakeOwned>,
-    watches: Vec<MakeSource>,
-    raw_sources: Vec<Box<dyn Source>>,
+    owns: Vec<MakeOwned<R>>,
+    watches: Vec<MakeSource<R>>,
+    raw_sources: Vec<BoxSource<R>>,
     filters: Vec<Arc<dyn EventFilter>>,
-    options: controller::Options,
+    options: controller::Options<R>,
     name: Option<String>,
-    log_constructor: Option<LogConstructor>,
+    log_constructor: Option<LogConstructor<R>>,
     shard: Option<Shard>,
+    for_type: PhantomData<fn() -> F>,
 }
 
-impl std::fmt::Debug for ControllerBuilder {
+impl<R: TypedRequest, F> std::fmt::Debug for ControllerBuilder<R, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ControllerBuilder")
             .field("for", &self.for_input.as_ref().map(|i| i.type_name))
@@ -101,39 +113,41 @@ impl std::fmt::Debug for ControllerBuilder {
 }
 
 /// A `source::Kind` of `K` on `cache`: global filters first, then `preds`.
-fn kind_source<K>(
+fn kind_source<K, R>(
     cache: &Cache,
     filters: &Filters,
-    handler: impl EventHandler<K>,
+    handler: impl EventHandler<K, R>,
     preds: Vec<BoxPredicate<K>>,
-) -> Box<dyn Source>
+) -> BoxSource<R>
 where
     K: CacheObject<DynamicType = ()> + ObjectView,
+    R: TypedRequest,
 {
-    let mut src = Kind::<K>::new(cache, handler);
+    let mut src = Kind::<K, R>::new(cache, handler);
     if !filters.is_empty() {
         src = src.with_predicate(Global::<K>::new(filters.clone()));
     }
-    Box::new(src.with_predicates(preds))
+    Arc::new(src.with_predicates(preds))
 }
 
 /// A `source::Kind` of the dynamic type `K` (`DynamicObject` or its
 /// `PartialObjectMeta`) served by `ar`: global filters first, then `preds`.
-fn dynamic_source<K>(
+fn dynamic_source<K, R>(
     cache: &Cache,
     filters: &Filters,
     ar: &ApiResource,
-    handler: impl EventHandler<K>,
+    handler: impl EventHandler<K, R>,
     preds: Vec<BoxPredicate<K>>,
-) -> Box<dyn Source>
+) -> BoxSource<R>
 where
     K: CacheObject<DynamicType = ApiResource>,
+    R: TypedRequest,
 {
-    let mut src = Kind::<K>::new_with(cache, ar.clone(), handler);
+    let mut src = Kind::<K, R>::new_with(cache, ar.clone(), handler);
     if !filters.is_empty() {
         src = src.with_predicate(DynamicGlobal::<K>::new(filters.clone(), ar));
     }
-    Box::new(src.with_predicates(preds))
+    Arc::new(src.with_predicates(preds))
 }
 
 /// The `Owns` handler: the controller owner only, or every owner.
@@ -146,8 +160,19 @@ fn owner_handler(owner: EnqueueRequestForOwner, match_every_owner: bool) -> Enqu
 }
 
 impl ControllerBuilder {
-    /// A builder for a controller that `mgr` will run (Go's `ControllerManagedBy`).
+    /// A builder for a controller of [`Request`]s that `mgr` will run (Go's
+    /// `ControllerManagedBy`).
     pub fn new(mgr: &Manager) -> Self {
+        Self::typed(mgr)
+    }
+}
+
+impl<R: TypedRequest> ControllerBuilder<R> {
+    /// A builder for a controller of `R` requests that `mgr` will run (Go's
+    /// `TypedControllerManagedBy[R]`): `ControllerBuilder::<MyRequest>::typed(&mgr)`.
+    /// Feed it with [`watches`](Self::watches) whose handler maps objects to `R`
+    /// (`handler::EnqueueRequestsFromMapFunc`) and with raw sources.
+    pub fn typed(mgr: &Manager) -> Self {
         Self {
             mgr: mgr.clone(),
             for_input: None,
@@ -160,12 +185,45 @@ impl ControllerBuilder {
             name: None,
             log_constructor: None,
             shard: None,
+            for_type: PhantomData,
+        }
+    }
+}
+
+impl<R: TypedRequest, F> ControllerBuilder<R, F> {
+    /// The same builder with `For` type `G`.
+    fn with_for_type<G>(self) -> ControllerBuilder<R, G> {
+        ControllerBuilder {
+            mgr: self.mgr,
+            for_input: self.for_input,
+            for_twice: self.for_twice,
+            owns: self.owns,
+            watches: self.watches,
+            raw_sources: self.raw_sources,
+            filters: self.filters,
+            options: self.options,
+            name: self.name,
+            log_constructor: self.log_constructor,
+            shard: self.shard,
+            for_type: PhantomData,
         }
     }
 
+    /// Records `input` as the `For` type `G` (or that `For` was called twice).
+    fn set_for<G>(mut self, input: ForInput<R>) -> ControllerBuilder<R, G> {
+        if self.for_input.is_some() {
+            self.for_twice = true;
+        } else {
+            self.for_input = Some(input);
+        }
+        self.with_for_type()
+    }
+}
+
+impl<F> ControllerBuilder<Request, F> {
     /// Reconciles objects of `K`: their creates, updates and deletes enqueue their own
     /// key (Go's `For`). Call once; the default controller name is `K`'s kind, lower-cased.
-    pub fn for_<K>(self) -> Self
+    pub fn for_<K>(self) -> ControllerBuilder<Request, K>
     where
         K: CacheObject<DynamicType = ()> + ObjectView,
     {
@@ -173,33 +231,27 @@ impl ControllerBuilder {
     }
 
     /// [`for_`](Self::for_) with predicates (Go's `For(obj, WithPredicates(..))`).
-    pub fn for_with<K>(mut self, opts: ForOptions<K>) -> Self
+    pub fn for_with<K>(self, opts: ForOptions<K>) -> ControllerBuilder<Request, K>
     where
         K: CacheObject<DynamicType = ()> + ObjectView,
     {
-        if self.for_input.is_some() {
-            self.for_twice = true;
-            return self;
-        }
         let preds = opts.predicates;
-        self.for_input = Some(ForInput {
-            type_id: TypeId::of::<K>(),
+        self.set_for(ForInput {
             type_name: std::any::type_name::<K>(),
             group: <K as kube::Resource>::group(&()).into_owned(),
             kind: <K as kube::Resource>::kind(&()).into_owned(),
             version: <K as kube::Resource>::version(&()).into_owned(),
             namespaced: Some(!<K::Scope as Scoped>::CLUSTER),
             make: Box::new(move |cache, filters| {
-                kind_source::<K>(cache, filters, EnqueueRequestForObject, preds)
+                kind_source::<K, _>(cache, filters, EnqueueRequestForObject, preds)
             }),
             sharded: Some(ShardedReconciler::<K>::boxed),
-        });
-        self
+        })
     }
 
     /// Reconciles `K` watching only its metadata (Go's `For(obj, OnlyMetadata)`); the
     /// cache holds `PartialObjectMeta<K>`, which is also what an object reconciler gets.
-    pub fn for_metadata<K>(self) -> Self
+    pub fn for_metadata<K>(self) -> ControllerBuilder<Request, PartialObjectMeta<K>>
     where
         PartialObjectMeta<K>: CacheObject<DynamicType = ()> + ObjectView,
     {
@@ -227,7 +279,7 @@ impl ControllerBuilder {
         } = opts;
         self.owns.push(Box::new(move |cache, filters, owner| {
             let owner = owner_handler(owner, match_every_owner);
-            kind_source::<O>(cache, filters, owner, predicates)
+            kind_source::<O, _>(cache, filters, owner, predicates)
         }));
         self
     }
@@ -239,11 +291,13 @@ impl ControllerBuilder {
     {
         self.owns::<PartialObjectMeta<O>>()
     }
+}
 
+impl<R: TypedRequest, F> ControllerBuilder<R, F> {
     /// Watches objects of `W`, enqueueing what `handler` maps their events to (Go's
     /// `Watches`). On a priority queue, initial-list creates and resyncs go in at low
     /// priority, as in Go.
-    pub fn watches<W>(self, handler: impl EventHandler<W>) -> Self
+    pub fn watches<W>(self, handler: impl EventHandler<W, R>) -> Self
     where
         W: CacheObject<DynamicType = ()> + ObjectView,
     {
@@ -251,68 +305,79 @@ impl ControllerBuilder {
     }
 
     /// [`watches`](Self::watches) with predicates (Go's `Watches(obj, h, WithPredicates(..))`).
-    pub fn watches_with<W>(mut self, handler: impl EventHandler<W>, opts: WatchesOptions<W>) -> Self
+    pub fn watches_with<W>(
+        mut self,
+        handler: impl EventHandler<W, R>,
+        opts: WatchesOptions<W>,
+    ) -> Self
     where
         W: CacheObject<DynamicType = ()> + ObjectView,
     {
         let preds = opts.predicates;
         let handler = with_low_priority_when_unchanged(handler);
         self.watches.push(Box::new(move |cache, filters| {
-            kind_source::<W>(cache, filters, handler, preds)
+            kind_source::<W, _>(cache, filters, handler, preds)
         }));
         self
     }
 
     /// [`watches`](Self::watches) of the metadata of `W` only (Go's `WatchesMetadata`);
     /// the handler sees `PartialObjectMeta<W>`.
-    pub fn watches_metadata<W>(self, handler: impl EventHandler<PartialObjectMeta<W>>) -> Self
+    pub fn watches_metadata<W>(self, handler: impl EventHandler<PartialObjectMeta<W>, R>) -> Self
     where
         PartialObjectMeta<W>: CacheObject<DynamicType = ()> + ObjectView,
     {
         self.watches::<PartialObjectMeta<W>>(handler)
     }
+}
 
+impl<F> ControllerBuilder<Request, F> {
     /// Reconciles objects of the kind `ar` serves, as `DynamicObject`s (Go's
     /// `For(&unstructured.Unstructured{..})`; kube-runtime's `Controller::new_with(api,
     /// ar)`). The reconciler takes [`Request`]s and reads the object through
     /// `client.get_with(&ar, ..)`. Whether the kind is namespaced is asked of
-    /// discovery when building. Resolve `ar` from a GVK with [`RestMapper`].
-    pub fn for_dynamic(self, ar: ApiResource) -> Self {
+    /// discovery when the controller starts. Resolve `ar` from a GVK with [`RestMapper`].
+    pub fn for_dynamic(self, ar: ApiResource) -> ControllerBuilder<Request, DynamicObject> {
         self.for_dynamic_with(ar, ForOptions::new())
     }
 
     /// [`for_dynamic`](Self::for_dynamic) with predicates.
-    pub fn for_dynamic_with(self, ar: ApiResource, opts: ForOptions<DynamicObject>) -> Self {
+    pub fn for_dynamic_with(
+        self,
+        ar: ApiResource,
+        opts: ForOptions<DynamicObject>,
+    ) -> ControllerBuilder<Request, DynamicObject> {
         self.for_dynamic_of::<DynamicObject>(ar, opts.predicates)
     }
 
     /// [`for_dynamic`](Self::for_dynamic) watching only metadata (Go's `For(u,
     /// OnlyMetadata)`): the cache holds `PartialObjectMeta<DynamicObject>`.
-    pub fn for_dynamic_metadata(self, ar: ApiResource) -> Self {
+    pub fn for_dynamic_metadata(
+        self,
+        ar: ApiResource,
+    ) -> ControllerBuilder<Request, PartialObjectMeta<DynamicObject>> {
         self.for_dynamic_of::<PartialObjectMeta<DynamicObject>>(ar, Vec::new())
     }
 
-    fn for_dynamic_of<K>(mut self, ar: ApiResource, preds: Vec<BoxPredicate<K>>) -> Self
+    fn for_dynamic_of<K>(
+        self,
+        ar: ApiResource,
+        preds: Vec<BoxPredicate<K>>,
+    ) -> ControllerBuilder<Request, K>
     where
         K: CacheObject<DynamicType = ApiResource>,
     {
-        if self.for_input.is_some() {
-            self.for_twice = true;
-            return self;
-        }
-        self.for_input = Some(ForInput {
-            type_id: TypeId::of::<K>(),
+        self.set_for(ForInput {
             type_name: std::any::type_name::<K>(),
             group: ar.group.clone(),
             kind: ar.kind.clone(),
             version: ar.version.clone(),
             namespaced: None,
             make: Box::new(move |cache, filters| {
-                dynamic_source::<K>(cache, filters, &ar, EnqueueRequestForObject, preds)
+                dynamic_source::<K, _>(cache, filters, &ar, EnqueueRequestForObject, preds)
             }),
             sharded: None,
-        });
-        self
+        })
     }
 
     /// Watches `DynamicObject`s of the kind `ar` serves that the `For` type owns, and
@@ -342,17 +407,19 @@ impl ControllerBuilder {
         } = opts;
         self.owns.push(Box::new(move |cache, filters, owner| {
             let owner = owner_handler(owner, match_every_owner);
-            dynamic_source::<K>(cache, filters, &ar, owner, predicates)
+            dynamic_source::<K, _>(cache, filters, &ar, owner, predicates)
         }));
         self
     }
+}
 
+impl<R: TypedRequest, F> ControllerBuilder<R, F> {
     /// Watches `DynamicObject`s of the kind `ar` serves, enqueueing what `handler` maps
     /// their events to (Go's `Watches` of an unstructured object).
     pub fn watches_dynamic(
         self,
         ar: ApiResource,
-        handler: impl EventHandler<DynamicObject>,
+        handler: impl EventHandler<DynamicObject, R>,
     ) -> Self {
         self.watches_dynamic_with(ar, handler, WatchesOptions::new())
     }
@@ -361,13 +428,13 @@ impl ControllerBuilder {
     pub fn watches_dynamic_with(
         mut self,
         ar: ApiResource,
-        handler: impl EventHandler<DynamicObject>,
+        handler: impl EventHandler<DynamicObject, R>,
         opts: WatchesOptions<DynamicObject>,
     ) -> Self {
         let preds = opts.predicates;
         let handler = with_low_priority_when_unchanged(handler);
         self.watches.push(Box::new(move |cache, filters| {
-            dynamic_source::<DynamicObject>(cache, filters, &ar, handler, preds)
+            dynamic_source::<DynamicObject, _>(cache, filters, &ar, handler, preds)
         }));
         self
     }
@@ -378,11 +445,11 @@ impl ControllerBuilder {
     pub fn watches_dynamic_metadata(
         mut self,
         ar: ApiResource,
-        handler: impl EventHandler<PartialObjectMeta<DynamicObject>>,
+        handler: impl EventHandler<PartialObjectMeta<DynamicObject>, R>,
     ) -> Self {
         let handler = with_low_priority_when_unchanged(handler);
         self.watches.push(Box::new(move |cache, filters| {
-            dynamic_source::<PartialObjectMeta<DynamicObject>>(
+            dynamic_source::<PartialObjectMeta<DynamicObject>, _>(
                 cache,
                 filters,
                 &ar,
@@ -396,8 +463,8 @@ impl ControllerBuilder {
     /// Adds a source as it is: a `source::Channel`, `source::Func`, or a `source::Kind`
     /// with its own handler and predicates (Go's `WatchesRawSource`). The global event
     /// filters do not apply to it.
-    pub fn watches_raw_source(mut self, source: impl Source) -> Self {
-        self.raw_sources.push(Box::new(source));
+    pub fn watches_raw_source(mut self, source: impl Source<R>) -> Self {
+        self.raw_sources.push(Arc::new(source));
         self
     }
 
@@ -413,7 +480,7 @@ impl ControllerBuilder {
     /// [`Options::controller`](ctrl_runtime::manager::Options::controller): a
     /// `max_concurrent_reconciles` of 0 first its `group_kind_concurrency` entry for
     /// the `For` kind (`"Kind.group"`), then its `max_concurrent_reconciles`.
-    pub fn with_options(mut self, options: controller::Options) -> Self {
+    pub fn with_options(mut self, options: controller::Options<R>) -> Self {
         self.options = options;
         self
     }
@@ -431,12 +498,14 @@ impl ControllerBuilder {
     /// building.
     pub fn with_log_constructor(
         mut self,
-        f: impl Fn(Option<&Request>) -> tracing::Span + Send + Sync + 'static,
+        f: impl Fn(Option<&R>) -> tracing::Span + Send + Sync + 'static,
     ) -> Self {
         self.log_constructor = Some(Arc::new(f));
         self
     }
+}
 
+impl<F> ControllerBuilder<Request, F> {
     /// Runs the controller as `shard` of its ring (kubernetes-controller-sharding's
     /// `NewShardedReconciler(mgr).InControllerRing(ring).WithShardName(id)`): it
     /// reconciles only `For` objects labelled with the shard, acknowledges drains
@@ -449,7 +518,9 @@ impl ControllerBuilder {
         self.shard = Some(shard);
         self
     }
+}
 
+impl<R: TypedRequest, F> ControllerBuilder<R, F> {
     /// The controller's name: `named`, else the `For` kind lower-cased.
     fn controller_name(&self) -> Result<String, Error> {
         if let Some(name) = &self.name
@@ -464,28 +535,31 @@ impl ControllerBuilder {
     }
 
     /// Builds the controller with its watches, without registering it with the
-    /// manager (Go's `Build`). `reconciler` is a [`Reconciler`] or an
-    /// [`ObjectReconciler`] of the `For` type (see [`crate::reconciler`]).
-    ///
-    /// [`Reconciler`]: ctrl_runtime::reconcile::Reconciler
-    /// [`ObjectReconciler`]: ctrl_runtime::reconcile::ObjectReconciler
-    pub async fn build<M>(self, reconciler: impl IntoReconciler<M>) -> Result<Controller, Error> {
-        self.build_inner(reconciler).await
+    /// manager (Go's `Build`). `reconciler` is a `Reconciler` of the controller's
+    /// requests, or of `Arc<F>` objects of the `For` type `F` (see
+    /// [`crate::reconciler`]).
+    pub fn build<I: ReconcilerInput<R, F>>(
+        self,
+        reconciler: impl Reconciler<I>,
+    ) -> Result<Controller<R>, Error> {
+        let cache = self.mgr.cache();
+        self.build_inner(I::into_reconciler(reconciler, &cache))
     }
 
     /// Builds the controller and adds it to the manager, which starts it (on the
     /// leader) once the caches have synced (Go's `Complete`).
-    pub async fn complete<M>(self, reconciler: impl IntoReconciler<M>) -> Result<(), Error> {
+    pub fn complete<I: ReconcilerInput<R, F>>(
+        self,
+        reconciler: impl Reconciler<I>,
+    ) -> Result<(), Error> {
         let mgr = self.mgr.clone();
-        let controller = self.build_inner(reconciler).await?;
+        let controller = self.build(reconciler)?;
         mgr.add(controller)?;
         Ok(())
     }
 
-    async fn build_inner<M, R: IntoReconciler<M>>(
-        self,
-        reconciler: R,
-    ) -> Result<Controller, Error> {
+    /// Checks the build, then makes the controller with its sources.
+    fn build_inner(self, mut inner: Arc<dyn Reconciler<R>>) -> Result<Controller<R>, Error> {
         if self.for_twice {
             return Err(Error::ForCalledTwice);
         }
@@ -495,14 +569,6 @@ impl ControllerBuilder {
         }
         if self.for_input.is_none() && self.watches.is_empty() && self.raw_sources.is_empty() {
             return Err(Error::NoWatches);
-        }
-        if let (Some((tid, reconciler_type)), Some(f)) = (R::object_type(), &self.for_input)
-            && tid != f.type_id
-        {
-            return Err(Error::ReconcilerTypeMismatch {
-                for_type: f.type_name,
-                reconciler_type,
-            });
         }
         let Self {
             mgr,
@@ -531,8 +597,7 @@ impl ControllerBuilder {
             }
         }
         let mut options = options.default_from_config(config);
-        let cache = mgr.get_cache();
-        let mut inner = reconciler.into_reconciler(&cache);
+        let cache = mgr.cache();
         if let Some(shard) = shard {
             let Some(f) = &for_input else {
                 return Err(Error::ShardedWithoutFor);
@@ -548,29 +613,16 @@ impl ControllerBuilder {
             span.in_scope(|| tracing::debug!(controller = %name, "building controller"));
             inner = Arc::new(Logged { inner, ctor });
         }
-        let group = options.group.clone();
-        let kind = options.kind.clone();
-        let ctrl = Controller::new(name, inner, options)?;
+        let (group, kind) = (options.group.clone(), options.kind.clone());
         let filters: Filters = Arc::from(filters);
-        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        let mut sources = Vec::new();
         if let Some(f) = for_input {
-            let namespaced = match f.namespaced {
-                Some(n) => n,
-                None => dynamic_scope(&cache, &f.group, &f.version, &f.kind).await,
-            };
-            let owner = EnqueueRequestForOwner::for_group_kind(&f.group, &f.kind, namespaced);
-            sources.push((f.make)(&cache, &filters));
-            for make in owns {
-                sources.push(make(&cache, &filters, owner.clone()));
-            }
+            sources.extend(owned_sources(&cache, &filters, &f, owns));
+            sources.insert(0, (f.make)(&cache, &filters));
         }
-        for make in watches {
-            sources.push(make(&cache, &filters));
-        }
+        sources.extend(watches.into_iter().map(|make| make(&cache, &filters)));
         sources.extend(raw_sources);
-        for src in sources {
-            ctrl.watch(Boxed(src)).await?;
-        }
+        let ctrl = Controller::with_sources(name, inner, options, sources)?;
         tracing::debug!(
             controller = %ctrl.name(),
             controllerGroup = %group,
@@ -579,6 +631,40 @@ impl ControllerBuilder {
         );
         Ok(ctrl)
     }
+}
+
+/// The `Owns` sources of the `For` type `f`. Their handler needs to know whether the
+/// owner is namespaced: a typed `For` says; for a dynamic one, discovery is asked
+/// when the sources start (once for all of them), so that building never waits.
+fn owned_sources<R: TypedRequest>(
+    cache: &Cache,
+    filters: &Filters,
+    f: &ForInput<R>,
+    owns: Vec<MakeOwned<R>>,
+) -> Vec<BoxSource<R>> {
+    if let Some(namespaced) = f.namespaced {
+        let owner = EnqueueRequestForOwner::for_group_kind(&f.group, &f.kind, namespaced);
+        return owns
+            .into_iter()
+            .map(|make| make(cache, filters, owner.clone()))
+            .collect();
+    }
+    let scope = Arc::new(tokio::sync::OnceCell::new());
+    let name = format!("source of objects owned by {}", f.type_name);
+    owns.into_iter()
+        .map(|make| {
+            let (cache, filters, scope) = (cache.clone(), filters.clone(), scope.clone());
+            let (group, version, kind) = (f.group.clone(), f.version.clone(), f.kind.clone());
+            let build = async move {
+                let namespaced = *scope
+                    .get_or_init(|| dynamic_scope(&cache, &group, &version, &kind))
+                    .await;
+                let owner = EnqueueRequestForOwner::for_group_kind(&group, &kind, namespaced);
+                make(&cache, &filters, owner)
+            };
+            Arc::new(Deferred::new(name.clone(), build)) as BoxSource<R>
+        })
+        .collect()
 }
 
 /// Whether the dynamic `For` kind is namespaced, asked of discovery; namespaced when

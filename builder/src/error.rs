@@ -23,16 +23,6 @@ pub enum Error {
         "there are no watches configured, controller will never get triggered. Use For(), Owns(), Watches() or WatchesRawSource() to set them up"
     )]
     NoWatches,
-    /// An object reconciler was given for a type other than the one `for_` watches.
-    #[error(
-        "the reconciler reconciles {reconciler_type} but For() watches {for_type}; reconcile the For() type (for a metadata-only For(), reconcile PartialObjectMeta)"
-    )]
-    ReconcilerTypeMismatch {
-        /// The Rust type `for_` watches.
-        for_type: &'static str,
-        /// The Rust type the object reconciler takes.
-        reconciler_type: &'static str,
-    },
     /// `sharded` was called without `for_`: a shard reconciles its `For` objects.
     #[error("Sharded() needs For(): a shard reconciles the objects of its For() type")]
     ShardedWithoutFor,

@@ -6,7 +6,7 @@
 //! registers it with a `manager::Manager`:
 //!
 //! ```no_run
-//! # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::Error> {
+//! # fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::Error> {
 //! use ctrl_builder::ControllerBuilder;
 //! use ctrl_runtime::predicate::GenerationChanged;
 //! use ctrl_runtime::reconcile::{self, Action};
@@ -20,15 +20,15 @@
 //!         tracing::info!(%req, "reconciling");
 //!         Ok(Action::done())
 //!     }))
-//!     .await
 //! # }
 //! ```
 //!
 //! The modules: [`controller`] is the builder itself; [`options`] the per-watch
 //! options (Go's `ForOption`, `OwnsOption`, `WatchesOption`); [`filter`] the
 //! type-independent predicates [`ControllerBuilder::with_event_filter`] takes (Go's
-//! global predicates); [`reconciler`] what `build`/`complete` accept (a `Request`
-//! reconciler or an object reconciler fed from the cache); [`error`] why a build fails.
+//! global predicates); [`reconciler`] what `build`/`complete` accept (a reconciler of
+//! the controller's requests, or of `Arc<K>` objects of the `For` type fed from the
+//! cache); [`error`] why a build fails.
 
 pub mod controller;
 pub mod error;
@@ -44,5 +44,5 @@ pub use controller::ControllerBuilder;
 pub use error::Error;
 pub use filter::{EventFilter, FilterEvent, ObjectView};
 pub use options::{ForOptions, OwnsOptions, WatchesOptions};
-pub use reconciler::{ByObject, ByRequest, IntoReconciler};
+pub use reconciler::{ReconcilerInput, object_func};
 pub use webhook::{DefaulterOptions, WebhookBuilder, WebhookError};

@@ -6,22 +6,22 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ctrl_runtime::reconcile::{Action, Error, Reconciler, Request};
+use ctrl_runtime::reconcile::{Action, Error, Reconciler, TypedRequest};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// Builds the span for a request (`Some`) or for the controller (`None`).
-pub(crate) type LogConstructor = Arc<dyn Fn(Option<&Request>) -> tracing::Span + Send + Sync>;
+pub(crate) type LogConstructor<R> = Arc<dyn Fn(Option<&R>) -> tracing::Span + Send + Sync>;
 
 /// A reconciler whose reconciles run inside the constructor's span.
-pub(crate) struct Logged {
-    pub(crate) inner: Arc<dyn Reconciler>,
-    pub(crate) ctor: LogConstructor,
+pub(crate) struct Logged<R: TypedRequest> {
+    pub(crate) inner: Arc<dyn Reconciler<R>>,
+    pub(crate) ctor: LogConstructor<R>,
 }
 
 #[async_trait]
-impl Reconciler for Logged {
-    async fn reconcile(&self, ctx: CancellationToken, req: Request) -> Result<Action, Error> {
+impl<R: TypedRequest> Reconciler<R> for Logged<R> {
+    async fn reconcile(&self, ctx: CancellationToken, req: R) -> Result<Action, Error> {
         let span = (self.ctor)(Some(&req));
         self.inner.reconcile(ctx, req).instrument(span).await
     }

@@ -1,70 +1,86 @@
 //! What [`ControllerBuilder::build`](crate::ControllerBuilder::build) and `complete`
-//! accept: a [`Reconciler`] of [`Request`](ctrl_runtime::reconcile::Request)s, or an
-//! [`ObjectReconciler<K>`] that receives the cached `Arc<K>` (controller-runtime's
-//! `reconcile.AsReconciler`: the object is read from the manager's cache and a
-//! request for an object that is gone is skipped).
+//! accept: a [`Reconciler<I>`](Reconciler) whose input `I` is either the controller's
+//! request type (`Request`, or a typed controller's own) or `Arc<K>` of the `For` type
+//! `K` (controller-runtime's `reconcile.AsReconciler`: the object is read from the
+//! manager's cache and a request for an object that is gone is skipped).
 //!
-//! [`IntoReconciler`] tells the two apart by a marker type ([`ByRequest`],
-//! [`ByObject`]) that the compiler infers, so both are passed the same way.
-//! [`object_func`] makes an object reconciler from a closure.
+//! The choice is the reconciler's own type parameter, and [`ReconcilerInput`] says
+//! which inputs a builder accepts: since the builder's type carries the `For` type
+//! (`ControllerBuilder<R, F>`), an object reconciler of any other type is a compile
+//! error, not a run-time one. [`object_func`] makes an object reconciler from a closure.
 
-use std::any::TypeId;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use ctrl_runtime::cache::{Cache, CacheObject};
-use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Reconciler, as_reconciler};
+use ctrl_runtime::reconcile::{
+    self, Action, Func, Reconciler, Request, TypedRequest, as_reconciler,
+};
 use tokio_util::sync::CancellationToken;
 
-/// Marker: the reconciler takes requests.
-pub struct ByRequest;
-
-/// Marker: the reconciler takes `Arc<K>` objects from the cache.
-pub struct ByObject<K>(PhantomData<fn(K)>);
-
-/// A reconciler the builder can run; see the module docs.
-pub trait IntoReconciler<M>: Send + 'static {
-    /// The reconciled object type, for object reconcilers: its `TypeId` and name.
-    fn object_type() -> Option<(TypeId, &'static str)>;
-    /// The request reconciler, reading objects from `cache` if it needs them.
-    fn into_reconciler(self, cache: &Cache) -> Arc<dyn Reconciler>;
+/// An input a reconciler may take in a controller of `R` requests whose `For` type is
+/// `F` (`()` without one): `R` itself, or, for [`Request`] controllers, `Arc<F>`.
+///
+/// A reconciler of objects of another type than the `For` type does not compile:
+///
+/// ```compile_fail
+/// # fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::Error> {
+/// use std::sync::Arc;
+/// use ctrl_builder::{ControllerBuilder, reconciler::object_func};
+/// use ctrl_runtime::reconcile::Action;
+/// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+///
+/// ControllerBuilder::new(&mgr)
+///     .for_::<ConfigMap>()
+///     .complete(object_func(|_ctx, _s: Arc<Secret>| async { Ok(Action::done()) }))
+/// # }
+/// ```
+///
+/// nor does a typed controller with `For` (it enqueues namespace/name, not `R`):
+///
+/// ```compile_fail
+/// # fn demo(mgr: ctrl_runtime::manager::Manager) {
+/// use ctrl_builder::ControllerBuilder;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// struct ClusterRequest(String);
+/// let _ = ControllerBuilder::<ClusterRequest>::typed(&mgr).for_::<ConfigMap>();
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a `Reconciler<{Self}>` cannot run in a controller of `{R}` requests whose For type is `{F}`",
+    note = "a reconciler of objects (`Reconciler<Arc<K>>`) needs `.for_::<K>()` of the same `K` (for `for_metadata::<K>()`, `Arc<PartialObjectMeta<K>>`); a typed controller's reconciler takes its request type"
+)]
+pub trait ReconcilerInput<R: TypedRequest, F>: Send + Sized + 'static {
+    /// The request reconciler running `reconciler`, reading objects from `cache` if it
+    /// needs them.
+    fn into_reconciler(reconciler: impl Reconciler<Self>, cache: &Cache) -> Arc<dyn Reconciler<R>>;
 }
 
-impl<R: Reconciler> IntoReconciler<ByRequest> for R {
-    fn object_type() -> Option<(TypeId, &'static str)> {
-        None
-    }
-    fn into_reconciler(self, _cache: &Cache) -> Arc<dyn Reconciler> {
-        Arc::new(self)
-    }
-}
-
-impl<K, R> IntoReconciler<ByObject<K>> for R
-where
-    K: CacheObject<DynamicType = ()>,
-    R: ObjectReconciler<K>,
-{
-    fn object_type() -> Option<(TypeId, &'static str)> {
-        Some((TypeId::of::<K>(), std::any::type_name::<K>()))
-    }
-    fn into_reconciler(self, cache: &Cache) -> Arc<dyn Reconciler> {
-        Arc::new(as_reconciler::<K, _, _>(cache.clone(), self))
+impl<R: TypedRequest, F> ReconcilerInput<R, F> for R {
+    fn into_reconciler(
+        reconciler: impl Reconciler<Self>,
+        _cache: &Cache,
+    ) -> Arc<dyn Reconciler<R>> {
+        Arc::new(reconciler)
     }
 }
 
-/// An [`ObjectReconciler`] made from a closure, returned by [`object_func`].
-pub struct ObjectFunc<K, F> {
-    f: F,
-    _k: PhantomData<fn(K)>,
+impl<K: CacheObject<DynamicType = ()>> ReconcilerInput<Request, K> for Arc<K> {
+    fn into_reconciler(
+        reconciler: impl Reconciler<Self>,
+        cache: &Cache,
+    ) -> Arc<dyn Reconciler<Request>> {
+        Arc::new(as_reconciler::<K, _, _>(cache.clone(), reconciler))
+    }
 }
 
-/// Makes an object reconciler from an async closure over the cached `Arc<K>` (the
-/// object counterpart of `reconcile::func`):
+/// Makes an object reconciler (`Reconciler<Arc<K>>`) from an async closure over the
+/// cached `Arc<K>` (the object counterpart of `reconcile::func`; the same as
+/// `reconcile::typed_func` with `Arc<K>`):
 ///
 /// ```no_run
-/// # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::Error> {
+/// # fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::Error> {
 /// use std::sync::Arc;
 /// use ctrl_builder::{ControllerBuilder, reconciler::object_func};
 /// use ctrl_runtime::reconcile::Action;
@@ -76,30 +92,13 @@ pub struct ObjectFunc<K, F> {
 ///         tracing::info!(name = ?cm.metadata.name, "reconciling");
 ///         Ok(Action::done())
 ///     }))
-///     .await
 /// # }
 /// ```
-pub fn object_func<K, F, Fut>(f: F) -> ObjectFunc<K, F>
+pub fn object_func<K, F, Fut>(f: F) -> Func<F>
 where
     K: Send + Sync + 'static,
     F: Fn(CancellationToken, Arc<K>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, reconcile::Error>> + Send + 'static,
 {
-    ObjectFunc { f, _k: PhantomData }
-}
-
-#[async_trait]
-impl<K, F, Fut> ObjectReconciler<K> for ObjectFunc<K, F>
-where
-    K: Send + Sync + 'static,
-    F: Fn(CancellationToken, Arc<K>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, reconcile::Error>> + Send + 'static,
-{
-    async fn reconcile(
-        &self,
-        ctx: CancellationToken,
-        obj: Arc<K>,
-    ) -> Result<Action, reconcile::Error> {
-        (self.f)(ctx, obj).await
-    }
+    reconcile::typed_func(f)
 }

@@ -5,7 +5,7 @@
 //! Paths are kubebuilder's: `/mutate-<group with dots as dashes>-<version>-<lowercase
 //! kind>` and `/validate-...` (so `apps/v1 Deployment` is `/mutate-apps-v1-deployment`,
 //! core `v1 Pod` is `/mutate--v1-pod`), unless a custom path is given; conversion is
-//! served at `/convert`. The server is `mgr.get_webhook_server()` (Go's `GetWebhookServer`)
+//! served at `/convert`. The server is `mgr.webhook_server()` (Go's `GetWebhookServer`)
 //! unless [`WebhookBuilder::with_server`] names another.
 //!
 //! ```no_run
@@ -229,7 +229,7 @@ where
         }
         let server = match self.server {
             Some(s) => s,
-            None => self.mgr.get_webhook_server(),
+            None => self.mgr.webhook_server(),
         };
         let (recover, ctx) = (self.recover_panic, self.context_fn);
         let finish = |w: Webhook| w.recover_panic(recover).with_context_fn_shared(ctx.clone());
@@ -397,7 +397,7 @@ mod manager_tests {
             .with_validator_custom_path("/custom-validate")
             .complete()
             .unwrap();
-        let server = mgr.get_webhook_server();
+        let server = mgr.webhook_server();
         assert_eq!(
             server.paths(),
             vec![

@@ -54,7 +54,6 @@ async fn group_kind_concurrency_runs_that_many_reconciles_at_once() {
     let c = ControllerBuilder::new(&mgr)
         .for_::<Widget>()
         .build(r)
-        .await
         .expect("build");
     assert_eq!(c.options().max_concurrent_reconciles, N);
     mgr.add(c).expect("add");
@@ -106,9 +105,7 @@ async fn builder_options_override_the_managers_which_override_the_defaults() {
             .build(r)
     };
     // The manager's values, with the group-kind entry before its default.
-    let c = build("same", controller::Options::default())
-        .await
-        .expect("build");
+    let c = build("same", controller::Options::default()).expect("build");
     let o = c.options();
     assert_eq!(o.max_concurrent_reconciles, 3);
     assert_eq!(o.cache_sync_timeout, Duration::from_secs(7));
@@ -125,7 +122,7 @@ async fn builder_options_override_the_managers_which_override_the_defaults() {
         reconciliation_timeout: Some(Duration::from_secs(1)),
         ..Default::default()
     };
-    let c = build("same", mine).await.expect("duplicate name allowed");
+    let c = build("same", mine).expect("duplicate name allowed");
     let o = c.options();
     assert_eq!(o.max_concurrent_reconciles, 2);
     assert_eq!(o.cache_sync_timeout, Duration::from_secs(5));
@@ -139,14 +136,12 @@ async fn builder_options_override_the_managers_which_override_the_defaults() {
     let c = ControllerBuilder::new(&mgr)
         .for_::<ConfigMap>()
         .build(r)
-        .await
         .expect("configmap");
     assert_eq!(c.options().max_concurrent_reconciles, 6);
     let (r, _rx) = reporter();
     let c = ControllerBuilder::new(&mgr)
         .for_::<Widget>()
         .build(r)
-        .await
         .expect("widget");
     assert_eq!(c.options().max_concurrent_reconciles, 4);
 }
@@ -160,7 +155,6 @@ async fn without_manager_config_the_defaults_are_controller_runtimes() {
         .for_::<Widget>()
         .named("defaults")
         .build(r)
-        .await
         .expect("build");
     let o = c.options();
     assert_eq!(o.max_concurrent_reconciles, 1);

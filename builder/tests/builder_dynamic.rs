@@ -92,7 +92,7 @@ async fn a_dynamic_controller_for_crds_known_only_at_run_time() {
     let env = Environment::start().await.expect("envtest");
     let (gadgets, parts) = resolve(&env).await;
     let mgr = manager(&env);
-    let client = mgr.get_client();
+    let client = mgr.client();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (g_ar, p_ar) = (gadgets.clone(), parts.clone());
     let reconciler = reconcile::func(move |_ctx, req: Request| {
@@ -139,7 +139,6 @@ async fn a_dynamic_controller_for_crds_known_only_at_run_time() {
         .for_dynamic(gadgets.clone())
         .owns_dynamic(parts.clone())
         .complete(reconciler)
-        .await
         .expect("complete");
     let running = start(&mgr);
 
@@ -198,7 +197,6 @@ async fn metadata_only_dynamic_watches() {
         .owns_dynamic_metadata(parts.clone())
         .named("gadget-metadata")
         .complete(r)
-        .await
         .expect("complete");
     let running = start(&mgr);
     let g = DynamicObject::new("m1", &gadgets).within("default");
@@ -222,7 +220,7 @@ async fn metadata_only_dynamic_watches() {
         .await
         .expect("part");
     until(&mut rx, &Request::new("default", "meta-ghost")).await;
-    let informers = format!("{:?}", mgr.get_cache());
+    let informers = format!("{:?}", mgr.cache());
     assert!(informers.contains("dyn.ctrl.rs/v1/Part"), "{informers}");
     running.stop().await;
 }

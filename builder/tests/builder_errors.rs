@@ -6,11 +6,11 @@ mod common;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use common::{Widget, env, manager, reporter};
+use common::{env, manager, reporter};
 use ctrl_builder::{ControllerBuilder, Error};
 use ctrl_runtime::controller::Controller;
 use ctrl_runtime::handler::EnqueueRequestForObject;
-use ctrl_runtime::reconcile::{self, Action, ObjectReconciler};
+use ctrl_runtime::reconcile::{self, Action, Reconciler};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio_util::sync::CancellationToken;
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 struct ConfigMaps;
 
 #[async_trait]
-impl ObjectReconciler<ConfigMap> for ConfigMaps {
+impl Reconciler<Arc<ConfigMap>> for ConfigMaps {
     async fn reconcile(
         &self,
         _ctx: CancellationToken,
@@ -46,8 +46,7 @@ async fn invalid_builds_are_typed_errors() {
         .for_::<ReplicaSet>()
         .for_::<Deployment>()
         .owns::<ReplicaSet>()
-        .build(r)
-        .await;
+        .build(r);
     let err = failed(err, "For twice");
     assert!(matches!(err, Error::ForCalledTwice), "{err}");
     assert!(
@@ -58,8 +57,7 @@ async fn invalid_builds_are_typed_errors() {
     let (r, _rx) = reporter();
     let err = ControllerBuilder::new(&mgr)
         .watches::<ReplicaSet>(EnqueueRequestForObject)
-        .build(r)
-        .await;
+        .build(r);
     let err = failed(err, "no name");
     assert!(matches!(err, Error::MissingName), "{err}");
     assert_eq!(err.to_string(), "one of For() or Named() must be called");
@@ -68,8 +66,7 @@ async fn invalid_builds_are_typed_errors() {
     let err = ControllerBuilder::new(&mgr)
         .named("owns-without-for")
         .owns::<ReplicaSet>()
-        .build(r)
-        .await;
+        .build(r);
     let err = failed(err, "owns without for");
     assert!(matches!(err, Error::OwnsWithoutFor), "{err}");
 
@@ -79,8 +76,7 @@ async fn invalid_builds_are_typed_errors() {
         .named("sharded-without-for")
         .watches::<ReplicaSet>(EnqueueRequestForObject)
         .sharded(shard)
-        .build(r)
-        .await;
+        .build(r);
     let err = failed(err, "sharded without for");
     assert!(matches!(err, Error::ShardedWithoutFor), "{err}");
 
@@ -90,35 +86,22 @@ async fn invalid_builds_are_typed_errors() {
         .named("sharded-dynamic-for")
         .for_dynamic(kube::api::ApiResource::erase::<ReplicaSet>(&()))
         .sharded(shard)
-        .build(r)
-        .await;
+        .build(r);
     let err = failed(err, "sharded with a dynamic for");
     assert!(matches!(err, Error::ShardedDynamicFor), "{err}");
 
     let (r, _rx) = reporter();
-    let err = ControllerBuilder::new(&mgr)
-        .named("no-watches")
-        .build(r)
-        .await;
+    let err = ControllerBuilder::new(&mgr).named("no-watches").build(r);
     let err = failed(err, "no watches");
     assert!(matches!(err, Error::NoWatches), "{err}");
 
-    let err = ControllerBuilder::new(&mgr)
-        .for_::<Widget>()
-        .named("mismatch")
-        .build(ConfigMaps)
-        .await;
-    let err = failed(err, "object reconciler of another type");
-    assert!(matches!(err, Error::ReconcilerTypeMismatch { .. }), "{err}");
-
     // None of the failed builds claimed its name.
-    for name in ["owns-without-for", "no-watches", "mismatch"] {
+    for name in ["owns-without-for", "no-watches"] {
         let (r, _rx) = reporter();
         ControllerBuilder::new(&mgr)
             .named(name)
             .watches::<ReplicaSet>(EnqueueRequestForObject)
             .build(r)
-            .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
@@ -132,17 +115,13 @@ async fn names_default_to_the_kind_and_must_be_unique() {
         .for_::<Deployment>()
         .owns::<ReplicaSet>()
         .build(r)
-        .await
         .expect("valid build");
     assert_eq!(c.name(), "deployment");
     assert_eq!(c.options().kind, "Deployment");
     assert_eq!(c.options().group, "apps");
 
     let (r, _rx) = reporter();
-    let err = ControllerBuilder::new(&mgr)
-        .for_::<Deployment>()
-        .build(r)
-        .await;
+    let err = ControllerBuilder::new(&mgr).for_::<Deployment>().build(r);
     let err = failed(err, "duplicate name");
     assert!(matches!(err, Error::Controller(_)), "{err}");
     assert!(err.to_string().contains("already exists"), "{err}");
@@ -153,7 +132,6 @@ async fn names_default_to_the_kind_and_must_be_unique() {
         .for_::<ConfigMap>()
         .named("configmap-objects")
         .build(ConfigMaps)
-        .await
         .expect("object reconciler");
     let (r, _rx) = reporter();
     let c = ControllerBuilder::new(&mgr)
@@ -164,7 +142,6 @@ async fn names_default_to_the_kind_and_must_be_unique() {
             ..Default::default()
         })
         .build(r)
-        .await
         .expect("named");
     assert_eq!(c.options().max_concurrent_reconciles, 5);
 }

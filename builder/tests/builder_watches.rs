@@ -17,7 +17,7 @@ use ctrl_builder::{ControllerBuilder, ForOptions, OwnsOptions};
 use ctrl_runtime::event::GenericEvent;
 use ctrl_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
 use ctrl_runtime::predicate::{self, GenerationChanged};
-use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Request};
+use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
 use ctrl_runtime::source::Channel;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -53,7 +53,6 @@ async fn for_and_owns_reconcile_the_owner_controller_owner_only() {
         .for_::<Widget>()
         .owns::<ConfigMap>()
         .complete(r)
-        .await
         .expect("complete");
     let running = start(&mgr);
 
@@ -98,7 +97,6 @@ async fn owns_with_match_every_owner_reconciles_plain_owners() {
         .named("widget-every-owner")
         .owns_with::<ConfigMap>(OwnsOptions::new().match_every_owner())
         .complete(r)
-        .await
         .expect("complete");
     let running = start(&mgr);
 
@@ -127,7 +125,7 @@ async fn status_patch_then_sentinel(name: &str, filtered: bool) -> Vec<Request> 
     if filtered {
         b = b.with_event_filter(GenerationChanged);
     }
-    b.complete(r).await.expect("complete");
+    b.complete(r).expect("complete");
     let running = start(&mgr);
 
     let widgets: Api<Widget> = Api::namespaced(env.client(), "default");
@@ -196,7 +194,6 @@ async fn per_watch_predicates_and_watches_with_a_map_func() {
                 .unwrap_or_default()
         }))
         .complete(r)
-        .await
         .expect("complete");
     let running = start(&mgr);
 
@@ -229,7 +226,6 @@ async fn raw_sources_and_named_controllers_without_for() {
         // Raw sources ignore the global filters: this one drops everything else.
         .with_event_filter(|_: &ctrl_builder::FilterEvent<'_>| false)
         .complete(r)
-        .await
         .expect("complete");
     let running = start(&mgr);
     let mut cm = ConfigMap::default();
@@ -245,7 +241,7 @@ async fn raw_sources_and_named_controllers_without_for() {
 struct Objects(mpsc::UnboundedSender<(String, Option<bool>)>);
 
 #[async_trait]
-impl ObjectReconciler<Widget> for Objects {
+impl Reconciler<Arc<Widget>> for Objects {
     async fn reconcile(
         &self,
         _ctx: CancellationToken,
@@ -275,7 +271,6 @@ async fn typed_and_metadata_only_reconcilers_get_cached_objects() {
             tracing::info_span!("widget", request = ?req)
         })
         .complete(Objects(otx))
-        .await
         .expect("typed");
     ControllerBuilder::new(&mgr)
         .for_metadata::<Widget>()
@@ -289,7 +284,6 @@ async fn typed_and_metadata_only_reconcilers_get_cached_objects() {
                 }
             },
         ))
-        .await
         .expect("metadata");
     let running = start(&mgr);
 

@@ -2,6 +2,11 @@
 //! server on 127.0.0.1 (built-in types, namespaces `default`, `kube-system`, `kube-public`,
 //! `kube-node-lease`, and the CRDs given), and [`Environment`] hands out a `kube::Client`, the URL
 //! and a kubeconfig. Every environment is independent, so each test can start its own.
+//!
+//! The top layer: it builds every layer below — the store, the registry with the built-in
+//! types, the shared `State` with the controllers registered as write observers — seeds the
+//! namespaces, CRDs and webhook configurations through the registry, and starts the server and
+//! the simulated kubelet.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,13 +18,15 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::builtins::builtin_types;
+use crate::auth::{Auth, Authorization};
+use crate::endpoints::{Settings, State};
 use crate::faults::Faults;
 use crate::registry::Registry;
-use crate::registry::context::{Settings, State};
-use crate::server;
+use crate::registry::builtins::builtin_types;
+use crate::registry::context::Apiserver;
+use crate::registry::rest::create_object;
 use crate::storage::Store;
-use crate::verbs;
+use crate::{controllers, server};
 
 /// Why an environment could not start.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +76,8 @@ pub struct EnvironmentBuilder {
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
     simulate_pods: bool,
-    kubelet: crate::kubelet::Config,
+    kubelet: controllers::kubelet::Config,
+    authorization: Authorization,
 }
 
 impl Default for EnvironmentBuilder {
@@ -88,7 +96,8 @@ impl Default for EnvironmentBuilder {
             controllers: true,
             webhooks: Vec::new(),
             simulate_pods: false,
-            kubelet: crate::kubelet::Config::default(),
+            kubelet: controllers::kubelet::Config::default(),
+            authorization: Authorization::Rbac,
         }
     }
 }
@@ -139,7 +148,9 @@ impl EnvironmentBuilder {
         self
     }
 
-    /// Requires `Authorization: Bearer <token>` on every request (the client and kubeconfig carry it).
+    /// The admin user's bearer token (default: a random one). Every request needs a token the
+    /// server knows (the client and kubeconfig carry the admin's: user `admin` in
+    /// `system:masters`); without one it is a 401.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
@@ -203,6 +214,14 @@ impl EnvironmentBuilder {
         self
     }
 
+    /// How requests are authorized: [`Authorization::Rbac`] (the default, as Go's envtest:
+    /// Roles, ClusterRoles and their bindings decide; the admin is in `system:masters`) or
+    /// [`Authorization::AlwaysAllow`] (every authenticated request may do anything).
+    pub fn authorization(mut self, mode: Authorization) -> Self {
+        self.authorization = mode;
+        self
+    }
+
     /// Installs admission webhook configurations at start (as if created through the
     /// API): writes of matching resources then call the webhooks over TLS; see
     /// [`WebhookConfiguration`](crate::WebhookConfiguration).
@@ -236,34 +255,49 @@ impl EnvironmentBuilder {
             .local_addr()
             .map_err(|source| Error::Io { path: bind, source })?;
         let store = Arc::new(Store::new(self.history, self.watch_buffer));
-        let state = Arc::new(State {
+        let api = Arc::new(Apiserver {
             registry: Registry::new(builtin_types()),
-            faults: Faults::new(store.clone()),
-            store,
+            store: store.clone(),
+            kubelet: self.simulate_pods.then_some(self.kubelet),
+            observers: controllers::observers(self.controllers),
+        });
+        let token = self
+            .token
+            .clone()
+            .unwrap_or_else(crate::auth::authn::random_token);
+        let auth = Arc::new(Auth::new(token, store.clone(), self.authorization));
+        let state = Arc::new(State {
+            api: api.clone(),
+            auth: auth.clone(),
+            faults: Faults::new(store),
             settings: Settings {
-                token: self.token.clone(),
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
                 header_read_timeout: self.header_read_timeout,
-                controllers: self.controllers,
-                kubelet: self.simulate_pods.then_some(self.kubelet),
             },
             shutdown: CancellationToken::new(),
             addr,
         });
-        seed(&state, crds)?;
-        crate::admission::seed(&state, &self.webhooks).map_err(|message| Error::Parse {
+        seed(&api, crds)?;
+        seed_rbac(&api);
+        crate::admission::seed(&api, &self.webhooks).map_err(|message| Error::Parse {
             path: "webhooks".into(),
             message,
         })?;
-        if let Some(cfg) = state.settings.kubelet {
-            crate::kubelet::start(&state, cfg);
+        if let Some(cfg) = api.kubelet {
+            controllers::kubelet::start(&api, state.shutdown.clone(), cfg);
         }
-        tokio::spawn(server::serve(listener, state.clone()));
+        let tls = crate::tls::Tls::self_signed().map_err(|message| Error::Parse {
+            path: "serving certificate".into(),
+            message,
+        })?;
+        let ca_pem = tls.cert_pem.clone();
+        tokio::spawn(server::serve(listener, state.clone(), Arc::new(tls)));
         Ok(Environment {
             state,
             addr,
-            token: self.token,
+            auth,
+            ca_pem,
         })
     }
 }
@@ -306,7 +340,7 @@ fn parse_crds(text: &str, origin: &str) -> Result<Vec<Value>, Error> {
 }
 
 /// Namespaces present at start, then the CRDs.
-fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
+fn seed(state: &Apiserver, crds: Vec<Value>) -> Result<(), Error> {
     let snap = state.registry.snapshot();
     let find = |g: &str, p: &str| {
         snap.types
@@ -317,7 +351,7 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
     if let Some(ns) = find("", "namespaces") {
         for n in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}});
-            let _ = verbs::create::create_object(state, &ns, None, obj, Default::default());
+            let _ = create_object(state, &ns, None, obj, Default::default());
         }
     }
     if let Some(crd_rt) = find("apiextensions.k8s.io", "customresourcedefinitions") {
@@ -328,18 +362,30 @@ fn seed(state: &Arc<State>, crds: Vec<Value>) -> Result<(), Error> {
                 message: e.message,
             };
             crate::registry::objects::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
-            verbs::create::create_object(state, &crd_rt, None, c, Default::default())
-                .map_err(crd_err)?;
+            create_object(state, &crd_rt, None, c, Default::default()).map_err(crd_err)?;
         }
     }
     Ok(())
+}
+
+/// The default ClusterRoles and ClusterRoleBindings (`auth::bootstrap`), as kube-apiserver's
+/// bootstrap controller writes them at start.
+fn seed_rbac(api: &Apiserver) {
+    let snap = api.registry.snapshot();
+    for (plural, obj) in crate::auth::bootstrap::objects() {
+        if let Some(rt) = snap.get("rbac.authorization.k8s.io", "v1", plural) {
+            let _ = create_object(api, rt, None, obj, Default::default());
+        }
+    }
 }
 
 /// A running embedded API server. Dropping it (or [`stop`](Self::stop)) shuts it down.
 pub struct Environment {
     state: Arc<State>,
     addr: SocketAddr,
-    token: Option<String>,
+    auth: Arc<Auth>,
+    /// The serving certificate (PEM), which kubeconfigs trust.
+    ca_pem: String,
 }
 
 impl std::fmt::Debug for Environment {
@@ -351,7 +397,7 @@ impl std::fmt::Debug for Environment {
 }
 
 impl Environment {
-    /// A builder with defaults: OS-chosen port, no CRDs, no token.
+    /// A builder with defaults: OS-chosen port, no CRDs, a random admin token, RBAC.
     pub fn builder() -> EnvironmentBuilder {
         EnvironmentBuilder::default()
     }
@@ -371,52 +417,96 @@ impl Environment {
         self.addr
     }
 
-    /// A `kube::Config` for this server: namespace `default`, the bearer token if any, and
-    /// `default_retry = false` so that error statuses reach the caller unretried.
+    /// A `kube::Config` for this server as the admin (user `admin` in `system:masters`):
+    /// plain HTTP, namespace `default`, the admin's bearer token, and `default_retry = false`
+    /// so that error statuses reach the caller unretried.
     pub fn config(&self) -> kube::Config {
+        self.config_with_token(self.auth.authn.admin_token())
+    }
+
+    fn config_with_token(&self, token: &str) -> kube::Config {
         let uri: http::Uri = self.url().parse().unwrap_or_default();
         let mut cfg = kube::Config::new(uri);
         cfg.default_namespace = "default".into();
         cfg.default_retry = false;
-        if let Some(t) = &self.token {
-            cfg.auth_info.token = Some(t.clone().into());
-        }
+        cfg.auth_info.token = Some(token.to_string().into());
         cfg
     }
 
-    /// A real `kube::Client` talking HTTP to this server. Without a bearer token it is built
-    /// on a plain-HTTP hyper client with kube's base-URI layer — no TLS stack is set up, which
-    /// keeps creating one cheap; with a token it is built from [`config`](Self::config).
+    /// The admin user's bearer token (for raw HTTP requests: `Authorization: Bearer <it>`).
+    pub fn admin_token(&self) -> &str {
+        self.auth.authn.admin_token()
+    }
+
+    /// A real `kube::Client` talking HTTP to this server as the admin. It is built on a
+    /// plain-HTTP hyper client with kube's base-URI layer and the token as a header — no TLS
+    /// stack is set up, which keeps creating one cheap.
     pub fn client(&self) -> kube::Client {
         use kube::client::{ClientBuilder, ConfigExt};
-        let cfg = self.config();
-        if self.token.is_some() {
-            // Building a client over plain http from a valid Config does not fail.
-            return kube::Client::try_from(cfg)
-                .unwrap_or_else(|e| panic!("kube client for {}: {e}", self.url()));
+        let mut cfg = self.config();
+        if let Ok(v) = http::HeaderValue::from_str(&format!("Bearer {}", self.admin_token())) {
+            cfg.headers.push((http::header::AUTHORIZATION, v));
         }
         let http =
             hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
                 .build_http::<kube::client::Body>();
-        ClientBuilder::new(http, cfg.default_namespace.clone())
-            .with_layer(&cfg.base_uri_layer())
-            .build()
+        let builder = ClientBuilder::new(http, cfg.default_namespace.clone())
+            .with_layer(&cfg.base_uri_layer());
+        match cfg.extra_headers_layer() {
+            Ok(headers) => builder.with_layer(&headers).build(),
+            // The only header is the admin's token, URL-safe base64: always valid.
+            Err(e) => panic!("headers of the envtest client: {e}"),
+        }
     }
 
-    /// Writes a kubeconfig (context `envtest`, namespace `default`) pointing at this server.
+    /// Adds a user with these groups (and `system:authenticated`), as Go's `envtest.AddUser`,
+    /// and returns a `kube::Config` that authenticates as it (a new bearer token; use it with
+    /// `kube::Client::try_from`). What the user may do is up to RBAC: bind it with Roles or
+    /// ClusterRoles (members of `system:masters` may do anything).
+    /// [`write_user_kubeconfig`](Self::write_user_kubeconfig) writes it for kubectl.
+    pub fn add_user(&self, name: &str, groups: &[&str]) -> kube::Config {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        self.config_with_token(&self.auth.authn.add_user(name, &groups))
+    }
+
+    /// `https://127.0.0.1:<port>`: the same port over TLS. Kubeconfigs use it, as kubectl sends
+    /// credentials only over TLS.
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// The server's self-signed certificate (PEM) for `127.0.0.1` and `localhost`, to trust
+    /// when connecting over TLS.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// Writes a kubeconfig (context `envtest`, namespace `default`) for the admin: this server
+    /// over TLS, trusting its certificate.
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
-        let user = match &self.token {
-            Some(t) => format!("    token: {t}\n"),
-            None => "    {}\n".to_string(),
-        };
-        let user = if self.token.is_some() {
-            format!("  user:\n{user}")
-        } else {
-            "  user: {}\n".to_string()
-        };
+        self.write_user_kubeconfig(&self.config(), path)
+    }
+
+    /// Writes a kubeconfig (context `envtest`, namespace `default`) for the bearer token of
+    /// `user` (a config from [`add_user`](Self::add_user)): this server over TLS, trusting its
+    /// certificate.
+    pub fn write_user_kubeconfig(
+        &self,
+        user: &kube::Config,
+        path: impl AsRef<Path>,
+    ) -> std::io::Result<()> {
+        use base64::Engine;
+        use secrecy::ExposeSecret;
+        let token = user
+            .auth_info
+            .token
+            .as_ref()
+            .map(|t| t.expose_secret().to_string());
+        let token = token.unwrap_or_default();
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
         let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\nusers:\n- name: envtest\n{user}",
-            self.url()
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\nusers:\n- name: envtest\n  user:\n    token: {token}\n",
+            self.https_url()
         );
         std::fs::write(path, text)
     }

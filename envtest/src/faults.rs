@@ -9,6 +9,7 @@
 //! The server calls two crate-visible hooks per request: [`Faults::intercept`] before handling it
 //! (one relaxed atomic load when no fault is set) and [`Faults::record`] once the status is known.
 //! Watch closing and compaction are delegated to the store through the [`WatchControl`] trait.
+//! A leaf: it imports nothing else of the crate (the store implements its trait).
 
 use std::collections::VecDeque;
 use std::fmt;

@@ -17,46 +17,49 @@
 //! # Inside: the layers
 //!
 //! The modules are cut like kube-apiserver's, and an import may only point down (checked by
-//! `tests/layers.rs`, which also holds every function to 80 lines):
+//! `tests/layers.rs`: no import cycle between top-level modules, no function over 80 lines):
 //!
 //! ```text
 //! env            builds every layer, seeds, starts the server and the controllers
-//! server         hyper listener, auth, faults intercept, body limit, request log
-//! ┌ handlers ─── verbs (create/get/list/update/patch/delete/scale/eviction), apply,
-//! │              admission, conversion (serving at another version), crd, gc,
-//! │              namespaces, kubelet — still one knot: the object writes live in `verbs`
-//! │              and the controllers (gc, namespaces, crd cleanup, kubelet) call them
-//! └────────────  watch, kinds, table, discovery, filter
-//! endpoints      Req, Warnings, Body, body decoding, json/bytes/error/stream responses
-//! router         URL grammar, query strings, resourceVersion parameters
-//! openapi, builtins, schema   served documents, built-in types, structural schemas
-//! registry/      served types (snapshot), object keys / type check / served form, CRD
-//!                conversion data, the shared State
+//! controllers/   gc, namespaces, crd_cleanup (write observers of the registry), kubelet
+//!                (watches pods) — clients of registry::rest, never of HTTP
+//! server         hyper listener (HTTP and, on the same port, HTTPS: `tls`), the auth filter,
+//!                faults intercept, body limit, request log
+//! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
+//!                admit), filter, table, discovery, openapi
+//! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
+//!                write (no request rewriting)
+//! registry/      served types, rest (generic create/update/delete), strategy, crd, hooks,
+//!                fieldmanager, schema, conversion, builtins, the shared State
+//! auth/          authentication (tokens, ServiceAccount JWTs), impersonation, RBAC, the
+//!                review answers, the bootstrap policy — reads storage, used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
-//! api/           status errors, meta rules, selectors, validation, protobuf, patch
+//! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
+//! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
+//! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
 //! ```
 //!
-//! Everything from `endpoints` down imports only downwards; the knot above it is what is left
-//! of issue 16 (moving `create_object` / `update_object` / `delete_object` into the registry
-//! and running the controllers as registry hooks instead of from inside the verbs).
-//!
-//! A request: `server` authenticates it, reads the body, routes it (`router`) against the
-//! `registry` snapshot and dispatches to `discovery` or, through `conversion` (custom
-//! resources served at a non-storage version) and `admission` (webhooks), to the `verbs`,
-//! which read and write the `storage`; the store fans change events out to `watch` streams.
-//! Every patch — PATCH, `/scale`, admission's review of a patched object, a converted
-//! patch — is decoded and applied by `api::patch`, with one set of limits.
+//! A request: `server` authenticates and authorizes it (`auth`), reads the body, routes it (`endpoints::router`)
+//! against the `registry` snapshot and dispatches to discovery or, through
+//! `endpoints::handlers::versioned` (custom resources served at a non-storage version), to a
+//! handler. A write handler decodes the object (or computes it from a patch), hands old and new
+//! to `admission` (webhooks), and writes through `registry::rest`, which reads and writes the
+//! `storage`, applies the per-kind strategy and then runs the write observers
+//! (`registry::hooks`): the controllers react with writes of their own, queued until none is
+//! left. The store fans change events out to watch streams. Every patch — PATCH, `/scale`,
+//! admission's review of a patched object, a converted patch — is decoded and applied by
+//! `api::patch`, with one set of limits.
 //!
 //! # Behaviour worth knowing
 //!
-//! * **Two controllers run by default**: the garbage collector (`gc`: ownerReferences,
+//! * **Two controllers run by default**: the garbage collector (`controllers::gc`: ownerReferences,
 //!   Background / Foreground with `foregroundDeletion` and `blockOwnerDeletion` / Orphan) and
-//!   namespace finalization (`namespaces`: a deleted namespace is `Terminating`, its objects
+//!   namespace finalization (`controllers::namespaces`: a deleted namespace is `Terminating`, its objects
 //!   are deleted honouring finalizers, then it goes). [`EnvironmentBuilder::controllers`]`(false)`
 //!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`.
 //!   Nothing fills status or creates Pods either way.
-//! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`], `kubelet`): Pods
+//! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`], `controllers::kubelet`): Pods
 //!   are bound to the Node [`SIMULATED_NODE`], run (`Running`, `Ready`, IPs, container
 //!   statuses) after a short delay, and deleting one is graceful (`deletionTimestamp`, then
 //!   removal after min(grace, stop delay)). Off, Pods stay as written, as in Go's envtest.
@@ -68,29 +71,29 @@
 //!   stream ends) instead of slowing writers; clients resume from their last resourceVersion.
 //! * Bodies are JSON (YAML accepted on POST/PUT). JSON patch (with upstream's rule that a
 //!   `test` of a missing path against `null` passes), merge patch, strategic merge patch for
-//!   built-ins (`strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
+//!   built-ins (`api::strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; 415 on custom resources) and server-side apply
-//!   (`apply`: managedFields per manager, conflicts, force, removal of dropped fields) are
+//!   (`registry::fieldmanager`: managedFields per manager, conflicts, force, removal of dropped fields) are
 //!   served. Protobuf request bodies of v1 Namespace, ConfigMap, Secret and ServiceAccount
 //!   (what kubectl's `create namespace|configmap|secret|serviceaccount` generators send) are
-//!   decoded with `k8s-pb` (`protobuf`); other protobuf bodies answer 415, protobuf-only
+//!   decoded with `k8s-pb` (`api::protobuf`); other protobuf bodies answer 415, protobuf-only
 //!   `Accept` 406.
 //! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);
 //!   custom resources are pruned, defaulted and validated against their CRD version's
 //!   `openAPIV3Schema` (422). `fieldValidation` is upstream's: unknown fields of custom
 //!   resources and duplicate fields of JSON bodies are a 400 under `Strict`, `Warning`
-//!   headers under `Warn` (the default), dropped silently under `Ignore` (`verbs::fields`). CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook`
-//!   convert through their webhook (`conversion`) wherever a real API server converts; other
+//!   headers under `Warn` (the default), dropped silently under `Ignore` (`endpoints::handlers::fields`). CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook`
+//!   convert through their webhook (`registry::conversion`) wherever a real API server converts; other
 //!   multi-version CRDs store one object served at every version. Admission webhook
 //!   `warnings` reach clients as `Warning: 299` headers.
 //! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`),
 //!   `pods/eviction` (deletes the pod by the eviction's `deleteOptions`; no PDBs), dryRun,
 //!   finalizers and delete preconditions follow upstream. events.k8s.io/v1 Events are a view
 //!   of the core/v1 Events (one storage, fields mapped), so kube's `Recorder` output shows up
-//!   where `kubectl describe` looks. `as=Table` is served (`table`: upstream's printer
+//!   where `kubectl describe` looks. `as=Table` is served (`endpoints::table`: upstream's printer
 //!   columns for the common built-ins, `-o wide` included, CRD `additionalPrinterColumns`,
 //!   otherwise Name and Age) for lists, gets and watches.
-//! * OpenAPI v3 documents carry full schemas (`openapi`: built-ins from k8s-openapi's schemars
+//! * OpenAPI v3 documents carry full schemas (`endpoints::openapi`: built-ins from k8s-openapi's schemars
 //!   impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain` works;
 //!   each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
@@ -100,35 +103,33 @@
 //!   an established CRD keeps its scope and kind, and JSON-patch `copy` may add 3 MiB at most.
 //! * The transport is `ctrl_net`'s, shared with ctrl's other servers: system-maximum listen
 //!   backlog, accept back-off when out of file descriptors, TCP keepalive, and a request-head
-//!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s). With a bearer token,
-//!   `/healthz`, `/readyz`, `/livez` and `/version` stay readable without credentials.
+//!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s).
+//! * **Authentication and RBAC are on**, as in Go's envtest: every request needs a bearer
+//!   token the server knows (401 otherwise; `/healthz`, `/readyz`, `/livez` and `/version`
+//!   stay public). [`Environment::client`], [`Environment::config`] and the kubeconfig are the
+//!   admin (user `admin` in `system:masters`); [`Environment::add_user`] adds restricted users,
+//!   the `serviceaccounts/<name>/token` subresource issues ServiceAccount tokens, and Roles,
+//!   ClusterRoles (with aggregation) and their bindings decide, with kube-apiserver's 403
+//!   messages; [`Authorization::AlwaysAllow`] turns RBAC off. Kubeconfigs point at the same
+//!   port over HTTPS (a self-signed certificate they trust): kubectl sends credentials only
+//!   over TLS.
 
 mod admission;
 mod api;
-mod apply;
-mod builtins;
-mod conversion;
-mod crd;
-mod discovery;
+pub(crate) mod auth;
+pub(crate) mod cel;
+mod controllers;
 mod endpoints;
 mod env;
 mod faults;
-mod filter;
-mod gc;
-mod kinds;
-mod kubelet;
-mod namespaces;
-mod openapi;
 mod registry;
-mod router;
-mod schema;
 mod server;
 mod storage;
-mod table;
-mod verbs;
-mod watch;
+mod tls;
+mod webhook_client;
 
 pub use admission::WebhookConfiguration;
+pub use auth::Authorization;
+pub use controllers::kubelet::NODE_NAME as SIMULATED_NODE;
 pub use env::{Environment, EnvironmentBuilder, Error};
 pub use faults::{FaultMatch, FaultStatus, Faults, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb};
-pub use kubelet::NODE_NAME as SIMULATED_NODE;

@@ -1,11 +1,14 @@
-//! The HTTP side: a hyper 1 HTTP/1.1 server on 127.0.0.1, one task per connection, with the
-//! transport limits of `ctrl_net` (listen backlog, accept back-off, keepalive, head/idle
-//! timeout) that ctrl's other servers share. Each request is authenticated (optional bearer
-//! token; health and version are public, as upstream), its body read with the 3 MiB limit (413
-//! with `Connection: close`, without buffering more), routed (`router`) and handed to discovery or the verbs (through
-//! `conversion`, which converts custom resources served at a non-storage version through
-//! their CRD's conversion webhook). Every failure is answered with a `Status` body
-//! (`status`); warnings raised while serving (admission webhooks) become `Warning` headers.
+//! Layer 5, the server (kube-apiserver's `pkg/server` filters): a hyper 1 HTTP/1.1 server on
+//! 127.0.0.1, one task per connection, with the transport limits of `ctrl_net` (listen
+//! backlog, accept back-off, keepalive, head/idle timeout) that ctrl's other servers share.
+//! HTTPS on the same port (`tls`: a connection that starts with a handshake). Each request is
+//! authenticated and authorized first (`auth`: bearer tokens, impersonation, RBAC; health and
+//! version are public, as upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit
+//! (413 with `Connection: close`, without buffering more), recorded in the request log, routed
+//! (`endpoints::router`) and handed to `endpoints::serve` (resource handlers, discovery,
+//! OpenAPI, health). Every failure is answered with a `Status` body (`api::status`); warnings raised
+//! while serving become `Warning` headers. It calls `endpoints`, `auth`, `tls`, `registry` (the
+//! shared state), `faults` and `api`; only `env` is above it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,15 +19,16 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::api::status::ApiError;
-use crate::endpoints::{Body, Req, Warnings, bytes, error, json};
+use crate::auth::UserInfo;
+use crate::endpoints::State;
+use crate::endpoints::router::{self, Query, Route};
+use crate::endpoints::{self, Body, Req, Warnings, error, json};
 use crate::faults::{RequestFacts, RequestRecord, Verb};
 use crate::registry::Snapshot;
-pub(crate) use crate::registry::context::{Settings, State};
-use crate::router::{self, Query, Route};
-use crate::{conversion, discovery};
+use crate::tls::Tls;
 
 use crate::api::status::BODY_LIMIT;
 
@@ -32,27 +36,51 @@ use crate::api::status::BODY_LIMIT;
 /// shared with every server ctrl runs: back-off when `accept` fails (out of file
 /// descriptors), TCP keepalive, and the request-head / idle timeout
 /// (`Settings::header_read_timeout`, upstream's 32 s by default).
-pub(crate) async fn serve(listener: TcpListener, state: Arc<State>) {
+pub(crate) async fn serve(listener: TcpListener, state: Arc<State>, tls: Arc<Tls>) {
     let mut acceptor = ctrl_net::Acceptor::new(listener, "envtest");
     loop {
         let (stream, _) = tokio::select! {
             _ = state.shutdown.cancelled() => return,
             c = acceptor.accept() => c,
         };
+        tokio::spawn(connection(stream, state.clone(), tls.clone()));
+    }
+}
+
+/// Serves one connection, over TLS when it starts with a handshake (`tls`), until it closes
+/// or the server stops. A connection silent for the head timeout is closed either way.
+async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
+    let stop = state.shutdown.clone();
+    let head_timeout = state.settings.header_read_timeout;
+    let svc = service_fn(move |req| {
         let st = state.clone();
-        let token = state.shutdown.clone();
-        let head_timeout = state.settings.header_read_timeout;
-        tokio::spawn(async move {
-            let svc = service_fn(move |req| {
-                let st = st.clone();
-                async move { Ok::<_, Infallible>(handle(st, req).await) }
-            });
-            let conn = ctrl_net::http1(head_timeout).serve_connection(TokioIo::new(stream), svc);
-            tokio::select! {
-                r = conn => if let Err(e) = r { tracing::debug!("connection error: {e}") },
-                _ = token.cancelled() => {}
-            }
-        });
+        async move { Ok::<_, Infallible>(handle(st, req).await) }
+    });
+    let served = async {
+        let Ok(is_tls) = tokio::time::timeout(head_timeout, crate::tls::starts_tls(&stream)).await
+        else {
+            return;
+        };
+        let r = if is_tls {
+            let Ok(Ok(s)) = tokio::time::timeout(head_timeout, tls.acceptor.accept(stream)).await
+            else {
+                return;
+            };
+            ctrl_net::http1(head_timeout)
+                .serve_connection(TokioIo::new(s), svc)
+                .await
+        } else {
+            ctrl_net::http1(head_timeout)
+                .serve_connection(TokioIo::new(stream), svc)
+                .await
+        };
+        if let Err(e) = r {
+            tracing::debug!("connection error: {e}");
+        }
+    };
+    tokio::select! {
+        _ = served => {}
+        _ = stop.cancelled() => {}
     }
 }
 
@@ -65,9 +93,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let route = router::route(&path, &snap);
     let (verb, resource) = classify(&parts.method, &query, route.as_ref().ok());
     let resp = 'resp: {
-        if !authenticated(&state.settings, &parts.headers, route.as_ref().ok()) {
-            break 'resp error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
-        }
+        let user = match authorize(&state, &parts, &query, route.as_ref().ok()) {
+            Ok(u) => Arc::new(u),
+            Err(e) => break 'resp error(&e),
+        };
         let rr = match &route {
             Ok(Route::Resource(r)) => Some(r),
             _ => None,
@@ -98,6 +127,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             Ok(route) => {
                 serve_routed(
                     &state,
+                    user,
                     route,
                     &snap,
                     parts.method.clone(),
@@ -123,18 +153,26 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     resp
 }
 
-/// With a bearer token set, a request must carry it — except that, as upstream's
-/// `system:public-info-viewer` role allows, a request with no credentials at all may read
-/// `/healthz`, `/readyz`, `/livez` and `/version` (a wrong token is still a 401).
-fn authenticated(settings: &Settings, headers: &HeaderMap, route: Option<&Route>) -> bool {
-    let Some(token) = &settings.token else {
-        return true;
-    };
-    match headers.get(header::AUTHORIZATION) {
-        None => matches!(route, Some(Route::Health | Route::Version)),
-        Some(v) => v.to_str().ok() == Some(format!("Bearer {token}").as_str()),
-    }
+/// Who the request is from, and whether they may do it (`auth`: authentication,
+/// impersonation, RBAC), before anything else happens: a 401 or 403 Status otherwise. Health
+/// and version are public, as upstream's `system:public-info-viewer` allows.
+fn authorize(
+    state: &State,
+    parts: &http::request::Parts,
+    query: &Query,
+    route: Option<&Route>,
+) -> Result<UserInfo, ApiError> {
+    let public = matches!(route, Some(Route::Health | Route::Version));
+    let path = parts.uri.path();
+    state.auth.filter(
+        parts.method.as_str(),
+        path,
+        |k| query.get(k),
+        &parts.headers,
+        public,
+    )
 }
+
 /// The answer of an injected fault matching the request, if any.
 async fn injected(state: &State, facts: &RequestFacts<'_>) -> Option<Response<Body>> {
     let inj = state.faults.intercept(facts).await?;
@@ -150,8 +188,10 @@ async fn injected(state: &State, facts: &RequestFacts<'_>) -> Option<Response<Bo
 
 /// Reads the body of a routed request (within the limit) and dispatches it; the warnings
 /// raised while serving become `Warning` headers.
+#[allow(clippy::too_many_arguments)]
 async fn serve_routed(
     state: &Arc<State>,
+    user: Arc<UserInfo>,
     route: Route,
     snap: &Snapshot,
     method: Method,
@@ -186,8 +226,9 @@ async fn serve_routed(
         body,
         warnings: warnings.clone(),
         served_as: None,
+        user,
     };
-    let mut resp = match dispatch(state, route, snap, req).await {
+    let mut resp = match endpoints::serve(state, route, snap, req).await {
         Ok(r) => r,
         Err(e) => error(&e),
     };
@@ -257,61 +298,4 @@ async fn read_body(body: Incoming, headers: &HeaderMap) -> Result<Bytes, ApiErro
             "reading the request body: {e}"
         ))),
     }
-}
-
-async fn dispatch(
-    state: &Arc<State>,
-    route: Route,
-    snap: &Snapshot,
-    req: Req,
-) -> Result<Response<Body>, ApiError> {
-    let accept = req.header("accept");
-    if !matches!(route, Route::Health) && !accept.is_empty() && !acceptable(accept) {
-        return Err(ApiError::new(
-            406,
-            "NotAcceptable",
-            "only the following media types are accepted: application/json, application/yaml, */*",
-        ));
-    }
-    let is_get = req.method == Method::GET;
-    match route {
-        // Webhook conversion (`conversion`) wraps the verbs for non-storage versions.
-        Route::Resource(r) => conversion::dispatch(state, r, req).await,
-        _ if !is_get => Err(ApiError::method_not_allowed()),
-        Route::Health => Ok(bytes(
-            200,
-            "text/plain; charset=utf-8",
-            Bytes::from_static(b"ok"),
-        )),
-        Route::Version => Ok(json(200, &discovery::version())),
-        Route::CoreVersions => Ok(discovery::core_versions(state, snap, aggregated(accept))),
-        Route::Groups => Ok(discovery::groups(snap, aggregated(accept))),
-        Route::Group(g) => Ok(json(200, &discovery::group(snap, &g))),
-        Route::ResourceList(g, v) => Ok(json(200, &discovery::resource_list(snap, &g, &v))),
-        Route::OpenApiRoot => Ok(json(200, &discovery::openapi_root(snap))),
-        Route::OpenApiDoc(g, v) => discovery::openapi_doc(snap, &g, &v)
-            .map(|d| json(200, &d))
-            .ok_or_else(ApiError::unknown_path),
-    }
-}
-
-/// JSON is acceptable unless only protobuf (or another foreign type) is listed.
-fn acceptable(accept: &str) -> bool {
-    accept.split(',').any(|m| {
-        let m = m.trim();
-        m.starts_with("application/json")
-            || m.starts_with("*/*")
-            || m.starts_with("application/*")
-            || m.starts_with("application/yaml")
-            || m.is_empty()
-    })
-}
-
-fn aggregated(accept: &str) -> bool {
-    accept.split(',').any(|m| {
-        m.contains("g=apidiscovery.k8s.io")
-            && m.contains("v=v2")
-            && !m.contains("v=v2beta1")
-            && m.contains("as=APIGroupDiscoveryList")
-    })
 }

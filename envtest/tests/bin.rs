@@ -68,7 +68,7 @@ async fn serve_writes_kubeconfig_and_answers() {
     assert!(printed[2].contains("kubectl --kubeconfig"), "{printed:?}");
     let text = std::fs::read_to_string(&kc).unwrap();
     assert!(
-        text.contains(&url) && text.contains("token: secret"),
+        text.contains(&url.replace("http://", "https://")) && text.contains("token: secret"),
         "{text}"
     );
     // The server answers with the token and serves the CRD from --crd-dir.

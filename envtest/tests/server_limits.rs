@@ -83,7 +83,10 @@ async fn an_early_413_closes_the_connection_and_says_so() {
     let env = common::env().await;
     let mut s = TcpStream::connect(env.addr()).await.unwrap();
     // Keep-alive (no Connection: close), a declared 4 MiB body that is never sent.
-    let head = "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 4194304\r\n\r\n";
+    let head = format!(
+        "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 4194304\r\n\r\n",
+        env.admin_token()
+    );
     s.write_all(head.as_bytes()).await.unwrap();
     let out = read_until_closed(&mut s, "early 413").await;
     let (code, headers, _) = common::parse_response(&out);
@@ -105,13 +108,13 @@ async fn with_a_token_health_and_version_are_public_and_the_rest_is_not() {
         .unwrap();
     let wrong = [("Authorization", "Bearer wrong")];
     for path in ["/healthz", "/readyz", "/livez", "/readyz/ping", "/version"] {
-        let (code, _, body) = common::raw_full(&env, "GET", path, None, "", &[]).await;
+        let (code, _, body) = common::raw_anonymous(&env, "GET", path, None, "", &[]).await;
         assert_eq!(code, 200, "anonymous {path}: {body}");
         let (code, _, _) = common::raw_full(&env, "GET", path, None, "", &wrong).await;
         assert_eq!(code, 401, "a wrong token on {path}");
     }
     for path in ["/api/v1/namespaces", "/apis", "/api"] {
-        let (code, _, _) = common::raw_full(&env, "GET", path, None, "", &[]).await;
+        let (code, _, _) = common::raw_anonymous(&env, "GET", path, None, "", &[]).await;
         assert_eq!(code, 401, "anonymous {path}");
     }
     let ok = [("Authorization", "Bearer secret")];

@@ -67,13 +67,11 @@ pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
         Some(shard) => builder.sharded(shard.clone()),
         None => builder,
     };
-    builder
-        .complete(AppServiceReconciler {
-            client: mgr.get_client(),
-            recorder: mgr.get_event_recorder(cfg.name.clone()),
-            resync_period: cfg.resync_period,
-        })
-        .await?;
+    builder.complete(AppServiceReconciler {
+        client: mgr.client(),
+        recorder: mgr.event_recorder(cfg.name.clone()),
+        resync_period: cfg.resync_period,
+    })?;
     Ok(())
 }
 

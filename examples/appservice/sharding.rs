@@ -148,7 +148,7 @@ fn add(
     ca_pem: String,
 ) -> Result<(), BoxError> {
     mgr.add(shard.lease(client.clone())?)?;
-    let server = mgr.get_webhook_server();
+    let server = mgr.webhook_server();
     let addr = server
         .local_addr()
         .ok_or("the webhook server is not bound")?;

@@ -30,10 +30,9 @@ pub async fn setup(mgr: &Manager) -> Result<(), BoxError> {
         .named(NAME)
         .watches::<AppService>(create_only())
         .complete(CreateOnlyReconciler {
-            client: mgr.get_client(),
-            recorder: mgr.get_event_recorder(NAME),
-        })
-        .await?;
+            client: mgr.client(),
+            recorder: mgr.event_recorder(NAME),
+        })?;
     Ok(())
 }
 

@@ -33,8 +33,7 @@ pub async fn manager(client: kube::Client, mut opts: Options) -> Result<Manager,
         .complete(reconcile::func(|_ctx, req| async move {
             tracing::info!(name = %req.name, namespace = %req.namespace, "Reconciler is called");
             Ok(Action::done())
-        }))
-        .await?;
+        }))?;
     Ok(mgr)
 }
 

@@ -20,7 +20,7 @@ use ctrl::event::GenericEvent;
 use ctrl::handler::EnqueueRequestsFromMapFunc;
 use ctrl::manager::{BoxError, Manager, Runnable};
 use ctrl::predicate::GenerationChanged;
-use ctrl::reconcile::{self, Action, ObjectReconciler, Request};
+use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::source::Channel;
 use ctrl_runtime::client::Client;
 use ctrl_runtime::recorder::{EventType, Recorder};
@@ -64,7 +64,7 @@ pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
     })?;
 
     // Every tick means "probe them all": map it to every bucket the cache holds.
-    let buckets = mgr.get_cache().get_informer::<StorageBucket>();
+    let buckets = mgr.cache().get_informer::<StorageBucket>();
     let every_bucket = EnqueueRequestsFromMapFunc::new(move |_tick: &Arc<StorageBucket>| {
         let all = buckets.store().list();
         all.iter().map(|b| Request::from_obj(b.as_ref())).collect()
@@ -76,10 +76,9 @@ pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
         .with_event_filter(GenerationChanged)
         .named(cfg.name.clone())
         .complete(BucketReconciler {
-            client: mgr.get_client(),
-            recorder: mgr.get_event_recorder(cfg.name.clone()),
-        })
-        .await?;
+            client: mgr.client(),
+            recorder: mgr.event_recorder(cfg.name.clone()),
+        })?;
     Ok(())
 }
 
@@ -124,7 +123,7 @@ pub struct BucketReconciler {
 }
 
 #[async_trait]
-impl ObjectReconciler<StorageBucket> for BucketReconciler {
+impl Reconciler<Arc<StorageBucket>> for BucketReconciler {
     async fn reconcile(
         &self,
         _ctx: CancellationToken,

@@ -24,7 +24,7 @@ pub async fn manager(
         webhooks::setup(&mgr)?;
         // Ready only once the webhook server accepts TLS connections (kubebuilder's
         // `mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())`).
-        mgr.add_readyz_check("webhook", mgr.get_webhook_server().started_checker())?;
+        mgr.add_readyz_check("webhook", mgr.webhook_server().started_checker())?;
     }
     Ok(mgr)
 }

@@ -12,7 +12,7 @@ use ctrl_runtime::cache::{Cache, Options};
 use ctrl_runtime::controller::{Controller, Options as ControllerOptions};
 use ctrl_runtime::handler::EnqueueRequestForObject;
 use ctrl_runtime::predicate;
-use ctrl_runtime::reconcile::{self, Action, ObjectReconciler, Request};
+use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
 use ctrl_runtime::source::{KIND_RETRY_INTERVAL, Kind, Source};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -65,7 +65,7 @@ async fn create_cm(env: &Environment, name: &str) {
 struct Record(Arc<Mutex<Vec<String>>>);
 
 #[async_trait]
-impl ObjectReconciler<ConfigMap> for Record {
+impl Reconciler<Arc<ConfigMap>> for Record {
     async fn reconcile(
         &self,
         _ctx: CancellationToken,

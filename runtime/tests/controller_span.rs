@@ -3,7 +3,7 @@
 //! (controller, controllerGroup, controllerKind, namespace, name, reconcileID — a fresh
 //! UUID per reconcile, the same one `reconcile::reconcile_id()` returns inside it), and
 //! `Action::with_priority` makes the priority queue hand the requeued item back at that
-//! priority.
+//! priority. A typed controller's span names its request by its `Debug` form instead.
 //!
 //! The span capture is a minimal `tracing::Subscriber` installed as the global default
 //! once per test binary (a thread-scoped default is not enough: callsite interest is
@@ -318,4 +318,51 @@ async fn a_requeue_with_priority_comes_back_from_the_priority_queue_at_that_prio
         [7, 3],
         "requeue_after and requeue keep the priority the reconciler asked for"
     );
+}
+
+/// A typed controller's request, as its span shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ShardKey(&'static str, u32);
+
+#[tokio::test]
+async fn a_typed_controllers_span_names_its_request() {
+    let capture = capture();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let r = {
+        let seen = seen.clone();
+        reconcile::typed_func(move |_ctx, req: ShardKey| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().push(req);
+                Ok(Action::done())
+            }
+        })
+    };
+    let controller =
+        Controller::new("typed-span-controller", r, Options::default()).expect("controller");
+    let feed = ctrl_runtime::source::Func::new(|_ctx, q: Arc<dyn Queue<ShardKey>>| async move {
+        q.add(ShardKey("shard-a", 7));
+        Ok(())
+    });
+    controller.watch(feed).await.expect("watch");
+    let ctx = CancellationToken::new();
+    let (c, x) = (controller.clone(), ctx.clone());
+    tokio::spawn(async move { c.start(x).await });
+    eventually("the typed request reconciled", || !seen.lock().is_empty()).await;
+    ctx.cancel();
+    assert_eq!(seen.lock()[0], ShardKey("shard-a", 7));
+    let spans = capture.reconciles.lock().clone();
+    let span = spans
+        .iter()
+        .find(|f| {
+            f.get("controller")
+                .is_some_and(|c| c == "typed-span-controller")
+        })
+        .unwrap_or_else(|| panic!("no reconcile span: {spans:?}"));
+    assert_eq!(span["request"], r#"ShardKey("shard-a", 7)"#);
+    assert!(
+        !span.contains_key("namespace") && !span.contains_key("name"),
+        "{span:?}"
+    );
+    assert!(span["reconcileID"].parse::<uuid::Uuid>().is_ok());
 }

@@ -29,11 +29,11 @@ async fn client(env: &Environment) -> (Client, CancellationToken) {
     // Reads before the cache starts fail with NotStarted, as in Go.
     let synced = tokio::time::timeout(
         Duration::from_secs(20),
-        mgr.get_cache().wait_for_cache_sync(ctx.clone()),
+        mgr.cache().wait_for_cache_sync(ctx.clone()),
     )
     .await;
     assert_eq!(synced.ok(), Some(true), "cache started");
-    (mgr.get_client(), ctx)
+    (mgr.client(), ctx)
 }
 
 /// Waits until the cache holds `name` at `rv` (reads are eventually consistent).

@@ -259,7 +259,7 @@ async fn caches_and_other_runnables_run_everywhere_and_only_the_leader_is_electe
             "non-leader runnable ran on {i}"
         );
         assert!(r.mgr.group_started(Group::Caches));
-        assert!(r.mgr.get_cache().has_synced());
+        assert!(r.mgr.cache().has_synced());
     }
     assert!(!replicas[standby].mgr.group_started(Group::LeaderElection));
     let standby_elected =

@@ -18,7 +18,7 @@ async fn a_manager_runs_a_controller_that_reconciles_on_envtest() {
     let env = env().await;
     let mgr = manager(&env, with_metrics());
     let (tx, mut rx) = mpsc::unbounded_channel::<(Request, Option<String>)>();
-    let client = mgr.get_client();
+    let client = mgr.client();
     let reconciler = reconcile::func(move |_ctx, req: Request| {
         let (tx, client) = (tx.clone(), client.clone());
         async move {

@@ -121,9 +121,9 @@ async fn the_cache_syncs_before_other_runnables_start() {
     cms.create(&Default::default(), &cm).await.unwrap();
 
     let mgr = manager(&env, quiet());
-    let _ = mgr.get_cache().get_informer::<ConfigMap>();
+    let _ = mgr.cache().get_informer::<ConfigMap>();
     let (fire, rx) = once();
-    let client = mgr.get_client();
+    let client = mgr.client();
     mgr.add(RunnableFunc::new(move |_ctx| {
         let client = client.clone();
         let tx = fire();

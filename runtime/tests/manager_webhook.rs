@@ -34,7 +34,7 @@ async fn the_options_server_is_the_one_the_manager_hands_out_and_runs() {
         },
     );
     // Registered through one handle, seen through the others: one server.
-    let handed_out = mgr.get_webhook_server();
+    let handed_out = mgr.webhook_server();
     handed_out
         .register(
             "/validate-anything",
@@ -42,7 +42,7 @@ async fn the_options_server_is_the_one_the_manager_hands_out_and_runs() {
         )
         .unwrap();
     assert_eq!(server.paths(), vec!["/validate-anything".to_string()]);
-    assert_eq!(mgr.get_webhook_server().paths(), server.paths());
+    assert_eq!(mgr.webhook_server().paths(), server.paths());
     assert!(server.local_addr().is_none(), "nothing serves before start");
     mgr.add_readyz_check("webhook", server.started_checker())
         .unwrap();
@@ -73,7 +73,7 @@ async fn the_options_server_is_the_one_the_manager_hands_out_and_runs() {
 async fn the_default_server_stays_quiet_without_handlers() {
     let env = env().await;
     let mgr = manager(&env, quiet());
-    let server = mgr.get_webhook_server();
+    let server = mgr.webhook_server();
     assert_eq!(server.options().port, DEFAULT_PORT);
     assert_eq!(server.options().cert_dir, webhook::default_cert_dir());
     assert!(server.paths().is_empty());

@@ -1,5 +1,5 @@
 //! The Events recorder against ctrl-envtest: Events written through
-//! `mgr.get_event_recorder` appear as `events.k8s.io/v1` Events with the right
+//! `mgr.event_recorder` appear as `events.k8s.io/v1` Events with the right
 //! fields, repeats fold into a series, a full queue drops instead of blocking, and
 //! Events still queued when the manager stops are flushed.
 
@@ -53,7 +53,7 @@ async fn an_event_is_written_with_the_fields_of_the_events_api() {
     let env = env().await;
     let mgr = manager(&env, quiet());
     let cm = configmap(&env.client(), "recorded").await;
-    let recorder = mgr.get_event_recorder("configmap-controller");
+    let recorder = mgr.event_recorder("configmap-controller");
     assert_eq!(recorder.controller(), "configmap-controller");
     recorder.event(
         &cm,
@@ -98,7 +98,7 @@ async fn a_related_object_and_a_cluster_scoped_object() {
         .get("default")
         .await
         .expect("namespace");
-    let recorder = mgr.get_event_recorder("ns-controller");
+    let recorder = mgr.event_recorder("ns-controller");
     recorder.event_with_related(&ns, &cm, EventType::Normal, "Adopted", "Adopt", "");
 
     // A cluster-scoped object's Events go to the "default" namespace.
@@ -120,7 +120,7 @@ async fn a_repeated_event_becomes_a_series() {
     let env = env().await;
     let mgr = manager(&env, quiet());
     let cm = configmap(&env.client(), "flapping").await;
-    let recorder = mgr.get_event_recorder("flap-controller");
+    let recorder = mgr.event_recorder("flap-controller");
     for _ in 0..3 {
         recorder.event(&cm, EventType::Normal, "Flapped", "Probe", "again");
     }
@@ -140,7 +140,7 @@ async fn a_full_queue_drops_new_events_instead_of_blocking() {
         "nothing runs before the first Event"
     );
     let cm = configmap(&env.client(), "noisy").await;
-    let recorder = provider.get_event_recorder("noisy-controller");
+    let recorder = provider.event_recorder("noisy-controller");
     // The test runtime has one thread: the writer cannot run until we await, so the
     // queue holds two and the other eight are dropped.
     for i in 0..10 {
@@ -169,7 +169,7 @@ async fn events_queued_when_the_manager_stops_are_flushed() {
     tokio::time::timeout(Duration::from_secs(10), mgr.elected())
         .await
         .expect("elected");
-    let recorder = mgr.get_event_recorder("shutdown-controller");
+    let recorder = mgr.event_recorder("shutdown-controller");
     for i in 0..50 {
         recorder.event(&cm, EventType::Normal, format!("Step{i}"), "Act", "");
     }

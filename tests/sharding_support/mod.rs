@@ -147,7 +147,7 @@ pub fn start_sharder_with_webhook(client: kube::Client) -> Running {
     let sharder = Sharder::new(client, sopts)
         .with_webhook_registration(format!("https://{addr}"), generated.ca_pem);
     sharder
-        .register_webhook(&mgr.get_webhook_server())
+        .register_webhook(&mgr.webhook_server())
         .expect("register webhook");
     mgr.add(sharder).expect("add sharder");
     run("sharder".into(), mgr)
@@ -204,7 +204,6 @@ pub async fn start_shard(
                 Ok(requeue.map_or_else(Action::done, Action::requeue_after))
             }
         }))
-        .await
         .expect("controller");
     run(id.to_string(), mgr)
 }

@@ -1,5 +1,7 @@
-//! Admission webhooks, called as a real API server calls them: before a create,
-//! update (PUT or PATCH) or delete reaches the `verbs`, the stored
+//! Layer 3, admission (kube-apiserver's `admission/plugin/webhook`): webhooks called on the
+//! old and new objects of a write, as a real API server calls them. Before a create, update
+//! (PUT or PATCH) or delete is written, the handlers (`endpoints::handlers::admit`) hand
+//! admission its [`Attributes`] and the new object; the stored
 //! `MutatingWebhookConfiguration`s and then `ValidatingWebhookConfiguration`s whose
 //! rules (operations, groups, versions, resources with subresources, scope),
 //! namespace selector and object selector match are called over TLS (`client`) with an
@@ -11,41 +13,38 @@
 //! only webhooks with `sideEffects: None` / `NoneOnDryRun` are called (else 400).
 //! Under `matchPolicy: Equivalent` (the default) a webhook whose rules name another served
 //! version of the resource is called at that version: the objects are converted to it
-//! (through the CRD's conversion webhook, `crate::conversion`) and a mutation back.
-//! A response's `warnings` go to the request's [`Warnings`](crate::endpoints::Warnings), which
-//! the server writes as `Warning: 299 - "<text>"` headers, allowed or denied.
+//! (through the CRD's conversion webhook, `registry::conversion`) and a mutation back.
+//! A response's `warnings` go to the request's [`Warnings`], which the server writes as
+//! `Warning: 299 - "<text>"` headers, allowed or denied. Admission may call `api`, `storage`,
+//! `registry` and `webhook_client` (over which it calls the webhooks), never the HTTP side.
 //!
 //! Configurations are ordinary objects: create them through the API, or give them
-//! to [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
+//! to `EnvironmentBuilder::webhooks` (`env`).
 //! Simplifications: webhooks see the object before the server sets uid /
 //! resourceVersion on a create; only `clientConfig.url` is supported (not `service`).
-//! Server-side apply is admitted by `crate::apply::admit`: its computed result is reviewed
-//! as the CREATE or UPDATE it amounts to.
+//! Server-side apply's computed result is reviewed as the CREATE or UPDATE it amounts to.
 
-pub(crate) mod client;
+pub(crate) mod policy;
 mod rules;
 
 use std::sync::Arc;
 
 use base64::Engine;
-use http::Method;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use serde_json::{Value, json};
 
-use crate::api::patch::{Patch, Target};
 use crate::api::status::ApiError;
-use crate::endpoints::{Req, Warnings};
+use crate::api::warning::Warnings;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
-use crate::router::ResourceRoute;
-use crate::{api::meta, verbs};
+use crate::registry::context::Apiserver;
+use crate::registry::conversion::convert_to;
 
 use rules::Hook;
 
 /// A webhook configuration installed at start by
-/// [`EnvironmentBuilder::webhooks`](crate::EnvironmentBuilder::webhooks).
+/// `EnvironmentBuilder::webhooks`.
 #[derive(Clone, Debug)]
 pub enum WebhookConfiguration {
     /// Defaulting webhooks.
@@ -68,12 +67,12 @@ impl From<ValidatingWebhookConfiguration> for WebhookConfiguration {
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
-fn config_type(state: &State, plural: &str) -> Option<Arc<ResourceType>> {
-    state.registry.snapshot().get(GROUP, "v1", plural).cloned()
+fn config_type(api: &Apiserver, plural: &str) -> Option<Arc<ResourceType>> {
+    api.registry.snapshot().get(GROUP, "v1", plural).cloned()
 }
 
 /// Stores the configurations given to the builder.
-pub(crate) fn seed(state: &Arc<State>, configs: &[WebhookConfiguration]) -> Result<(), String> {
+pub(crate) fn seed(api: &Arc<Apiserver>, configs: &[WebhookConfiguration]) -> Result<(), String> {
     for c in configs {
         let (plural, mut obj) = match c {
             WebhookConfiguration::Mutating(m) => {
@@ -84,21 +83,20 @@ pub(crate) fn seed(state: &Arc<State>, configs: &[WebhookConfiguration]) -> Resu
             }
         };
         let obj = obj.as_mut().map_err(|e| e.to_string())?;
-        let rt =
-            config_type(state, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
+        let rt = config_type(api, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
         let mut obj = obj.take();
         crate::registry::objects::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
-        verbs::create::create_object(state, &rt, None, obj, Default::default())
+        crate::registry::rest::create_object(api, &rt, None, obj, Default::default())
             .map_err(|e| e.message)?;
     }
     Ok(())
 }
 
-fn configs(state: &State, plural: &str) -> Vec<Value> {
-    let Some(rt) = config_type(state, plural) else {
+fn configs(api: &Apiserver, plural: &str) -> Vec<Value> {
+    let Some(rt) = config_type(api, plural) else {
         return Vec::new();
     };
-    match state.store.list(&rt.store_key(), None, None) {
+    match api.store.list(&rt.store_key(), None, None) {
         Ok((_, items)) => items
             .iter()
             .map(|(_, b)| crate::storage::parse(b))
@@ -107,8 +105,9 @@ fn configs(state: &State, plural: &str) -> Vec<Value> {
     }
 }
 
+/// The operation a write amounts to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Op {
+pub(crate) enum Op {
     Create,
     Update,
     Delete,
@@ -124,163 +123,107 @@ impl Op {
     }
 }
 
-/// Runs the matching webhooks for a write and returns the request to execute: the
-/// same one, or (after a mutation) one carrying the patched object — a PATCH then
-/// becomes a PUT of the patched object, pinned to the resourceVersion it was computed from.
-pub(crate) async fn admit(
-    state: &Arc<State>,
-    r: &ResourceRoute,
-    mut req: Req,
-) -> Result<Req, ApiError> {
-    let rt = &r.rt;
-    if rt.virtual_create || rt.group == GROUP {
-        return Ok(req);
-    }
-    let ct = req.media_type().to_string();
-    let Some(op) = op_of(&req.method, r, &ct) else {
-        return Ok(req);
-    };
-    let (mutating, validating) = matching_hooks(state, r, op);
-    if mutating.is_empty() && validating.is_empty() {
-        return Ok(req);
-    }
-    let dry_run = req.query.dry_run()?;
-    let Some((old, mut new)) = objects(state, r, op, &req, &ct)? else {
-        // Let the verb answer 404.
-        return Ok(req);
-    };
-    let name = r
-        .name
-        .clone()
-        .or_else(|| new.as_ref().map(|n| meta::name(n).to_string()))
-        .unwrap_or_default();
-    let ns_labels = rules::namespace_labels(
-        state,
-        rt,
-        r.namespace.as_deref(),
-        new.as_ref().or(old.as_ref()),
-    );
-    let call = Call {
-        state,
-        r,
-        op,
-        name: &name,
-        dry_run,
-        requested: req.served_as.clone().unwrap_or_else(|| rt.clone()),
-    };
-    let mut mutated = false;
-    for (hooks, is_mutating) in [(&mutating, true), (&validating, false)] {
-        for (h, at) in hooks.iter() {
-            if !h.matches_selectors(ns_labels.as_ref(), new.as_ref(), old.as_ref()) {
-                continue;
-            }
-            let objs = (new.as_ref(), old.as_ref());
-            if let Some(patched) = call.hook(h, at, is_mutating, objs, &req.warnings).await? {
-                new = Some(patched);
-                mutated = true;
-            }
-        }
-    }
-    if mutated && let Some(n) = new {
-        pin(&mut req, n, old.as_ref())?;
-    }
-    Ok(req)
+/// What admission is told about one write (upstream's `admission.Attributes`).
+pub(crate) struct Attributes<'a> {
+    pub op: Op,
+    /// The type the write goes to (the storage version when a request is served converted).
+    pub rt: &'a Arc<ResourceType>,
+    /// The type the client asked for (`requestKind`).
+    pub requested: &'a Arc<ResourceType>,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub sub: Option<&'a str>,
+    pub dry_run: bool,
+    /// The stored object as served at `rt` (updates and deletes).
+    pub old: Option<&'a Value>,
+    /// Where the webhooks' `warnings` go.
+    pub warnings: &'a Warnings,
 }
 
-/// The admission operation of a request, or `None` when admission does not review it
-/// (reads, subresource creates and deletes, server-side apply — `apply` admits that itself).
-fn op_of(method: &Method, r: &ResourceRoute, ct: &str) -> Option<Op> {
-    Some(match (method, r.name.as_deref()) {
-        (&Method::POST, None) if r.sub.is_none() => Op::Create,
-        (&Method::PUT, Some(_)) => Op::Update,
-        (&Method::PATCH, Some(_)) if ct != "application/apply-patch+yaml" => Op::Update,
-        (&Method::DELETE, Some(_)) if r.sub.is_none() => Op::Delete,
-        _ => return None,
-    })
-}
-
-/// The mutating and the validating webhooks whose rules match `op` on `r`, each with the
-/// served version it is called at.
-fn matching_hooks(state: &State, r: &ResourceRoute, op: Op) -> (Vec<Matched>, Vec<Matched>) {
-    let equivalents = crate::registry::objects::siblings(state, &r.rt);
-    let matching = |plural: &str| -> Vec<Matched> {
-        rules::hooks(&configs(state, plural))
-            .into_iter()
-            .filter_map(|h| {
-                let at = h.matching_type(&r.rt, &equivalents, r.sub.as_deref(), op.as_str())?;
-                Some((h, at))
-            })
-            .collect()
-    };
-    (
-        matching("mutatingwebhookconfigurations"),
-        matching("validatingwebhookconfigurations"),
-    )
+/// The webhooks that review one write, mutating first: each with the served version it is
+/// called at.
+pub(crate) struct Matching {
+    mutating: Vec<Matched>,
+    validating: Vec<Matched>,
 }
 
 /// A webhook and the served version it is called at.
 type Matched = (Hook, Arc<ResourceType>);
 
-/// The old (stored, as served) and new (decoded or patched) objects of a write, or `None` when
-/// the object to update or delete does not exist.
-#[allow(clippy::type_complexity)]
-fn objects(
-    state: &State,
-    r: &ResourceRoute,
+/// The webhooks whose rules match `op` on `rt` (`sub`), or `None` when none does (the handlers
+/// then need not read or build the objects). Webhook configurations and review resources are
+/// never reviewed.
+pub(crate) fn matching(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    sub: Option<&str>,
     op: Op,
-    req: &Req,
-    ct: &str,
-) -> Result<Option<(Option<Value>, Option<Value>)>, ApiError> {
-    let rt = &r.rt;
-    let old: Option<Value> = match (op, r.name.as_deref()) {
-        (Op::Create, _) | (_, None) => None,
-        (_, Some(name)) => {
-            let okey = crate::registry::objects::okey(rt, r.namespace.as_deref(), name);
-            match state.store.get_value(&rt.store_key(), &okey) {
-                Some(v) => Some(crate::registry::objects::served(&v, rt).into_owned()),
-                None => return Ok(None),
-            }
-        }
-    };
-    let mut new: Option<Value> = match op {
-        Op::Delete => None,
-        _ if req.method == Method::PATCH => Some(apply_patch(old.as_ref(), rt, ct, &req.body)?),
-        _ => Some(crate::endpoints::decode_body(req)?),
-    };
-    if let (Some(n), Some(ns)) = (new.as_mut(), r.namespace.as_deref())
-        && rt.namespaced
-        && meta::namespace(n).is_empty()
-    {
-        meta::set_meta(n, "namespace", json!(ns));
+) -> Option<Matching> {
+    if rt.virtual_create || rt.group == GROUP {
+        return None;
     }
-    Ok(Some((old, new)))
+    let equivalents = crate::registry::objects::siblings(api, rt);
+    let matching = |plural: &str| -> Vec<Matched> {
+        rules::hooks(&configs(api, plural))
+            .into_iter()
+            .filter_map(|h| {
+                let at = h.matching_type(rt, &equivalents, sub, op.as_str())?;
+                Some((h, at))
+            })
+            .collect()
+    };
+    let m = Matching {
+        mutating: matching("mutatingwebhookconfigurations"),
+        validating: matching("validatingwebhookconfigurations"),
+    };
+    (!m.mutating.is_empty() || !m.validating.is_empty()).then_some(m)
 }
 
-/// What every webhook call of one write shares.
+impl Matching {
+    /// Runs the webhooks on `new` (none for a delete): mutating ones in order, each seeing the
+    /// previous one's result, then validating ones. `Some` with the object the mutating
+    /// webhooks produced, `None` when it passed unchanged; a denial is the error.
+    pub async fn admit(
+        &self,
+        api: &Apiserver,
+        a: &Attributes<'_>,
+        mut new: Option<Value>,
+    ) -> Result<Option<Value>, ApiError> {
+        let ns_labels = rules::namespace_labels(api, a.rt, a.namespace, new.as_ref().or(a.old));
+        let mut mutated = false;
+        for (hooks, is_mutating) in [(&self.mutating, true), (&self.validating, false)] {
+            for (h, at) in hooks {
+                if !h.matches_selectors(ns_labels.as_ref(), new.as_ref(), a.old) {
+                    continue;
+                }
+                let call = Call { api, a, h, at };
+                if let Some(patched) = call.run(is_mutating, new.as_ref()).await? {
+                    new = Some(patched);
+                    mutated = true;
+                }
+            }
+        }
+        Ok(new.filter(|_| mutated))
+    }
+}
+
+/// One webhook call of one write.
 struct Call<'a> {
-    state: &'a Arc<State>,
-    r: &'a ResourceRoute,
-    op: Op,
-    name: &'a str,
-    dry_run: bool,
-    /// The type the client asked for (`requestKind`).
-    requested: Arc<ResourceType>,
+    api: &'a Apiserver,
+    a: &'a Attributes<'a>,
+    h: &'a Hook,
+    /// The served version the webhook is called at.
+    at: &'a Arc<ResourceType>,
 }
 
 impl Call<'_> {
-    /// Calls one webhook at version `at` with the (new, old) objects. A denial or a failed call
-    /// under `failurePolicy: Fail` is the error; a mutating webhook's patch gives the patched
-    /// new object (at the storage version).
-    async fn hook(
-        &self,
-        h: &Hook,
-        at: &Arc<ResourceType>,
-        is_mutating: bool,
-        (new, old): (Option<&Value>, Option<&Value>),
-        warnings: &Warnings,
-    ) -> Result<Option<Value>, ApiError> {
-        let rt = &self.r.rt;
-        if self.dry_run && !h.dry_run_safe() {
+    /// Calls the webhook with the (new, old) objects. A denial or a failed call under
+    /// `failurePolicy: Fail` is the error; a mutating webhook's patch gives the patched new
+    /// object (at the version of the write).
+    async fn run(&self, is_mutating: bool, new: Option<&Value>) -> Result<Option<Value>, ApiError> {
+        let (a, h, at) = (self.a, self.h, self.at);
+        let rt = a.rt;
+        if a.dry_run && !h.dry_run_safe() {
             return Err(ApiError::bad_request(format!(
                 "admission webhook {:?} does not support dry run",
                 h.name
@@ -288,32 +231,20 @@ impl Call<'_> {
         }
         // Called at an equivalent version: the objects go to it and back (`conversion`).
         let (new_at, old_at) = if at.version == rt.version {
-            (new.cloned(), old.cloned())
+            (new.cloned(), a.old.cloned())
         } else {
             (
-                convert_opt(self.state, rt, new.cloned(), at).await?,
-                convert_opt(self.state, rt, old.cloned(), at).await?,
+                convert_opt(self.api, rt, new.cloned(), at).await?,
+                convert_opt(self.api, rt, a.old.cloned(), at).await?,
             )
         };
-        let kinds = Kinds {
-            at,
-            requested: &self.requested,
-        };
-        let review = review(
-            self.r,
-            kinds,
-            self.op,
-            self.name,
-            new_at.as_ref(),
-            old_at.as_ref(),
-            self.dry_run,
-        );
+        let review = review(a, at, new_at.as_ref(), old_at.as_ref());
         let Some(answer) = call_webhook(h, &review).await? else {
             return Ok(None);
         };
         let resp = answer.get("response").cloned().unwrap_or(Value::Null);
         // Upstream records warnings before looking at `allowed`: a denial carries them too.
-        warnings.add_all(resp.get("warnings"));
+        a.warnings.add_all(resp.get("warnings"));
         if resp.get("allowed").and_then(Value::as_bool) != Some(true) {
             return Err(denied(&h.name, &resp));
         }
@@ -335,16 +266,14 @@ impl Call<'_> {
         if at.version == rt.version {
             Ok(Some(patched))
         } else {
-            Ok(Some(
-                crate::conversion::convert_to(self.state, at, patched, rt).await?,
-            ))
+            Ok(Some(convert_to(self.api, at, patched, rt).await?))
         }
     }
 }
 
 /// The webhook's answer, `None` when the call failed under `failurePolicy: Ignore`.
 async fn call_webhook(h: &Hook, review: &Value) -> Result<Option<Value>, ApiError> {
-    match client::call(&h.url, &h.ca_bundle, review, h.timeout).await {
+    match crate::webhook_client::call(&h.url, &h.ca_bundle, review, h.timeout).await {
         Ok(a) => Ok(Some(a)),
         Err(e) if h.ignore_failures => {
             tracing::warn!(webhook = %h.name, error = %e, "webhook call failed; ignored (failurePolicy: Ignore)");
@@ -360,71 +289,30 @@ async fn call_webhook(h: &Hook, review: &Value) -> Result<Option<Value>, ApiErro
     }
 }
 
-/// Makes `req` carry the mutated object `n` as JSON: a PATCH becomes a PUT, pinned to the
-/// resourceVersion of `old` unless the object names one.
-fn pin(req: &mut Req, mut n: Value, old: Option<&Value>) -> Result<(), ApiError> {
-    if let Some(old) = old
-        && meta::meta_str(&n, "resourceVersion").is_none_or(str::is_empty)
-        && let Some(rv) = meta::meta_str(old, "resourceVersion")
-    {
-        meta::set_meta(&mut n, "resourceVersion", json!(rv));
-    }
-    req.body = serde_json::to_vec(&n).map_err(ApiError::internal)?.into();
-    req.headers.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    if req.method == Method::PATCH {
-        req.method = Method::PUT;
-    }
-    Ok(())
-}
-
-/// The patch of `req` (sent as `ct`) applied to `old` (the object as served), under the same
-/// rules as the PATCH verb ([`crate::api::patch`]).
-pub(crate) fn apply_patch(
-    old: Option<&Value>,
-    rt: &ResourceType,
-    ct: &str,
-    body: &[u8],
-) -> Result<Value, ApiError> {
-    let Some(old) = old else {
-        return Err(ApiError::internal("no object to patch"));
-    };
-    Patch::decode(ct, body, Target::of(rt.crd.is_some()))?.apply(old)
-}
-
 /// An optional object converted from `rt`'s version to `at`'s.
 async fn convert_opt(
-    state: &State,
+    api: &Apiserver,
     rt: &ResourceType,
     obj: Option<Value>,
     at: &ResourceType,
 ) -> Result<Option<Value>, ApiError> {
     match obj {
-        Some(o) => Ok(Some(crate::conversion::convert_to(state, rt, o, at).await?)),
+        Some(o) => Ok(Some(convert_to(api, rt, o, at).await?)),
         None => Ok(None),
     }
 }
 
-/// The versions a review names: `kind`/`resource` (the version the webhook is called at)
-/// and `requestKind`/`requestResource` (the version the client asked for).
-struct Kinds<'a> {
-    at: &'a ResourceType,
-    requested: &'a ResourceType,
-}
-
+/// The `AdmissionReview` of a write for a webhook called at `rt`: `kind`/`resource` name the
+/// version the webhook is called at, `requestKind`/`requestResource` the one the client asked
+/// for.
 fn review(
-    r: &ResourceRoute,
-    kinds: Kinds<'_>,
-    op: Op,
-    name: &str,
+    a: &Attributes<'_>,
+    rt: &ResourceType,
     new: Option<&Value>,
     old: Option<&Value>,
-    dry_run: bool,
 ) -> Value {
-    let (rt, asked) = (kinds.at, kinds.requested);
-    let options = match op {
+    let asked = a.requested;
+    let options = match a.op {
         Op::Create => json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
         Op::Update => json!({"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}),
         Op::Delete => json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}),
@@ -435,18 +323,18 @@ fn review(
         "resource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
         "requestKind": {"group": asked.group, "version": asked.version, "kind": asked.kind},
         "requestResource": {"group": asked.group, "version": asked.version, "resource": asked.plural},
-        "name": name,
-        "operation": op.as_str(),
+        "name": a.name,
+        "operation": a.op.as_str(),
         "userInfo": {"username": "envtest-admin", "groups": ["system:masters", "system:authenticated"]},
         "object": new.cloned().unwrap_or(Value::Null),
         "oldObject": old.cloned().unwrap_or(Value::Null),
-        "dryRun": dry_run,
+        "dryRun": a.dry_run,
         "options": options,
     });
-    if let Some(ns) = r.namespace.as_deref().filter(|_| rt.namespaced) {
+    if let Some(ns) = a.namespace.filter(|_| rt.namespaced) {
         req["namespace"] = json!(ns);
     }
-    if let Some(s) = &r.sub {
+    if let Some(s) = a.sub {
         req["subResource"] = json!(s);
         req["requestSubResource"] = json!(s);
     }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::api::selector::LabelSelector;
 use crate::registry::ResourceType;
-use crate::registry::context::State;
+use crate::registry::context::Apiserver;
 
 /// One webhook of a configuration.
 #[derive(Clone, Debug)]
@@ -208,7 +208,7 @@ impl Hook {
 /// The labels the namespace selector sees: the namespace's (for a namespaced object),
 /// the object's own (for a Namespace), or none (cluster-scoped: always matches).
 pub(crate) fn namespace_labels(
-    state: &State,
+    api: &Apiserver,
     rt: &ResourceType,
     ns: Option<&str>,
     obj: Option<&Value>,
@@ -226,15 +226,14 @@ pub(crate) fn namespace_labels(
     if !rt.namespaced {
         return None;
     }
-    let ns_rt = state
+    let ns_rt = api
         .registry
         .snapshot()
         .get("", "v1", "namespaces")
         .cloned()?;
     let okey = crate::registry::objects::okey(&ns_rt, None, ns.unwrap_or(""));
     Some(
-        state
-            .store
+        api.store
             .get_value(&ns_rt.store_key(), &okey)
             .map(|o| labels_of(&o))
             .unwrap_or_default(),

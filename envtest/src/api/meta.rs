@@ -1,4 +1,4 @@
-//! Object-metadata rules shared by the verbs (spec §1.12): the typed decoding every body's
+//! Object-metadata rules shared by every write path (spec §1.12): the typed decoding every body's
 //! metadata must pass (`check_types`, called by `registry::objects::check_type` and the patch path),
 //! reading and writing metadata fields of a JSON object, uid / creationTimestamp /
 //! generateName on create, the fields an update may not change, and when `generation` moves.

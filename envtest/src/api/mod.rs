@@ -11,6 +11,7 @@
 //!   with upstream's limits — every write path (the PATCH verb, `/scale`, admission,
 //!   conversion) goes through it.
 //! * [`strategic`]: strategic merge patch and the list strategies server-side apply reuses.
+//! * [`warning`]: the `Warning` headers a request collects for its client.
 
 pub(crate) mod meta;
 pub(crate) mod patch;
@@ -19,3 +20,4 @@ pub(crate) mod selector;
 pub(crate) mod status;
 pub(crate) mod strategic;
 pub(crate) mod validation;
+pub(crate) mod warning;

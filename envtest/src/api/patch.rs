@@ -9,7 +9,7 @@
 //! * a JSON patch of more than [`MAX_JSON_PATCH_OPERATIONS`] operations is a 413;
 //! * JSON-patch `copy` operations may add [`JSON_PATCH_MAX_COPY_BYTES`] in all (422 beyond).
 //!
-//! Server-side apply (`application/apply-patch+yaml`) is not a patch here: `apply` owns it.
+//! Server-side apply (`application/apply-patch+yaml`) is not a patch here: `endpoints::handlers::apply` owns it.
 
 use serde_json::Value;
 

@@ -18,6 +18,8 @@ use serde_json::{Map, Value, json};
 
 use crate::api::status::ApiError;
 
+mod auth;
+
 /// The 4 bytes every Kubernetes protobuf body starts with.
 const MAGIC: &[u8] = b"k8s\0";
 
@@ -49,7 +51,10 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "ServiceAccount") => {
             service_account(pb::ServiceAccount::decode(raw.as_slice()).map_err(bad)?)
         }
-        _ => return Err(ApiError::unsupported_media(ACCEPTED)),
+        (v, k) => match auth::decode(v, k, raw.as_slice()) {
+            Some(decoded) => decoded.map_err(bad)?,
+            None => return Err(ApiError::unsupported_media(ACCEPTED)),
+        },
     };
     obj.insert("apiVersion".into(), json!(api_version));
     obj.insert("kind".into(), json!(kind));

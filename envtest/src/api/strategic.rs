@@ -8,7 +8,7 @@
 //! strategies are a table keyed by field name and the path that leads to it ([`list_strategy`]).
 //! Every other list is replaced wholesale (tolerations and args are atomic upstream too). The
 //! one patch module (`super::patch`) calls [`apply`] for every path that patches; custom
-//! resources never reach it (they get a 415 there). The same table gives server-side apply (`apply`) its associative
+//! resources never reach it (they get a 415 there). The same table gives server-side apply (`registry::fieldmanager`) its associative
 //! lists for built-ins.
 
 use serde_json::{Map, Value};

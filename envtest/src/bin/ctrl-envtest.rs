@@ -31,9 +31,14 @@ enum Command {
         /// Install the CRDs of this file or directory at start (repeatable).
         #[arg(long = "crd-dir", value_name = "DIR")]
         crd_dirs: Vec<PathBuf>,
-        /// Require this bearer token (written into the kubeconfig).
+        /// The admin's bearer token (written into the kubeconfig; default: a random one).
+        /// Requests without a token the server knows get 401.
         #[arg(long, value_name = "T")]
         token: Option<String>,
+        /// How requests are authorized: RBAC (Roles, ClusterRoles and their bindings; the
+        /// admin is in system:masters) or AlwaysAllow (every authenticated request).
+        #[arg(long, value_name = "MODE", default_value = "RBAC", value_parser = ["RBAC", "AlwaysAllow"])]
+        authorization: String,
         /// Envtest parity: no garbage collector and no namespace finalization (deleted
         /// namespaces stay Terminating; orphan/foreground finalizers stay).
         #[arg(long)]
@@ -56,11 +61,17 @@ async fn main() -> std::process::ExitCode {
         token,
         no_gc,
         simulate_pods,
+        authorization,
     } = command;
+    let authorization = match authorization.as_str() {
+        "AlwaysAllow" => ctrl_envtest::Authorization::AlwaysAllow,
+        _ => ctrl_envtest::Authorization::Rbac,
+    };
     let mut b = ctrl_envtest::Environment::builder()
         .port(port)
         .controllers(!no_gc)
-        .simulate_pods(simulate_pods);
+        .simulate_pods(simulate_pods)
+        .authorization(authorization);
     for d in crd_dirs {
         b = b.crd_path(d);
     }
@@ -88,6 +99,10 @@ async fn main() -> std::process::ExitCode {
         path.display()
     );
     println!("or:         export KUBECONFIG={}", path.display());
+    println!(
+        "the kubeconfig is the admin (system:masters) over {}: kubectl sends tokens only over TLS",
+        env.https_url()
+    );
     println!("Ctrl-C to stop.");
     let _ = tokio::signal::ctrl_c().await;
     env.stop();

@@ -1,8 +1,29 @@
-//! What every HTTP handler speaks: the decoded request ([`Req`], its query, headers, body and
-//! [`Warnings`]) and the responses ([`json`], [`bytes`], [`error`] `Status` bodies, watch
-//! [`stream`]s). The handlers (`verbs`, `watch`, `apply`, `discovery`, `table`) build on it;
-//! `server` decodes requests into it and writes its responses. It calls only `api` and
-//! `registry` (for the type a request was served as).
+//! Layer 4, the endpoints (kube-apiserver's `endpoints/handlers`): everything that speaks HTTP
+//! about resources. It may call `api`, `faults`, `storage`, `registry` and `admission`; `server`
+//! calls it.
+//!
+//! * this file: what every handler speaks — the decoded request ([`Req`], its query, headers,
+//!   body and [`Warnings`]) and the responses ([`json`], [`bytes`], [`error`] `Status` bodies,
+//!   watch [`stream`]s); `server` decodes requests into it and writes its responses.
+//! * [`State`]: what the server and the handlers share (the registry layer, settings, faults).
+//! * [`serve()`]: a routed request to its handler, discovery, OpenAPI or health.
+//! * [`router`]: the URL grammar, query strings and resourceVersion parameters.
+//! * [`handlers`]: one handler per verb (get, list, create, update, patch, delete, scale,
+//!   eviction), server-side apply, watch, serving at a non-storage version (`versioned`).
+//! * [`filter`]: label and field selectors of list, watch and deletecollection.
+//! * [`table`]: `as=Table` responses; [`discovery`] and [`openapi`]: the served documents.
+
+pub(crate) mod discovery;
+pub(crate) mod filter;
+pub(crate) mod handlers;
+pub(crate) mod openapi;
+pub(crate) mod router;
+mod serve;
+mod state;
+pub(crate) mod table;
+
+pub(crate) use serve::serve;
+pub(crate) use state::{Settings, State};
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,8 +37,9 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::api::status::ApiError;
+pub(crate) use crate::api::warning::Warnings;
+use crate::endpoints::router::Query;
 use crate::registry::ResourceType;
-use crate::router::Query;
 
 /// A response body: a whole buffer or a stream (watch).
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
@@ -30,56 +52,11 @@ pub(crate) struct Req {
     pub body: Bytes,
     /// Warnings for the client, written as `Warning` headers on the response.
     pub warnings: Warnings,
-    /// The type the client asked for, when `conversion` serves the request at the storage
+    /// The type the client asked for, when `handlers::versioned` serves the request at the storage
     /// version (admission reviews name it as `requestKind`).
     pub served_as: Option<Arc<ResourceType>>,
-}
-
-/// The warnings of one request (admission webhooks' `warnings`), shared by the request and
-/// the server, which writes each as a `Warning: 299 - "<text>"` response header, as the API
-/// server's warning recorder does (empty ones dropped, duplicates once).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Warnings(Arc<parking_lot::Mutex<Vec<String>>>);
-
-impl Warnings {
-    /// Records one warning.
-    pub fn add(&self, text: &str) {
-        let text = text.trim();
-        if text.is_empty() {
-            return;
-        }
-        let mut all = self.0.lock();
-        if !all.iter().any(|w| w == text) {
-            all.push(text.to_string());
-        }
-    }
-
-    /// Records every string of a JSON array (a webhook response's `warnings`).
-    pub fn add_all(&self, list: Option<&Value>) {
-        for w in list.and_then(Value::as_array).into_iter().flatten() {
-            if let Some(w) = w.as_str() {
-                self.add(w);
-            }
-        }
-    }
-
-    /// Appends the `Warning` headers to a response.
-    pub(crate) fn write(&self, headers: &mut HeaderMap) {
-        for text in self.0.lock().iter() {
-            let quoted: String = text
-                .chars()
-                .map(|c| if c.is_control() { ' ' } else { c })
-                .collect::<String>()
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"");
-            match HeaderValue::from_bytes(format!("299 - \"{quoted}\"").as_bytes()) {
-                Ok(v) => {
-                    headers.append(header::WARNING, v);
-                }
-                Err(e) => tracing::debug!(warning = %text, error = %e, "warning not sent"),
-            }
-        }
-    }
+    /// Who sent it (after impersonation), as `auth` authenticated them.
+    pub user: Arc<crate::auth::UserInfo>,
 }
 
 impl Req {

@@ -1,38 +1,27 @@
-//! What every layer above storage shares for one API server ([`State`]): the registry of
-//! served types, the store, fault injection, the settings fixed at start and the shutdown
-//! token. Built once by `env`; the server, the handlers and the controllers take it by `Arc`.
+//! What the registry works on for one API server ([`Apiserver`]): the table of served types,
+//! the store, the per-kind options fixed at start and the write observers (the controllers,
+//! [`super::hooks`]). Built once by `env`; the registry's functions, admission and the
+//! controllers take it by reference, and the HTTP side holds it inside its own state
+//! (`endpoints::State`), which adds what only HTTP needs.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use super::Registry;
-use crate::faults::Faults;
+use super::hooks::Observer;
 use crate::storage::Store;
 
-/// Server settings fixed at start.
-#[derive(Debug, Clone)]
-pub(crate) struct Settings {
-    pub token: Option<String>,
-    pub bookmark_interval: Duration,
-    pub max_watch: Duration,
-    /// How long a connection may take to send a request head, or sit idle between requests.
-    pub header_read_timeout: Duration,
-    /// The garbage collector and namespace finalization run (`gc`, `namespaces`).
-    pub controllers: bool,
-    /// Pods are scheduled, run and stopped by the simulated kubelet (`kubelet`).
-    pub kubelet: Option<KubeletConfig>,
-}
-
-/// Everything a request handler can reach.
-pub(crate) struct State {
+/// The registry layer of one API server.
+pub(crate) struct Apiserver {
+    /// The served resource types.
     pub registry: Registry,
+    /// Where objects are kept.
     pub store: Arc<Store>,
-    pub faults: Faults,
-    pub settings: Settings,
-    pub shutdown: CancellationToken,
-    pub addr: std::net::SocketAddr,
+    /// Pods are scheduled, run and stopped by the simulated kubelet (`controllers::kubelet`);
+    /// the pods strategy then deletes them gracefully.
+    pub kubelet: Option<KubeletConfig>,
+    /// Run after every committed write, in order (`super::hooks::settle`).
+    pub observers: Vec<Arc<dyn Observer>>,
 }
 
 /// How the simulated kubelet paces a Pod's life.

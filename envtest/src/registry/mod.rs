@@ -1,17 +1,30 @@
-//! Layer 2, the registry (kube-apiserver's `registry/{generic,rest}` plus apiextensions):
-//! what is served. It may call `api` and `storage`, never the HTTP side. [`context`] holds the
-//! [`context::State`] every layer above shares; [`conversion`] the data of a CRD's webhook
-//! conversion (calling the webhook is the `conversion` module's, above).
+//! Layer 2, the registry (kube-apiserver's `registry/{generic,rest}` plus
+//! apiextensions-apiserver): what is served and how an object is written. It may call `api`,
+//! `storage` and `webhook_client` (conversion webhooks), never the HTTP side, admission or the
+//! controllers.
 //!
-//! The registry of served resource types. Built-ins (see `builtins`) are registered at start,
-//! CRDs (see `crd`) add and remove theirs at run time. The registry is one immutable snapshot
-//! behind a lock that is swapped whole on every change, so routing, discovery, OpenAPI and the
-//! store always read one consistent table — including the webhook conversions of CRDs
-//! (`conversion`), which are swapped together with the CRD's types.
-
+//! * this file: the table of served resource types, one immutable [`Snapshot`] behind a lock
+//!   that is swapped whole on every change, so routing, discovery, OpenAPI and the store always
+//!   read one consistent table — including the webhook conversions of CRDs, swapped together
+//!   with the CRD's types. Built-ins ([`builtins`]) are registered at start, CRDs ([`crd`]) add
+//!   and remove theirs at run time.
+//! * [`context`]: [`context::Apiserver`], what the registry works on (types, store, options,
+//!   observers); the layers above take it by reference.
+//! * [`objects`]: store keys, type checks and the served form of objects.
+//! * [`rest`]: the generic create / update / delete of one object, with the per-kind rules of
+//!   [`strategy`] and [`crd`], the managedFields of [`fieldmanager`] and the structural schemas
+//!   of [`schema`]; [`hooks`] runs the write observers (the controllers) after each write.
+//! * [`conversion`]: CRD webhook conversion (data, validation, the conversion call).
+pub(crate) mod builtins;
 pub(crate) mod context;
 pub(crate) mod conversion;
+pub(crate) mod crd;
+pub(crate) mod fieldmanager;
+pub(crate) mod hooks;
 pub(crate) mod objects;
+pub(crate) mod rest;
+pub(crate) mod schema;
+pub(crate) mod strategy;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,14 +1,15 @@
 //! How the objects of a served type are keyed, typed and served: the store key of an object
 //! ([`okey`]), the served versions of one resource ([`siblings`]), the type check every body
 //! passes before it is stored ([`check_type`]) and the form a stored object is served in
-//! ([`served`]). Part of the registry: calls `api` and `storage` only.
+//! ([`served`]), and the stored collections ([`collections`]). Part of the registry: calls
+//! `api` and `storage` only.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::ResourceType;
-use super::context::State;
+use super::context::Apiserver;
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::storage::ObjKey;
@@ -71,9 +72,8 @@ pub(crate) fn check_type(
 }
 
 /// The other served versions of the same resource (for multi-version custom resources).
-pub(crate) fn siblings(state: &State, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
-    state
-        .registry
+pub(crate) fn siblings(api: &Apiserver, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
+    api.registry
         .snapshot()
         .types
         .iter()
@@ -105,4 +105,19 @@ pub(crate) fn served<'a>(obj: &'a Value, rt: &ResourceType) -> std::borrow::Cow<
         None => v["apiVersion"] = json!(rt.api_version()),
     }
     std::borrow::Cow::Owned(v)
+}
+
+/// One type per stored collection (views and virtual types skipped).
+pub(crate) fn collections(api: &Apiserver) -> Vec<Arc<ResourceType>> {
+    let snap = api.registry.snapshot();
+    let mut out: Vec<Arc<ResourceType>> = Vec::new();
+    for t in &snap.types {
+        if t.virtual_create || t.view.is_some() {
+            continue;
+        }
+        if !out.iter().any(|o| o.store_key() == t.store_key()) {
+            out.push(t.clone());
+        }
+    }
+    out
 }

@@ -47,8 +47,29 @@ pub async fn raw(
     )
 }
 
-/// A raw HTTP/1.1 request over a fresh TCP connection; returns code, headers and body text.
+/// A raw HTTP/1.1 request over a fresh TCP connection as the admin (unless `headers` carry
+/// an `Authorization`); returns code, headers and body text.
 pub async fn raw_full(
+    env: &Environment,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    content_type: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>, String) {
+    let admin = format!("Bearer {}", env.admin_token());
+    let mut all = headers.to_vec();
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    {
+        all.push(("Authorization", &admin));
+    }
+    raw_anonymous(env, method, path, body, content_type, &all).await
+}
+
+/// [`raw_full`] without credentials (only the `headers` given).
+pub async fn raw_anonymous(
     env: &Environment,
     method: &str,
     path: &str,
@@ -198,6 +219,12 @@ impl RawStream {
                 .unwrap();
         tokio::spawn(conn);
         let mut req = http::Request::get(path).header("host", "localhost");
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            req = req.header("authorization", format!("Bearer {}", env.admin_token()));
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }

@@ -18,10 +18,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
-use super::Inner;
-use crate::reconcile::{Action, Error, Request, with_reconcile_id};
+use super::{Inner, Options};
+use crate::reconcile::{Action, Error, Request, TypedRequest, with_reconcile_id};
 use crate::workqueue::{AddOpts, Queue};
 
 type Panic = Box<dyn Any + Send + 'static>;
@@ -43,27 +43,36 @@ fn panic_message(payload: &Panic) -> &str {
         .unwrap_or("non-string panic payload")
 }
 
-impl Inner {
+/// The reconcile's span: a [`Request`]'s namespace and name as fields of their own,
+/// any other request type's `Debug` form as `request`.
+fn reconcile_span<R: TypedRequest>(name: &str, opts: &Options<R>, req: &R, id: uuid::Uuid) -> Span {
+    let plain = (req as &dyn Any).downcast_ref::<Request>();
+    let typed = plain.is_none().then(|| tracing::field::debug(req));
+    tracing::info_span!(
+        "reconcile",
+        controller = %name,
+        controllerGroup = %opts.group,
+        controllerKind = %opts.kind,
+        namespace = plain.map(|r| r.namespace.as_str()),
+        name = plain.map(|r| r.name.as_str()),
+        request = typed,
+        reconcileID = %id,
+    )
+}
+
+impl<R: TypedRequest> Inner<R> {
     /// Reconciles `req` and re-queues it per the result. Returns the panic payload when
     /// a panic is to propagate (`recover_panic = false`).
     pub(super) async fn reconcile_handler(
         &self,
         ctx: &CancellationToken,
-        queue: &dyn Queue<Request>,
-        req: &Request,
+        queue: &dyn Queue<R>,
+        req: &R,
         mut priority: i32,
     ) -> Option<Panic> {
         let start = Instant::now();
         let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
-        let span = tracing::info_span!(
-            "reconcile",
-            controller = %self.name,
-            controllerGroup = %self.opts.group,
-            controllerKind = %self.opts.kind,
-            namespace = %req.namespace,
-            name = %req.name,
-            reconcileID = %id,
-        );
+        let span = reconcile_span(&self.name, &self.opts, req, id);
         let outcome = with_reconcile_id(id, self.reconcile(ctx, req.clone()))
             .instrument(span.clone())
             .await;
@@ -89,7 +98,7 @@ impl Inner {
                 if let Some(p) = action.priority() {
                     priority = p;
                 }
-                if let Some(after) = action.get_requeue_after() {
+                if let Some(after) = action.requeue_delay() {
                     tracing::debug!(?after, "Reconcile done, requeueing after");
                     queue.forget(req);
                     let opts = AddOpts {
@@ -118,7 +127,7 @@ impl Inner {
     async fn reconcile(
         &self,
         ctx: &CancellationToken,
-        req: Request,
+        req: R,
     ) -> Result<Result<Action, Error>, Panic> {
         let res = match self.opts.reconciliation_timeout {
             None => {
@@ -148,7 +157,7 @@ impl Inner {
     }
 }
 
-impl Inner {
+impl<R: TypedRequest> Inner<R> {
     /// Runs the reconcile until it returns or `timeout` passes. At the deadline the
     /// reconcile's token is cancelled and its future dropped at once (with any API
     /// call it awaits), which is how a Go context deadline aborts a reconcile's
@@ -157,7 +166,7 @@ impl Inner {
     async fn reconcile_until(
         &self,
         ctx: &CancellationToken,
-        req: Request,
+        req: R,
         timeout: Duration,
     ) -> Option<Result<Result<Action, Error>, Panic>> {
         let child = ctx.child_token();

@@ -3,7 +3,9 @@
 //!
 //! A [`Controller`] owns a queue (`crate::workqueue`), the sources that fill it
 //! (`crate::source`, each with its handler and predicates) and a
-//! [`Reconciler`](crate::reconcile::Reconciler). [`Controller::start`] starts the
+//! [`Reconciler`](crate::reconcile::Reconciler), all over one request type `R`
+//! ([`Request`] by default; any [`TypedRequest`] for Go's `TypedController[request]`).
+//! [`Controller::start`] starts the
 //! sources in parallel, then runs `max_concurrent_reconciles` workers; the queue
 //! guarantees one key is never reconciled by two workers at once. What happens after a
 //! reconcile is controller-runtime's `reconcileHandler` (see [`handle`]); metrics are in
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::reconcile::{Reconciler, Request};
+use crate::reconcile::{Reconciler, Request, TypedRequest};
 use crate::source::{BoxSource, Source};
 use crate::workqueue::Queue;
 
@@ -28,36 +30,54 @@ pub use options::{DEFAULT_CACHE_SYNC_TIMEOUT, Error, NewQueueFn, Options};
 
 use self::metrics::ControllerMetrics;
 
-/// A controller: sources -> queue -> workers -> reconciler. Cheap to clone (shared).
-#[derive(Clone)]
-pub struct Controller {
-    inner: Arc<Inner>,
+/// A controller: sources -> queue -> workers -> reconciler, over requests of type `R`
+/// (Go's `Controller`; `TypedController[R]`). Cheap to clone (shared).
+pub struct Controller<R: TypedRequest = Request> {
+    inner: Arc<Inner<R>>,
 }
 
-struct Inner {
+impl<R: TypedRequest> Clone for Controller<R> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Inner<R: TypedRequest> {
     name: String,
-    reconciler: Arc<dyn Reconciler>,
-    opts: Options,
+    reconciler: Arc<dyn Reconciler<R>>,
+    opts: Options<R>,
     metrics: ControllerMetrics,
-    state: tokio::sync::Mutex<State>,
+    state: tokio::sync::Mutex<State<R>>,
 }
 
-#[derive(Default)]
-struct State {
+struct State<R: TypedRequest> {
     started: bool,
     sources_started: bool,
     ctx: Option<CancellationToken>,
-    queue: Option<Arc<dyn Queue<Request>>>,
-    watches: Vec<BoxSource>,
+    queue: Option<Arc<dyn Queue<R>>>,
+    watches: Vec<BoxSource<R>>,
 }
 
-impl Controller {
+impl<R: TypedRequest> Controller<R> {
     /// A controller named `name` (unique in the process unless
     /// `opts.skip_name_validation`) running `reconciler`.
     pub fn new(
         name: impl Into<String>,
-        reconciler: impl Reconciler,
-        opts: Options,
+        reconciler: impl Reconciler<R>,
+        opts: Options<R>,
+    ) -> Result<Self, Error> {
+        Self::with_sources(name, reconciler, opts, Vec::new())
+    }
+
+    /// [`new`](Self::new) with sources to start, as [`watch`](Self::watch) before
+    /// [`start`](Self::start) would add them, without awaiting (the builder's way).
+    pub fn with_sources(
+        name: impl Into<String>,
+        reconciler: impl Reconciler<R>,
+        opts: Options<R>,
+        sources: Vec<BoxSource<R>>,
     ) -> Result<Self, Error> {
         let name = name.into();
         if name.is_empty() {
@@ -73,7 +93,13 @@ impl Controller {
                 name,
                 reconciler: Arc::new(reconciler),
                 opts,
-                state: tokio::sync::Mutex::new(State::default()),
+                state: tokio::sync::Mutex::new(State {
+                    started: false,
+                    sources_started: false,
+                    ctx: None,
+                    queue: None,
+                    watches: sources,
+                }),
             }),
         })
     }
@@ -84,7 +110,7 @@ impl Controller {
     }
 
     /// The options the controller runs with (zero values replaced by defaults).
-    pub fn options(&self) -> &Options {
+    pub fn options(&self) -> &Options<R> {
         &self.inner.opts
     }
 
@@ -94,13 +120,13 @@ impl Controller {
     }
 
     /// The controller's queue, once started.
-    pub async fn queue(&self) -> Option<Arc<dyn Queue<Request>>> {
+    pub async fn queue(&self) -> Option<Arc<dyn Queue<R>>> {
         self.inner.state.lock().await.queue.clone()
     }
 
     /// Adds a source. Before `start` it is kept and started by `start`; after, it is
     /// started at once (without waiting for it to sync), as controller-runtime does.
-    pub async fn watch(&self, source: impl Source) -> Result<(), Error> {
+    pub async fn watch(&self, source: impl Source<R>) -> Result<(), Error> {
         let mut st = self.inner.state.lock().await;
         let (ctx, queue) = match (&st.ctx, &st.queue, st.sources_started) {
             (Some(ctx), Some(queue), true) => (ctx.clone(), queue.clone()),
@@ -141,9 +167,9 @@ impl Controller {
     /// already (by a warmup); returns the queue.
     async fn start_sources(
         &self,
-        st: &mut State,
+        st: &mut State<R>,
         ctx: &CancellationToken,
-    ) -> Result<Arc<dyn Queue<Request>>, Error> {
+    ) -> Result<Arc<dyn Queue<R>>, Error> {
         let inner = &self.inner;
         if let Some(queue) = &st.queue {
             return Ok(queue.clone());
@@ -205,7 +231,7 @@ impl Controller {
 }
 
 /// Shuts `queue` down once `ctx` is cancelled (the start's, or the warmup's).
-fn shut_down_with(ctx: &CancellationToken, queue: Arc<dyn Queue<Request>>) {
+fn shut_down_with<R: TypedRequest>(ctx: &CancellationToken, queue: Arc<dyn Queue<R>>) {
     let ctx = ctx.clone();
     tokio::spawn(async move {
         ctx.cancelled().await;
@@ -214,7 +240,7 @@ fn shut_down_with(ctx: &CancellationToken, queue: Arc<dyn Queue<Request>>) {
 }
 
 /// Re-raises a worker's panic (only unrecovered reconciler panics end a worker early).
-fn rethrow(res: Result<(), tokio::task::JoinError>, queue: &dyn Queue<Request>) {
+fn rethrow<R: TypedRequest>(res: Result<(), tokio::task::JoinError>, queue: &dyn Queue<R>) {
     if let Err(e) = res
         && e.is_panic()
     {
@@ -224,7 +250,11 @@ fn rethrow(res: Result<(), tokio::task::JoinError>, queue: &dyn Queue<Request>) 
 }
 
 /// One worker: take a request, reconcile it, mark it done; until the queue shuts down.
-async fn worker(inner: Arc<Inner>, queue: Arc<dyn Queue<Request>>, ctx: CancellationToken) {
+async fn worker<R: TypedRequest>(
+    inner: Arc<Inner<R>>,
+    queue: Arc<dyn Queue<R>>,
+    ctx: CancellationToken,
+) {
     while let Some((req, priority)) = queue.get_boxed().await {
         if ctx.is_cancelled() {
             queue.done(&req);

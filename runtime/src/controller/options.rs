@@ -9,21 +9,21 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::config::Controller;
-use crate::reconcile::Request;
+use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::{Queue, RateLimiter};
 
 /// Builds a controller's queue from its name and rate limiter (Go's `Options.NewQueue`).
-pub type NewQueueFn =
-    Arc<dyn Fn(&str, Arc<dyn RateLimiter<Request>>) -> Arc<dyn Queue<Request>> + Send + Sync>;
+pub type NewQueueFn<R = Request> =
+    Arc<dyn Fn(&str, Arc<dyn RateLimiter<R>>) -> Arc<dyn Queue<R>> + Send + Sync>;
 
-/// How a controller runs (controller-runtime's `controller.Options`).
+/// How a controller runs (controller-runtime's `controller.Options`; `TypedOptions[R]`
+/// for a controller of requests of type `R`).
 ///
 /// Build with struct update syntax: `Options { max_concurrent_reconciles: 4, ..Default::default() }`.
 /// Fields left unset (0, zero, `None`) take the manager's
 /// [`config::Controller`](crate::config::Controller) when built against a manager
 /// ([`Options::default_from_config`]), and then controller-runtime's defaults.
-#[derive(Clone, Default)]
-pub struct Options {
+pub struct Options<R: TypedRequest = Request> {
     /// How many reconciles run at once (workers). 0 means the manager's
     /// `group_kind_concurrency` entry for the `For` kind (the builder looks it up),
     /// else its `max_concurrent_reconciles`, else 1.
@@ -44,7 +44,7 @@ pub struct Options {
     /// takes `default_item_rate_limiter()` (per item 5 ms .. 1000 s, no overall
     /// limit); the rate-limiting queue (`use_priority_queue: false`) takes
     /// `default_controller_rate_limiter()` (that, and 10 qps / burst 100 overall).
-    pub rate_limiter: Option<Arc<dyn RateLimiter<Request>>>,
+    pub rate_limiter: Option<Arc<dyn RateLimiter<R>>>,
     /// Whether the controller runs only on the elected leader. Unset means the
     /// manager's, else true.
     pub need_leader_election: Option<bool>,
@@ -59,7 +59,7 @@ pub struct Options {
     /// client-go style rate-limiting queue. Unset means the manager's, else true.
     pub use_priority_queue: Option<bool>,
     /// Builds the queue instead of the two above (Go's `NewQueue`).
-    pub new_queue: Option<NewQueueFn>,
+    pub new_queue: Option<NewQueueFn<R>>,
     /// API group of the reconciled type, for the `controllerGroup` span field.
     pub group: String,
     /// Kind of the reconciled type, for the `controllerKind` span field.
@@ -69,7 +69,38 @@ pub struct Options {
 /// controller-runtime's default cache sync timeout.
 pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
-impl Options {
+impl<R: TypedRequest> Default for Options<R> {
+    fn default() -> Self {
+        Self {
+            max_concurrent_reconciles: 0,
+            cache_sync_timeout: Duration::ZERO,
+            recover_panic: None,
+            reconciliation_timeout: None,
+            rate_limiter: None,
+            need_leader_election: None,
+            enable_warmup: None,
+            skip_name_validation: None,
+            use_priority_queue: None,
+            new_queue: None,
+            group: String::new(),
+            kind: String::new(),
+        }
+    }
+}
+
+impl<R: TypedRequest> Clone for Options<R> {
+    fn clone(&self) -> Self {
+        Self {
+            rate_limiter: self.rate_limiter.clone(),
+            new_queue: self.new_queue.clone(),
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            ..*self
+        }
+    }
+}
+
+impl<R: TypedRequest> Options<R> {
     /// Fills every field left unset from the manager-wide `config` (Go's
     /// `Options.DefaultFromConfig`). `group_kind_concurrency` is not read here: it
     /// needs the `For` kind, which the builder knows.
@@ -137,7 +168,7 @@ impl Options {
     }
 }
 
-impl fmt::Debug for Options {
+impl<R: TypedRequest> fmt::Debug for Options<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Options")
             .field("max_concurrent_reconciles", &self.max_concurrent_reconciles)

@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use super::Options;
-use crate::reconcile::Request;
+use crate::reconcile::TypedRequest;
 use crate::workqueue::{
     PriorityQueue, Queue, QueueConfig, RateLimitingQueue, default_controller_rate_limiter,
     default_item_rate_limiter, prometheus_metrics_provider,
 };
 
 /// The queue `opts` asks for, named after the controller (its metrics' label).
-pub(crate) fn new_queue(name: &str, opts: &Options) -> Arc<dyn Queue<Request>> {
+pub(crate) fn new_queue<R: TypedRequest>(name: &str, opts: &Options<R>) -> Arc<dyn Queue<R>> {
     if let Some(f) = &opts.new_queue {
         let limiter = opts.rate_limiter.clone().unwrap_or_else(|| {
             if opts.uses_priority_queue() {

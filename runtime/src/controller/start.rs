@@ -7,17 +7,17 @@ use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 use super::{Error, Inner};
-use crate::reconcile::Request;
+use crate::reconcile::TypedRequest;
 use crate::source::BoxSource;
 use crate::workqueue::Queue;
 
 /// Starts `src` and waits for it to sync, each bounded by the same deadline
 /// (`cache_sync_timeout` from now). A cancelled `ctx` during start is not an error.
-pub(super) async fn start_source(
-    inner: &Inner,
-    src: BoxSource,
+pub(super) async fn start_source<R: TypedRequest>(
+    inner: &Inner<R>,
+    src: BoxSource<R>,
     ctx: &CancellationToken,
-    queue: &Arc<dyn Queue<Request>>,
+    queue: &Arc<dyn Queue<R>>,
 ) -> Result<(), Error> {
     let source_name = src.name();
     tracing::info!(controller = %inner.name, source = %source_name, "Starting EventSource");

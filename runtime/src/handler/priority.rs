@@ -9,49 +9,49 @@ use kube::Resource;
 
 use super::EventHandler;
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
-use crate::reconcile::Request;
+use crate::reconcile::TypedRequest;
 use crate::workqueue::{AddOpts, LOW_PRIORITY, Queue};
 
 /// A queue view whose adds carry a default priority (Go's `workqueueWithDefaultPriority`).
-struct DefaultPriority<'a> {
-    inner: &'a dyn Queue<Request>,
+struct DefaultPriority<'a, R: TypedRequest> {
+    inner: &'a dyn Queue<R>,
     priority: Option<i32>,
 }
 
-impl Queue<Request> for DefaultPriority<'_> {
-    fn add(&self, item: Request) {
+impl<R: TypedRequest> Queue<R> for DefaultPriority<'_, R> {
+    fn add(&self, item: R) {
         self.add_with_opts(AddOpts::default(), item)
     }
-    fn add_after(&self, item: Request, delay: Duration) {
+    fn add_after(&self, item: R, delay: Duration) {
         let opts = AddOpts {
             after: Some(delay),
             ..AddOpts::default()
         };
         self.add_with_opts(opts, item)
     }
-    fn add_rate_limited(&self, item: Request) {
+    fn add_rate_limited(&self, item: R) {
         let opts = AddOpts {
             rate_limited: true,
             ..AddOpts::default()
         };
         self.add_with_opts(opts, item)
     }
-    fn add_with_opts(&self, mut opts: AddOpts, item: Request) {
+    fn add_with_opts(&self, mut opts: AddOpts, item: R) {
         if opts.priority.is_none() {
             opts.priority = self.priority;
         }
         self.inner.add_with_opts(opts, item)
     }
-    fn get_boxed(&self) -> BoxFuture<'_, Option<(Request, i32)>> {
+    fn get_boxed(&self) -> BoxFuture<'_, Option<(R, i32)>> {
         self.inner.get_boxed()
     }
-    fn done(&self, item: &Request) {
+    fn done(&self, item: &R) {
         self.inner.done(item)
     }
-    fn forget(&self, item: &Request) {
+    fn forget(&self, item: &R) {
         self.inner.forget(item)
     }
-    fn num_requeues(&self, item: &Request) -> usize {
+    fn num_requeues(&self, item: &R) -> usize {
         self.inner.num_requeues(item)
     }
     fn len(&self) -> usize {
@@ -72,10 +72,10 @@ impl Queue<Request> for DefaultPriority<'_> {
 }
 
 /// Runs `f` with a queue that adds at low priority if `e` comes from the initial list.
-pub(crate) fn on_create<K>(
+pub(crate) fn on_create<K, R: TypedRequest>(
     e: &CreateEvent<K>,
-    q: &dyn Queue<Request>,
-    f: impl FnOnce(&dyn Queue<Request>),
+    q: &dyn Queue<R>,
+    f: impl FnOnce(&dyn Queue<R>),
 ) {
     if !q.is_priority() {
         return f(q);
@@ -85,10 +85,10 @@ pub(crate) fn on_create<K>(
 }
 
 /// Runs `f` with a queue that adds at low priority if `e` keeps the resourceVersion.
-pub(crate) fn on_update<K: Resource>(
+pub(crate) fn on_update<K: Resource, R: TypedRequest>(
     e: &UpdateEvent<K>,
-    q: &dyn Queue<Request>,
-    f: impl FnOnce(&dyn Queue<Request>),
+    q: &dyn Queue<R>,
+    f: impl FnOnce(&dyn Queue<R>),
 ) {
     if !q.is_priority() {
         return f(q);
@@ -108,19 +108,19 @@ pub fn with_low_priority_when_unchanged<H>(handler: H) -> WithLowPriorityWhenUnc
     WithLowPriorityWhenUnchanged(handler)
 }
 
-impl<K: Resource + 'static, H: EventHandler<K>> EventHandler<K>
+impl<K: Resource + 'static, R: TypedRequest, H: EventHandler<K, R>> EventHandler<K, R>
     for WithLowPriorityWhenUnchanged<H>
 {
-    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<Request>) {
+    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<R>) {
         on_create(e, q, |q| self.0.create(e, q))
     }
-    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<Request>) {
+    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<R>) {
         on_update(e, q, |q| self.0.update(e, q))
     }
-    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<Request>) {
+    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<R>) {
         self.0.delete(e, q)
     }
-    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<Request>) {
+    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<R>) {
         self.0.generic(e, q)
     }
 }

@@ -125,7 +125,7 @@ impl LeaderElector {
     }
 
     /// The holder last observed (empty if none was observed or the lease is free).
-    pub fn get_leader(&self) -> String {
+    pub fn leader(&self) -> String {
         self.observed
             .get()
             .map(|o| o.record.holder_identity)
@@ -272,8 +272,8 @@ impl LeaderElector {
                     Ok(false) => {}
                     Err(_) => return "timed out waiting for the renewal".into(),
                 }
-                if !self.is_leader() && !self.get_leader().is_empty() {
-                    return format!("the lease is held by {}", self.get_leader());
+                if !self.is_leader() && !self.leader().is_empty() {
+                    return format!("the lease is held by {}", self.leader());
                 }
                 tokio::time::sleep_until(deadline.min(Instant::now() + self.cfg.retry_period))
                     .await;
@@ -334,7 +334,7 @@ impl LeaderElector {
     }
 
     fn maybe_report_transition(&mut self) {
-        let leader = self.get_leader();
+        let leader = self.leader();
         if leader == self.reported_leader {
             return;
         }

@@ -13,9 +13,10 @@ use super::{BoxError, Group, Runnable};
 use crate::cache::Cache;
 use crate::controller::Controller;
 use crate::http::Server;
+use crate::reconcile::TypedRequest;
 
 #[async_trait]
-impl Runnable for Controller {
+impl<R: TypedRequest> Runnable for Controller<R> {
     async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
         Controller::start(self, ctx).await.map_err(Into::into)
     }

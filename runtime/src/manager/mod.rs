@@ -11,7 +11,7 @@
 //! stopped in reverse dependency order within the grace period. Controllers
 //! (`crate::controller`) are runnables; the builder adds them for you. The webhook
 //! server (`crate::webhook`) is [`Options::webhook_server`], handed out by
-//! [`Manager::get_webhook_server`] and run in the webhooks group. Leader
+//! [`Manager::webhook_server`] and run in the webhooks group. Leader
 //! election plugs in at one seam (`leader`); [`shutdown_signal`] and the
 //! [`Args`] flags cover `main`.
 //!
@@ -257,24 +257,24 @@ impl Manager {
 
     /// The client: reads from the cache, writes to the API server (see
     /// `crate::client` for how stale a read can be).
-    pub fn get_client(&self) -> Client {
+    pub fn client(&self) -> Client {
         self.inner.client.clone()
     }
 
     /// A reader that goes straight to the API server, bypassing the cache (Go's
     /// `GetAPIReader`), for reads that must not be stale.
-    pub fn get_api_reader(&self) -> ApiReader {
+    pub fn api_reader(&self) -> ApiReader {
         self.inner.client.api_reader()
     }
 
     /// The shared cache. The manager runs it (in the caches group); do not `add` it
     /// yourself, or it is started twice and the manager stops with an error.
-    pub fn get_cache(&self) -> Cache {
+    pub fn cache(&self) -> Cache {
         self.inner.cache.clone()
     }
 
     /// The kube client the manager was built with (uncached).
-    pub fn get_kube_client(&self) -> kube::Client {
+    pub fn kube_client(&self) -> kube::Client {
         self.inner.kube.clone()
     }
 
@@ -282,8 +282,8 @@ impl Manager {
     /// (Go's `mgr.GetEventRecorder(name)`). All recorders share one bounded queue and
     /// writer, started on the first Event and flushed when the manager stops; see
     /// [`crate::recorder`].
-    pub fn get_event_recorder(&self, name: impl Into<String>) -> recorder::Recorder {
-        self.inner.recorder.get_event_recorder(name)
+    pub fn event_recorder(&self, name: impl Into<String>) -> recorder::Recorder {
+        self.inner.recorder.event_recorder(name)
     }
 
     /// The webhook server this manager runs (Go's `mgr.GetWebhookServer()`):
@@ -291,7 +291,7 @@ impl Manager {
     /// first call adds it to the manager (Webhooks group, started after the HTTP
     /// servers and before the caches); it serves only once a handler is registered,
     /// so asking for it costs nothing when no webhook is set up.
-    pub fn get_webhook_server(&self) -> webhook::Server {
+    pub fn webhook_server(&self) -> webhook::Server {
         let server = self.inner.webhook_server.clone();
         self.inner.webhook_added.call_once(|| {
             if let Err(error) = self.add(server.clone()) {

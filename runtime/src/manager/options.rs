@@ -91,7 +91,7 @@ pub struct Options {
     /// The webhook server the manager runs (Go's `Options.WebhookServer`); `None`
     /// makes one with default `webhook::Options` (port 9443, cert dir
     /// `<tmp>/k8s-webhook-server/serving-certs`). See
-    /// [`Manager::get_webhook_server`](super::Manager::get_webhook_server).
+    /// [`Manager::webhook_server`](super::Manager::webhook_server).
     pub webhook_server: Option<webhook::Server>,
     /// Defaults for every controller built against this manager (Go's
     /// `Options.Controller`): a controller's own options win, then these, then

@@ -54,7 +54,7 @@ impl Action {
     }
 
     /// The delay before the request is re-added, if one was asked for (never zero).
-    pub fn get_requeue_after(&self) -> Option<Duration> {
+    pub fn requeue_delay(&self) -> Option<Duration> {
         self.requeue_after.filter(|d| !d.is_zero())
     }
 
@@ -65,7 +65,7 @@ impl Action {
 
     /// Whether this is [`Action::done`] (Go's `Result.IsZero`).
     pub fn is_done(&self) -> bool {
-        !self.requeue && self.get_requeue_after().is_none()
+        !self.requeue && self.requeue_delay().is_none()
     }
 }
 
@@ -78,7 +78,7 @@ mod tests {
         assert!(Action::done().is_done());
         assert!(Action::requeue().is_requeue());
         assert_eq!(
-            Action::requeue_after(Duration::from_secs(3)).get_requeue_after(),
+            Action::requeue_after(Duration::from_secs(3)).requeue_delay(),
             Some(Duration::from_secs(3))
         );
         assert!(Action::requeue_after(Duration::ZERO).is_done());

@@ -3,8 +3,15 @@
 //! A [`Request`] names one object; the controller (`crate::controller`) takes requests
 //! from its work queue and hands them to a [`Reconciler`], then acts on the returned
 //! [`Action`] or [`Error`]. Event handlers (`crate::handler`) are what put requests in
-//! the queue. [`func`] turns a closure into a reconciler, and [`as_reconciler`] adapts a
-//! reconciler of whole objects over an [`ObjectGetter`] (the cache, once it lands).
+//! the queue.
+//!
+//! There is one reconciler trait, [`Reconciler<R>`](Reconciler), and what it receives is
+//! its type parameter: `Reconciler` (= `Reconciler<Request>`) gets namespace/name,
+//! `Reconciler<Arc<K>>` gets the object itself (Go's `ObjectReconciler`; the builder or
+//! [`as_reconciler`] reads it through an [`ObjectGetter`], the cache), and
+//! `Reconciler<MyRequest>` gets the request of a typed controller (Go's
+//! `TypedReconciler[request]`; any [`TypedRequest`]). [`func`] and [`typed_func`] make
+//! reconcilers from closures.
 
 mod action;
 mod error;
@@ -18,28 +25,32 @@ use tokio_util::sync::CancellationToken;
 
 pub use action::Action;
 pub use error::Error;
-pub use object::{ObjectGetter, ObjectReconciler, ObjectReconcilerAdapter, as_reconciler};
-pub use request::Request;
+pub use object::{ObjectGetter, ObjectReconcilerAdapter, as_reconciler};
+pub use request::{Request, TypedRequest};
 
 tokio::task_local! {
     static RECONCILE_ID: uuid::Uuid;
 }
 
 /// Brings the state of the world closer to what one object asks for
-/// (controller-runtime's `reconcile.Reconciler`).
+/// (controller-runtime's `reconcile.Reconciler`, `TypedReconciler[request]` and
+/// `ObjectReconciler[T]` in one trait).
 ///
-/// Reconcile is level-based: it gets only the object's key, never the event, and must
-/// read what it needs. `ctx` is cancelled when the controller shuts down. When the
+/// `R` is what `reconcile` receives: a [`Request`] (the default), a typed controller's
+/// own request type, or `Arc<K>` for a reconciler of whole objects of a `For` type `K`
+/// (the builder reads the object from the cache and skips requests for objects that
+/// are gone). Reconcile is level-based: it gets the object's key (or the object), never
+/// the event, and must read what else it needs. `ctx` is cancelled when the controller shuts down. When the
 /// controller's `reconciliation_timeout` passes, or the manager's grace period ends, the
 /// reconcile's future is dropped at its current `.await` (see the controllers guide,
 /// "Timeouts and shutdown").
 #[async_trait]
-pub trait Reconciler: Send + Sync + 'static {
-    /// Reconciles the object `req` names; see [`Action`] for what the result means.
-    async fn reconcile(&self, ctx: CancellationToken, req: Request) -> Result<Action, Error>;
+pub trait Reconciler<R: Send + 'static = Request>: Send + Sync + 'static {
+    /// Reconciles what `req` names; see [`Action`] for what the result means.
+    async fn reconcile(&self, ctx: CancellationToken, req: R) -> Result<Action, Error>;
 }
 
-/// A [`Reconciler`] made from a closure, returned by [`func`].
+/// A [`Reconciler`] made from a closure, returned by [`func`] and [`typed_func`].
 pub struct Func<F>(F);
 
 /// Makes a [`Reconciler`] from an async closure (controller-runtime's `reconcile.Func`).
@@ -60,20 +71,44 @@ where
     Func(f)
 }
 
-#[async_trait]
-impl<F, Fut> Reconciler for Func<F>
+/// Makes a [`Reconciler<R>`](Reconciler) from an async closure over `R`
+/// (controller-runtime's `reconcile.TypedFunc`): a typed controller's request, or
+/// `Arc<K>` for an object reconciler. Annotate the closure's argument:
+///
+/// ```
+/// use std::sync::Arc;
+/// use ctrl_runtime::reconcile::{self, Action};
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// let r = reconcile::typed_func(|_ctx, cm: Arc<ConfigMap>| async move {
+///     tracing::info!(name = ?cm.metadata.name, "reconciling");
+///     Ok(Action::done())
+/// });
+/// # let _ = r;
+/// ```
+pub fn typed_func<R, F, Fut>(f: F) -> Func<F>
 where
-    F: Fn(CancellationToken, Request) -> Fut + Send + Sync + 'static,
+    R: Send + 'static,
+    F: Fn(CancellationToken, R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, Error>> + Send + 'static,
 {
-    async fn reconcile(&self, ctx: CancellationToken, req: Request) -> Result<Action, Error> {
+    Func(f)
+}
+
+#[async_trait]
+impl<R, F, Fut> Reconciler<R> for Func<F>
+where
+    R: Send + 'static,
+    F: Fn(CancellationToken, R) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    async fn reconcile(&self, ctx: CancellationToken, req: R) -> Result<Action, Error> {
         (self.0)(ctx, req).await
     }
 }
 
 #[async_trait]
-impl<R: Reconciler + ?Sized> Reconciler for std::sync::Arc<R> {
-    async fn reconcile(&self, ctx: CancellationToken, req: Request) -> Result<Action, Error> {
+impl<R: Send + 'static, X: Reconciler<R> + ?Sized> Reconciler<R> for std::sync::Arc<X> {
+    async fn reconcile(&self, ctx: CancellationToken, req: R) -> Result<Action, Error> {
         (**self).reconcile(ctx, req).await
     }
 }

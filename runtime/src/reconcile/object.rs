@@ -1,5 +1,6 @@
-//! Reconciling whole objects: [`ObjectReconciler`] over an [`ObjectGetter`]
-//! (controller-runtime's `reconcile.ObjectReconciler` and `AsReconciler`).
+//! Reconciling whole objects: a [`Reconciler<Arc<K>>`](Reconciler) over an
+//! [`ObjectGetter`] (controller-runtime's `reconcile.ObjectReconciler` and
+//! `AsReconciler`).
 //!
 //! The adapter fetches the object a [`Request`] names and skips the reconcile when it
 //! is gone (NotFound), so the reconciler sees only objects that exist. The cache
@@ -20,13 +21,6 @@ pub trait ObjectGetter<K>: Send + Sync + 'static {
     async fn get(&self, req: &Request) -> Result<Option<Arc<K>>, Error>;
 }
 
-/// Reconciles an object that exists (controller-runtime's `reconcile.ObjectReconciler`).
-#[async_trait]
-pub trait ObjectReconciler<K>: Send + Sync + 'static {
-    /// Reconciles `obj`.
-    async fn reconcile(&self, ctx: CancellationToken, obj: Arc<K>) -> Result<Action, Error>;
-}
-
 /// The [`Reconciler`] [`as_reconciler`] returns.
 pub struct ObjectReconcilerAdapter<K, G, R> {
     getter: G,
@@ -34,12 +28,13 @@ pub struct ObjectReconcilerAdapter<K, G, R> {
     _k: PhantomData<fn() -> K>,
 }
 
-/// Adapts an [`ObjectReconciler`]: fetch through `getter`, skip NotFound, reconcile.
+/// Adapts a reconciler of objects (`Reconciler<Arc<K>>`, Go's `ObjectReconciler`) to
+/// one of requests: fetch through `getter`, skip NotFound, reconcile.
 pub fn as_reconciler<K, G, R>(getter: G, reconciler: R) -> ObjectReconcilerAdapter<K, G, R>
 where
     K: Send + Sync + 'static,
     G: ObjectGetter<K>,
-    R: ObjectReconciler<K>,
+    R: Reconciler<Arc<K>>,
 {
     ObjectReconcilerAdapter {
         getter,
@@ -53,7 +48,7 @@ impl<K, G, R> Reconciler for ObjectReconcilerAdapter<K, G, R>
 where
     K: Send + Sync + 'static,
     G: ObjectGetter<K>,
-    R: ObjectReconciler<K>,
+    R: Reconciler<Arc<K>>,
 {
     async fn reconcile(&self, ctx: CancellationToken, req: Request) -> Result<Action, Error> {
         match self.getter.get(&req).await? {
@@ -87,7 +82,7 @@ mod tests {
     struct Count(Arc<AtomicUsize>);
 
     #[async_trait]
-    impl ObjectReconciler<String> for Count {
+    impl Reconciler<Arc<String>> for Count {
         async fn reconcile(&self, _: CancellationToken, obj: Arc<String>) -> Result<Action, Error> {
             assert_eq!(*obj, "value");
             self.0.fetch_add(1, Ordering::SeqCst);

@@ -1,6 +1,8 @@
-//! [`Request`]: the key of the object to reconcile, as the work queue holds it.
+//! [`Request`]: the key of the object to reconcile, as the work queue holds it, and
+//! [`TypedRequest`]: what any controller's queue may hold instead.
 
 use std::fmt;
+use std::hash::Hash;
 
 use kube::Resource;
 
@@ -40,6 +42,19 @@ impl Request {
         }
     }
 }
+
+/// A request type a controller's work queue can hold and its reconciler receives
+/// (the `request comparable` type parameter of controller-runtime's
+/// `TypedReconciler`, `TypedController`, `TypedEventHandler` and `TypedSource`).
+///
+/// Every `Clone + Eq + Hash + Debug + Send + Sync + 'static` type is one: the queue
+/// deduplicates requests by value and rate-limits each value on its own; `Debug` names
+/// it in the reconcile's log span. [`Request`] is the default everywhere; a controller
+/// over several clusters might use `struct ClusterRequest { cluster: String, request:
+/// Request }`.
+pub trait TypedRequest: Clone + Eq + Hash + fmt::Debug + Send + Sync + 'static {}
+
+impl<T: Clone + Eq + Hash + fmt::Debug + Send + Sync + 'static> TypedRequest for T {}
 
 impl fmt::Display for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -3,7 +3,7 @@
 //! `events.k8s.io/v1` Events, which `kubectl describe` and `kubectl events` show.
 //!
 //! A [`Provider`] belongs to the [`Manager`](crate::manager::Manager); each
-//! [`Recorder`] it hands out (`mgr.get_event_recorder(name)`) stamps its Events with
+//! [`Recorder`] it hands out (`mgr.event_recorder(name)`) stamps its Events with
 //! `reportingController = name`. Recording never waits on the API server: an Event
 //! goes into a bounded queue ([`DEFAULT_QUEUE_LENGTH`], client-go's broadcaster
 //! length) and one background task, started lazily on the first Event, writes it
@@ -18,7 +18,7 @@
 //! # async fn demo(mgr: ctrl_runtime::manager::Manager, cm: k8s_openapi::api::core::v1::ConfigMap) {
 //! use ctrl_runtime::recorder::EventType;
 //!
-//! let recorder = mgr.get_event_recorder("configmap-controller");
+//! let recorder = mgr.event_recorder("configmap-controller");
 //! recorder.event(&cm, EventType::Normal, "Synced", "Reconcile", "config applied");
 //! # }
 //! ```

@@ -86,7 +86,7 @@ impl Provider {
 
     /// A recorder whose Events name `name` as their `reportingController` and
     /// `<name>-<hostname>` as their `reportingInstance`.
-    pub fn get_event_recorder(&self, name: impl Into<String>) -> Recorder {
+    pub fn event_recorder(&self, name: impl Into<String>) -> Recorder {
         let controller = name.into();
         let instance = match hostname() {
             Some(host) => format!("{controller}-{host}"),

@@ -17,7 +17,7 @@ use super::{Error, Source};
 use crate::event::GenericEvent;
 use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
-use crate::reconcile::Request;
+use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
 
 /// The per-destination buffer controller-runtime uses.
@@ -30,17 +30,18 @@ struct Fanout<K> {
 }
 
 /// A [`Source`] of [`GenericEvent`]s read from a stream (e.g. a `tokio::sync::mpsc`
-/// receiver fed by a webhook or timer).
-pub struct Channel<K> {
+/// receiver fed by a webhook or timer), mapped to requests of type `R` by its handler
+/// (Go's `source.Channel` / `TypedChannel`).
+pub struct Channel<K, R: TypedRequest = Request> {
     fanout: Arc<Mutex<Fanout<K>>>,
-    handler: BoxHandler<K>,
+    handler: BoxHandler<K, R>,
     predicates: Vec<BoxPredicate<K>>,
     buffer_size: usize,
 }
 
-impl<K: Send + Sync + 'static> Channel<K> {
+impl<K: Send + Sync + 'static, R: TypedRequest> Channel<K, R> {
     /// A source reading `rx`, passing its events to `handler`.
-    pub fn new(rx: mpsc::Receiver<GenericEvent<K>>, handler: impl EventHandler<K>) -> Self {
+    pub fn new(rx: mpsc::Receiver<GenericEvent<K>>, handler: impl EventHandler<K, R>) -> Self {
         let stream =
             futures::stream::unfold(
                 rx,
@@ -52,7 +53,7 @@ impl<K: Send + Sync + 'static> Channel<K> {
     /// A source reading any stream of generic events.
     pub fn from_stream(
         stream: impl Stream<Item = GenericEvent<K>> + Send + 'static,
-        handler: impl EventHandler<K>,
+        handler: impl EventHandler<K, R>,
     ) -> Self {
         Self {
             fanout: Arc::new(Mutex::new(Fanout {
@@ -113,12 +114,8 @@ async fn sync_loop<K: Send + Sync + 'static>(
 }
 
 #[async_trait]
-impl<K: Send + Sync + 'static> Source for Channel<K> {
-    async fn start(
-        &self,
-        ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
-    ) -> Result<(), Error> {
+impl<K: Send + Sync + 'static, R: TypedRequest> Source<R> for Channel<K, R> {
+    async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error> {
         let (tx, mut rx) = mpsc::channel(self.buffer_size);
         {
             let mut f = self.fanout.lock();

@@ -7,23 +7,25 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::{Error, Source};
-use crate::reconcile::Request;
+use crate::reconcile::TypedRequest;
 use crate::workqueue::Queue;
 
-/// A [`Source`] whose `start` is a closure given the context and the queue. The closure
-/// must not block: spawn a task for long-running work.
+/// A [`Source`] whose `start` is a closure given the context and the queue (of
+/// `Request`s, or of a typed controller's requests). The closure must not block: spawn
+/// a task for long-running work.
 pub struct Func<F> {
     f: F,
     name: String,
 }
 
-impl<F, Fut> Func<F>
-where
-    F: Fn(CancellationToken, Arc<dyn Queue<Request>>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), Error>> + Send + 'static,
-{
+impl<F> Func<F> {
     /// A source that runs `f` when started.
-    pub fn new(f: F) -> Self {
+    pub fn new<R, Fut>(f: F) -> Self
+    where
+        R: TypedRequest,
+        F: Fn(CancellationToken, Arc<dyn Queue<R>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), Error>> + Send + 'static,
+    {
         Self {
             f,
             name: "func source".to_string(),
@@ -38,16 +40,13 @@ where
 }
 
 #[async_trait]
-impl<F, Fut> Source for Func<F>
+impl<R, F, Fut> Source<R> for Func<F>
 where
-    F: Fn(CancellationToken, Arc<dyn Queue<Request>>) -> Fut + Send + Sync + 'static,
+    R: TypedRequest,
+    F: Fn(CancellationToken, Arc<dyn Queue<R>>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<(), Error>> + Send + 'static,
 {
-    async fn start(
-        &self,
-        ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
-    ) -> Result<(), Error> {
+    async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error> {
         (self.f)(ctx, queue).await
     }
 

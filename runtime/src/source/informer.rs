@@ -17,20 +17,20 @@ use super::{Error, Source};
 use crate::cache::{self, CacheObject, HandlerRegistration, Notification, gvk_string};
 use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
-use crate::reconcile::Request;
+use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
 
 /// A [`Source`] of the events of one informer.
-pub struct Informer<K: CacheObject> {
+pub struct Informer<K: CacheObject, R: TypedRequest = Request> {
     informer: cache::Informer<K>,
-    handler: BoxHandler<K>,
+    handler: BoxHandler<K, R>,
     predicates: Vec<BoxPredicate<K>>,
     registered: watch::Sender<Option<HandlerRegistration<K>>>,
 }
 
-impl<K: CacheObject> Informer<K> {
+impl<K: CacheObject, R: TypedRequest> Informer<K, R> {
     /// A source of `informer`'s events, handled by `handler`.
-    pub fn new(informer: cache::Informer<K>, handler: impl EventHandler<K>) -> Self {
+    pub fn new(informer: cache::Informer<K>, handler: impl EventHandler<K, R>) -> Self {
         Self {
             informer,
             handler: Arc::new(handler),
@@ -47,12 +47,8 @@ impl<K: CacheObject> Informer<K> {
 }
 
 #[async_trait]
-impl<K: CacheObject> Source for Informer<K> {
-    async fn start(
-        &self,
-        ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
-    ) -> Result<(), Error> {
+impl<K: CacheObject, R: TypedRequest> Source<R> for Informer<K, R> {
+    async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error> {
         if self.registered.borrow().is_some() {
             return Err(Error::msg(format!("{} was already started", self.name())));
         }

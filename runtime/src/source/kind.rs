@@ -21,33 +21,34 @@ use super::{Error, Source};
 use crate::cache::{Cache, CacheObject, HandlerRegistration, Notification, Scoped, gvk_string};
 use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
-use crate::reconcile::Request;
+use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
 
 /// How often `Kind` checks whether a type not yet served has appeared
 /// (controller-runtime retries every 10 s).
 pub const KIND_RETRY_INTERVAL: Duration = Duration::from_secs(10);
 
-/// A [`Source`] of the events of every object of type `K` in the cache.
-pub struct Kind<K: CacheObject> {
+/// A [`Source`] of the events of every object of type `K` in the cache, mapped to
+/// requests of type `R` by its handler (Go's `source.Kind` / `TypedKind[K, R]`).
+pub struct Kind<K: CacheObject, R: TypedRequest = Request> {
     cache: Cache,
     dt: K::DynamicType,
-    handler: BoxHandler<K>,
+    handler: BoxHandler<K, R>,
     predicates: Vec<BoxPredicate<K>>,
     registered: watch::Sender<Option<HandlerRegistration<K>>>,
 }
 
-impl<K: CacheObject<DynamicType = ()>> Kind<K> {
+impl<K: CacheObject<DynamicType = ()>, R: TypedRequest> Kind<K, R> {
     /// A source of `K` events from `cache`, handled by `handler`.
-    pub fn new(cache: &Cache, handler: impl EventHandler<K>) -> Self {
+    pub fn new(cache: &Cache, handler: impl EventHandler<K, R>) -> Self {
         Self::new_with(cache, (), handler)
     }
 }
 
-impl<K: CacheObject> Kind<K> {
+impl<K: CacheObject, R: TypedRequest> Kind<K, R> {
     /// A source of events for `K` with dynamic type `dt` (an `ApiResource` for
     /// `DynamicObject`).
-    pub fn new_with(cache: &Cache, dt: K::DynamicType, handler: impl EventHandler<K>) -> Self {
+    pub fn new_with(cache: &Cache, dt: K::DynamicType, handler: impl EventHandler<K, R>) -> Self {
         Self {
             cache: cache.clone(),
             dt,
@@ -97,11 +98,11 @@ impl<K: CacheObject> Kind<K> {
 
 /// Passes one informer notification through `preds` to `handler` (shared with
 /// `super::informer`).
-pub(super) fn deliver<K: 'static>(
+pub(super) fn deliver<K: 'static, R: TypedRequest>(
     n: Notification<K>,
     preds: &[BoxPredicate<K>],
-    handler: &dyn EventHandler<K>,
-    queue: &dyn Queue<Request>,
+    handler: &dyn EventHandler<K, R>,
+    queue: &dyn Queue<R>,
 ) {
     match n {
         Notification::Create(e) => {
@@ -123,12 +124,8 @@ pub(super) fn deliver<K: 'static>(
 }
 
 #[async_trait]
-impl<K: CacheObject> Source for Kind<K> {
-    async fn start(
-        &self,
-        ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
-    ) -> Result<(), Error> {
+impl<K: CacheObject, R: TypedRequest> Source<R> for Kind<K, R> {
+    async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error> {
         if self.registered.borrow().is_some() {
             return Err(Error::msg(format!("{} was already started", self.name())));
         }

@@ -6,6 +6,9 @@
 //! adds requests to the queue. [`Channel`] turns a stream of generic events into a
 //! source; [`Func`] makes one from a closure; [`Kind`] is the cache-backed watch of one
 //! type (`crate::cache`); [`Informer`] is fed by an informer the caller holds.
+//!
+//! A source fills a queue of any [`TypedRequest`] type `R` (Go's `TypedSource[request]`),
+//! [`Request`] by default; its handler decides which requests an event becomes.
 
 mod channel;
 mod func;
@@ -17,7 +20,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::reconcile::Request;
+use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
 
 pub use channel::{Channel, DEFAULT_BUFFER_SIZE};
@@ -44,18 +47,14 @@ impl Error {
 }
 
 /// A stream of events for a controller (controller-runtime's `source.Source`, with
-/// `SyncingSource`'s `WaitForSync` folded in).
+/// `SyncingSource`'s `WaitForSync` folded in; `TypedSource[R]`).
 ///
 /// `start` must not block: it spawns what it needs (bound to `ctx`) and returns. The
 /// controller gives each source `cache_sync_timeout` to start and then to sync.
 #[async_trait]
-pub trait Source: Send + Sync + 'static {
+pub trait Source<R: TypedRequest = Request>: Send + Sync + 'static {
     /// Starts delivering events into `queue` until `ctx` is cancelled.
-    async fn start(
-        &self,
-        ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
-    ) -> Result<(), Error>;
+    async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error>;
 
     /// Resolves once the source's cache has synced; sources without a cache are
     /// synced at once. Should give up with an error when `ctx` is cancelled.
@@ -70,15 +69,11 @@ pub trait Source: Send + Sync + 'static {
 }
 
 /// A shared source.
-pub type BoxSource = Arc<dyn Source>;
+pub type BoxSource<R = Request> = Arc<dyn Source<R>>;
 
 #[async_trait]
-impl<S: Source + ?Sized> Source for Arc<S> {
-    async fn start(
-        &self,
-        ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
-    ) -> Result<(), Error> {
+impl<R: TypedRequest, S: Source<R> + ?Sized> Source<R> for Arc<S> {
+    async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error> {
         (**self).start(ctx, queue).await
     }
     async fn wait_for_sync(&self, ctx: CancellationToken) -> Result<(), Error> {

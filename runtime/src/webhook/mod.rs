@@ -11,7 +11,7 @@
 //! - [`authentication`]: `TokenReview` webhooks (who a bearer token belongs to).
 //! - [`certs`]: a self-signed CA + serving certificate for tests and local runs.
 //!
-//! A manager runs one server: `Manager::get_webhook_server()` (Go's
+//! A manager runs one server: `Manager::webhook_server()` (Go's
 //! `mgr.GetWebhookServer()`), chosen up front with `manager::Options::webhook_server`.
 //!
 //! `ctrl-builder`'s `WebhookBuilder` registers typed webhooks under kubebuilder's
@@ -20,7 +20,7 @@
 //! ```no_run
 //! # async fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), Box<dyn std::error::Error>> {
 //! use ctrl_runtime::webhook::admission;
-//! let server = mgr.get_webhook_server();
+//! let server = mgr.webhook_server();
 //! server.register("/validate-anything", admission::Webhook::new(admission::handler_fn(|_req| {
 //!     admission::Response::allowed("")
 //! })))?;

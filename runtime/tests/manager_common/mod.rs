@@ -177,7 +177,7 @@ pub async fn add_configmap_controller(
     use k8s_openapi::api::core::v1::ConfigMap;
     let c = ctrl_runtime::controller::Controller::new(name, r, opts).expect("controller");
     c.watch(Kind::<ConfigMap>::new(
-        &mgr.get_cache(),
+        &mgr.cache(),
         EnqueueRequestForObject,
     ))
     .await

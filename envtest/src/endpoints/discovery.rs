@@ -1,0 +1,182 @@
+//! Discovery documents, all derived from one `registry` snapshot: `/version`, legacy discovery
+//! (`/api`, `/apis`, `/api/v1`, `/apis/G/V`), aggregated discovery v2 (when the Accept header
+//! asks for it) and the OpenAPI v3 root (every group-version with a content hash in its URL,
+//! spec §1.4); the per-group-version documents come from `openapi`.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+
+use crate::endpoints::State;
+use crate::endpoints::{self, Body};
+use crate::registry::{ResourceType, Snapshot};
+
+/// The Kubernetes version reported: the minor matches the k8s-openapi feature (`v1_35`).
+pub(crate) fn version() -> Value {
+    json!({
+        "major": "1", "minor": "35", "gitVersion": "v1.35.0-ctrl-envtest", "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+pub(crate) fn core_versions(
+    state: &Arc<State>,
+    snap: &Snapshot,
+    aggregated: bool,
+) -> Response<Body> {
+    if aggregated {
+        let items: Vec<Value> = snap
+            .groups()
+            .iter()
+            .filter(|(g, _)| g.is_empty())
+            .map(|(g, vs)| agg_group(snap, g, vs))
+            .collect();
+        return agg_list(items);
+    }
+    endpoints::json(
+        200,
+        &json!({"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": state.addr.to_string()}]}),
+    )
+}
+
+pub(crate) fn groups(snap: &Snapshot, aggregated: bool) -> Response<Body> {
+    let groups = snap.groups();
+    let named = groups.iter().filter(|(g, _)| !g.is_empty());
+    if aggregated {
+        return agg_list(named.map(|(g, vs)| agg_group(snap, g, vs)).collect());
+    }
+    let list: Vec<Value> = named.map(|(g, vs)| legacy_group(g, vs)).collect();
+    endpoints::json(
+        200,
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list}),
+    )
+}
+
+fn legacy_group(g: &str, vs: &[String]) -> Value {
+    let versions: Vec<Value> = vs
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+        .collect();
+    json!({"name": g, "versions": versions, "preferredVersion": versions.first().cloned().unwrap_or_default()})
+}
+
+pub(crate) fn group(snap: &Snapshot, g: &str) -> Value {
+    let vs = snap
+        .groups()
+        .into_iter()
+        .find(|(n, _)| n == g)
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    let mut v = legacy_group(g, &vs);
+    v["kind"] = json!("APIGroup");
+    v["apiVersion"] = json!("v1");
+    v
+}
+
+fn agg_list(items: Vec<Value>) -> Response<Body> {
+    let v = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
+    endpoints::bytes(
+        200,
+        AGGREGATED,
+        bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+    )
+}
+
+fn agg_group(snap: &Snapshot, g: &str, vs: &[String]) -> Value {
+    let versions: Vec<Value> = vs
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = snap
+                .in_group_version(g, v)
+                .map(|t| agg_resource(t))
+                .collect();
+            json!({"version": v, "freshness": "Current", "resources": resources})
+        })
+        .collect();
+    json!({"metadata": {"name": g}, "versions": versions})
+}
+
+fn agg_resource(t: &ResourceType) -> Value {
+    let mut subs = Vec::new();
+    if t.status {
+        subs.push(json!({"subresource": "status", "responseKind": {"group": t.group, "version": t.version, "kind": t.kind}, "verbs": ["get", "patch", "update"]}));
+    }
+    if t.scale.is_some() {
+        subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
+    }
+    if t.group.is_empty() && t.plural == "pods" {
+        subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
+    }
+    if t.group.is_empty() && t.plural == "serviceaccounts" {
+        subs.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}));
+    }
+    let mut r = json!({
+        "resource": t.plural,
+        "responseKind": {"group": t.group, "version": t.version, "kind": t.kind},
+        "scope": if t.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": t.singular,
+        "verbs": t.verbs(),
+    });
+    if !t.short_names.is_empty() {
+        r["shortNames"] = json!(t.short_names);
+    }
+    if !t.categories.is_empty() {
+        r["categories"] = json!(t.categories);
+    }
+    if !subs.is_empty() {
+        r["subresources"] = json!(subs);
+    }
+    r
+}
+
+pub(crate) fn resource_list(snap: &Snapshot, g: &str, v: &str) -> Value {
+    let mut resources = Vec::new();
+    for t in snap.in_group_version(g, v) {
+        let mut r = json!({"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced, "kind": t.kind, "verbs": t.verbs()});
+        if !t.short_names.is_empty() {
+            r["shortNames"] = json!(t.short_names);
+        }
+        if !t.categories.is_empty() {
+            r["categories"] = json!(t.categories);
+        }
+        resources.push(r);
+        if t.status {
+            resources.push(json!({"name": format!("{}/status", t.plural), "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]}));
+        }
+        if t.scale.is_some() {
+            resources.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
+    }
+    let gv = if g.is_empty() {
+        v.to_string()
+    } else {
+        format!("{g}/{v}")
+    };
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})
+}
+
+/// The OpenAPI v3 document of one group-version (built by `openapi`).
+pub(crate) fn openapi_doc(snap: &Snapshot, g: &str, v: &str) -> Option<Value> {
+    crate::endpoints::openapi::document(snap, g, v).map(|d| d.doc.clone())
+}
+
+/// The OpenAPI v3 root: every served group-version with a hash of its document.
+pub(crate) fn openapi_root(snap: &Snapshot) -> Value {
+    let mut paths = serde_json::Map::new();
+    for (g, vs) in snap.groups() {
+        for v in vs {
+            let Some(doc) = crate::endpoints::openapi::document(snap, &g, &v) else {
+                continue;
+            };
+            let p = crate::endpoints::openapi::gv_path(&g, &v);
+            let url = format!("/openapi/v3/{p}?hash={}", doc.hash);
+            paths.insert(p, json!({"serverRelativeURL": url}));
+        }
+    }
+    json!({"paths": paths})
+}

@@ -1,0 +1,28 @@
+//! Create (POST on a collection, spec §1.6.1): decode, check type and fields, then the
+//! registry's create (`registry::rest::create_object`: namespace, name or generateName,
+//! server-set metadata, type rules, validation, store and emit ADDED).
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::Value;
+
+use crate::api::status::ApiError;
+use crate::endpoints::State;
+use crate::endpoints::router::ResourceRoute;
+use crate::endpoints::{Body, Req};
+use crate::registry::rest::create_object;
+
+/// POST of the request's body, or of `admitted`, the object admission produced from it.
+pub(crate) fn create(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    req: &Req,
+    admitted: Option<Value>,
+) -> Result<Response<Body>, ApiError> {
+    let who = super::Who::of(req, r)?;
+    let w = who.opts(&req.query)?;
+    let obj = super::body(state, r, req, admitted)?;
+    let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
+    Ok(super::respond(201, &stored, &r.rt, req))
+}

@@ -1,0 +1,104 @@
+//! Update (PUT) and patch (PATCH) of an item or its `/status` (spec §1.6.3–1.6.4). Both build a
+//! new object from the stored one and go through the registry's one update path
+//! (`registry::rest::update_object`: type/name/namespace checks, resourceVersion precondition,
+//! immutable fields, status-subresource rules, finalizers of an object being deleted,
+//! generation, validation — then a no-op write changes nothing, and an update that removes the
+//! last finalizer of a deleting object removes it). A patch is applied inside that path, to the
+//! object as committed, by `api::patch`.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+
+use crate::api::meta;
+use crate::api::patch::{Patch, Target};
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
+use crate::endpoints::State;
+use crate::endpoints::router::ResourceRoute;
+use crate::endpoints::{Body, Req};
+use crate::registry::rest::update_object;
+
+/// PUT of the request's body, or of `admitted`: the object admission produced from the body or
+/// from a patch (which is then written as a replacement pinned to the version it was computed
+/// from).
+pub(crate) fn put(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    name: &str,
+    req: &Req,
+    admitted: Option<Value>,
+) -> Result<Response<Body>, ApiError> {
+    let who = super::Who::of(req, r)?;
+    let w = who.opts(&req.query)?;
+    let body = super::body(state, r, req, admitted)?;
+    let (out, _) = update_object(
+        state,
+        &r.rt,
+        r.namespace.as_deref(),
+        name,
+        r.sub.as_deref(),
+        w,
+        true,
+        move |_| Ok(body),
+    )?;
+    Ok(super::respond(200, &out, &r.rt, req))
+}
+
+pub(crate) fn patch(
+    state: &Arc<State>,
+    r: &ResourceRoute,
+    name: &str,
+    req: &Req,
+) -> Result<Response<Body>, ApiError> {
+    let who = super::Who::of(req, r)?;
+    let w = who.opts(&req.query)?;
+    let ct = req.media_type();
+    if ct != "application/apply-patch+yaml" && req.query.flag("force")? {
+        let cause = FieldCause::forbidden("force", "may not be specified for non-apply patch");
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            &[cause],
+        ));
+    }
+    if ct == "application/apply-patch+yaml" {
+        return Err(ApiError::internal(
+            "server-side apply is served by the apply handler",
+        ));
+    }
+    let rt = r.rt.clone();
+    let p = Patch::decode(ct, &req.body, Target::of(rt.crd.is_some()))?;
+    let served_rt = rt.clone();
+    let mode = super::fields::mode(req)?;
+    let (out, _) = update_object(
+        state,
+        &rt,
+        r.namespace.as_deref(),
+        name,
+        r.sub.as_deref(),
+        w,
+        false,
+        move |cur| {
+            let doc = crate::registry::objects::served(cur, &served_rt).into_owned();
+            let new = p.apply(&doc)?;
+            if !new.is_object() {
+                return Err(ApiError::bad_request(
+                    "the patched object is not a JSON object",
+                ));
+            }
+            // As upstream's patcher: a patched object that does not decode is 422 on `patch`.
+            meta::check_types(&new).map_err(|e| {
+                let cause = FieldCause::invalid("patch", &json!(new.to_string()), &e);
+                ApiError::invalid("", "", "", &[cause])
+            })?;
+            if mode != super::fields::Mode::Ignore {
+                super::fields::check(&served_rt, &new, req)?;
+            }
+            Ok(new)
+        },
+    )?;
+    Ok(super::respond(200, &out, &r.rt, req))
+}

@@ -1,0 +1,217 @@
+//! The built-in resource types served from the start (spec §1.18). Group, version, kind,
+//! plural and scope come from `k8s_openapi`; subresources, short names, categories, generation
+//! tracking and field-selector fields are listed by hand. No controller runs behind them.
+
+use std::any::TypeId;
+
+use k8s_openapi::api::{
+    admissionregistration, apps, authentication, authorization, autoscaling, batch, coordination,
+    core, discovery, events, networking, policy, rbac, scheduling, storage,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::{NamespaceResourceScope, Resource};
+
+use serde_json::Value;
+
+use crate::registry::{ResourceType, ScaleSpec, View};
+
+/// Status subresource.
+const S: u8 = 1;
+/// Scale subresource (.spec.replicas).
+const SC: u8 = 2;
+/// Tracks metadata.generation.
+const G: u8 = 4;
+/// Create-only virtual resource.
+const V: u8 = 8;
+
+/// Decodes `v` as `K`, the way upstream decodes a body into its Go type.
+fn decode<K: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
+    K::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn t<K: Resource + serde::de::DeserializeOwned + 'static>(
+    flags: u8,
+    short: &[&str],
+    fields: &[&str],
+) -> ResourceType {
+    let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
+    let api_version = K::API_VERSION.to_string();
+    ResourceType {
+        group: K::GROUP.to_string(),
+        version: K::VERSION.to_string(),
+        kind: K::KIND.to_string(),
+        list_kind: format!("{}List", K::KIND),
+        plural: K::URL_PATH_SEGMENT.to_string(),
+        singular: K::KIND.to_ascii_lowercase(),
+        namespaced,
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: Vec::new(),
+        status: flags & S != 0,
+        scale: (flags & SC != 0).then(|| ScaleSpec {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: Some(".spec.selector".into()),
+        }),
+        generation: flags & G != 0,
+        crd: None,
+        schema: None,
+        storage_version: api_version,
+        virtual_create: flags & V != 0,
+        fields: fields.iter().map(|s| s.to_string()).collect(),
+        decode: Some(decode::<K>),
+        view: None,
+    }
+}
+
+const POD_FIELDS: &[&str] = &[
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+];
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+/// Every built-in type, in discovery order.
+pub(crate) fn builtin_types() -> Vec<ResourceType> {
+    use core::v1 as c;
+    let mut v = vec![
+        t::<c::Namespace>(S, &["ns"], &["status.phase"]),
+        t::<c::ConfigMap>(0, &["cm"], &[]),
+        t::<c::Secret>(0, &[], &["type"]),
+        t::<c::ServiceAccount>(0, &["sa"], &[]),
+        t::<c::Service>(S, &["svc"], &[]),
+        t::<c::Pod>(S, &["po"], POD_FIELDS),
+        t::<c::Event>(0, &["ev"], EVENT_FIELDS),
+        t::<c::Endpoints>(0, &["ep"], &[]),
+        t::<c::Node>(S, &["no"], &["spec.unschedulable"]),
+        t::<c::PersistentVolumeClaim>(S, &["pvc"], &[]),
+        t::<c::PersistentVolume>(S, &["pv"], &[]),
+        t::<c::ReplicationController>(S | SC, &["rc"], &["status.replicas"]),
+        t::<c::LimitRange>(0, &["limits"], &[]),
+        t::<c::ResourceQuota>(S, &["quota"], &[]),
+        t::<c::PodTemplate>(0, &[], &[]),
+        t::<apps::v1::Deployment>(S | SC | G, &["deploy"], &[]),
+        t::<apps::v1::ReplicaSet>(S | SC | G, &["rs"], &["status.replicas"]),
+        t::<apps::v1::StatefulSet>(S | SC | G, &["sts"], &[]),
+        t::<apps::v1::DaemonSet>(S | G, &["ds"], &[]),
+        t::<apps::v1::ControllerRevision>(0, &[], &[]),
+        t::<batch::v1::Job>(S | G, &[], &["status.successful"]),
+        t::<batch::v1::CronJob>(S | G, &["cj"], &[]),
+        t::<coordination::v1::Lease>(0, &[], &[]),
+        t::<events::v1::Event>(0, &["ev"], &[]),
+        t::<CustomResourceDefinition>(S | G, &["crd", "crds"], &[]),
+        t::<rbac::v1::Role>(0, &[], &[]),
+        t::<rbac::v1::RoleBinding>(0, &[], &[]),
+        t::<rbac::v1::ClusterRole>(0, &[], &[]),
+        t::<rbac::v1::ClusterRoleBinding>(0, &[], &[]),
+        t::<admissionregistration::v1::ValidatingWebhookConfiguration>(G, &[], &[]),
+        t::<admissionregistration::v1::MutatingWebhookConfiguration>(G, &[], &[]),
+        t::<admissionregistration::v1::ValidatingAdmissionPolicy>(S | G, &[], &[]),
+        t::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(G, &[], &[]),
+        t::<networking::v1::Ingress>(S | G, &["ing"], &[]),
+        t::<networking::v1::IngressClass>(0, &[], &[]),
+        t::<networking::v1::NetworkPolicy>(G, &["netpol"], &[]),
+        t::<policy::v1::PodDisruptionBudget>(S | G, &["pdb"], &[]),
+        t::<autoscaling::v2::HorizontalPodAutoscaler>(S | G, &["hpa"], &[]),
+        t::<autoscaling::v1::HorizontalPodAutoscaler>(S | G, &["hpa"], &[]),
+        t::<discovery::v1::EndpointSlice>(0, &[], &[]),
+        t::<storage::v1::StorageClass>(0, &["sc"], &[]),
+        t::<scheduling::v1::PriorityClass>(0, &["pc"], &[]),
+        t::<authentication::v1::TokenReview>(V, &[], &[]),
+        t::<authorization::v1::SubjectAccessReview>(V, &[], &[]),
+        t::<authorization::v1::SelfSubjectAccessReview>(V, &[], &[]),
+        t::<authorization::v1::SelfSubjectRulesReview>(V, &[], &[]),
+        t::<authorization::v1::LocalSubjectAccessReview>(V, &[], &[]),
+        t::<authentication::v1::SelfSubjectReview>(V, &[], &[]),
+    ];
+    for rt in &mut v {
+        complete(rt);
+    }
+    v
+}
+
+/// What the table does not say: the `all` category, the events.k8s.io view of core/v1 Events,
+/// and the shared storage of both autoscaling versions.
+fn complete(rt: &mut ResourceType) {
+    if [
+        "pods",
+        "services",
+        "replicationcontrollers",
+        "deployments",
+        "replicasets",
+        "statefulsets",
+        "daemonsets",
+        "jobs",
+        "cronjobs",
+        "horizontalpodautoscalers",
+    ]
+    .contains(&rt.plural.as_str())
+    {
+        rt.categories.push("all".into());
+    }
+    // events.k8s.io/v1 is a view of the core/v1 Events.
+    if rt.group == "events.k8s.io" {
+        rt.view = Some(View {
+            store: ("", "events"),
+            to_view: event_to_view,
+            from_view: event_from_view,
+        });
+        rt.storage_version = "v1".into();
+        rt.decode = Some(decode::<core::v1::Event>);
+    }
+    // Both autoscaling versions share one collection, as upstream.
+    if rt.plural == "horizontalpodautoscalers" {
+        rt.storage_version = "autoscaling/v2".into();
+    }
+}
+
+/// events.k8s.io/v1 field names and their core/v1 Event counterparts.
+const EVENT_FIELDS_MAP: &[(&str, &str)] = &[
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("deprecatedCount", "count"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedSource", "source"),
+    ("reportingController", "reportingComponent"),
+];
+
+fn rename(v: &mut Value, pairs: impl Iterator<Item = (&'static str, &'static str)>) {
+    if let Some(o) = v.as_object_mut() {
+        for (from, to) in pairs {
+            if let Some(x) = o.remove(from) {
+                o.insert(to.to_string(), x);
+            }
+        }
+    }
+}
+
+/// A stored core/v1 Event as an events.k8s.io/v1 Event.
+fn event_to_view(v: &mut Value) {
+    rename(v, EVENT_FIELDS_MAP.iter().map(|(e, c)| (*c, *e)));
+    v["apiVersion"] = Value::from("events.k8s.io/v1");
+    v["kind"] = Value::from("Event");
+}
+
+/// An events.k8s.io/v1 Event as a core/v1 Event.
+fn event_from_view(v: &mut Value) {
+    rename(v, EVENT_FIELDS_MAP.iter().copied());
+    v["apiVersion"] = Value::from("v1");
+    v["kind"] = Value::from("Event");
+}

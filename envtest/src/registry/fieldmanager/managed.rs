@@ -1,0 +1,249 @@
+//! `metadata.managedFields` entries (spec §1.10 item 7) read from and written to stored
+//! objects, and the apply step itself: conflict detection against the other managers, merging
+//! the applied configuration into the live object, and removing the fields a manager stopped
+//! applying that nobody else owns. Field sets come from `fieldset`; server-side apply
+//! (`endpoints::handlers::apply`) runs this inside the store's update path so that it sees
+//! exactly the committed state.
+
+use serde_json::{Map, Value, json};
+
+use super::fieldset::{self, FieldSet, Shape};
+use crate::api::strategic::ListStrategy;
+
+/// One managedFields entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub manager: String,
+    pub operation: String,
+    pub api_version: String,
+    pub time: String,
+    pub subresource: Option<String>,
+    pub set: FieldSet,
+}
+
+impl Entry {
+    fn to_json(&self) -> Value {
+        let mut v = json!({
+            "manager": self.manager, "operation": self.operation, "apiVersion": self.api_version,
+            "fieldsType": "FieldsV1", "fieldsV1": fieldset::to_fields_v1(&self.set),
+        });
+        // `time` is omitted when unknown (a client-supplied entry without one), as upstream's
+        // omitempty does: an empty string is not a valid Time.
+        if !self.time.is_empty() {
+            v["time"] = json!(self.time);
+        }
+        if let Some(s) = &self.subresource {
+            v["subresource"] = json!(s);
+        }
+        v
+    }
+
+    /// Same manager, operation and subresource.
+    pub fn same_slot(&self, manager: &str, operation: &str, sub: Option<&str>) -> bool {
+        self.manager == manager && self.operation == operation && self.subresource.as_deref() == sub
+    }
+}
+
+/// The entries of an object.
+pub(crate) fn read(obj: &Value) -> Vec<Entry> {
+    let Some(items) = obj
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let s = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    items
+        .iter()
+        .map(|e| Entry {
+            manager: s(e, "manager"),
+            operation: s(e, "operation"),
+            api_version: s(e, "apiVersion"),
+            time: s(e, "time"),
+            subresource: e
+                .get("subresource")
+                .and_then(Value::as_str)
+                .map(String::from),
+            set: e
+                .get("fieldsV1")
+                .map(fieldset::from_fields_v1)
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Stores `entries` (empty ones dropped) in `obj`, ordered as upstream encodes them: by
+/// operation (`Apply` first), time, manager, apiVersion, subresource.
+pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
+    let mut kept: Vec<&Entry> = entries.iter().filter(|e| !e.set.is_empty()).collect();
+    kept.sort_by(|a, b| {
+        (
+            &a.operation,
+            &a.time,
+            &a.manager,
+            &a.api_version,
+            &a.subresource,
+        )
+            .cmp(&(
+                &b.operation,
+                &b.time,
+                &b.manager,
+                &b.api_version,
+                &b.subresource,
+            ))
+    });
+    let list: Vec<Value> = kept.into_iter().map(Entry::to_json).collect();
+    let m = crate::api::meta::meta_mut(obj);
+    if list.is_empty() {
+        m.remove("managedFields");
+    } else {
+        m.insert("managedFields".into(), Value::Array(list));
+    }
+}
+
+/// A field another manager owns with a different value.
+#[derive(Debug, Clone)]
+pub(crate) struct Conflict {
+    pub manager: String,
+    pub api_version: String,
+    pub path: Vec<String>,
+    /// The other manager's operation and subresource, for the message.
+    pub operation: String,
+    pub subresource: Option<String>,
+}
+
+impl Conflict {
+    /// A conflict on `path` with entry `e`.
+    pub fn with(e: &Entry, path: &[String]) -> Conflict {
+        Conflict {
+            manager: e.manager.clone(),
+            api_version: e.api_version.clone(),
+            path: path.to_vec(),
+            operation: e.operation.clone(),
+            subresource: e.subresource.clone(),
+        }
+    }
+
+    /// The manager as upstream's `printManager` names it: `"m"`, `"m" with subresource "s"`,
+    /// and ` using <apiVersion>` for `Update` entries.
+    pub fn printed(&self) -> String {
+        let mut s = format!("{:?}", self.manager);
+        if let Some(sub) = &self.subresource {
+            s.push_str(&format!(" with subresource {sub:?}"));
+        }
+        if self.operation == "Update" {
+            s.push_str(&format!(" using {}", self.api_version));
+        }
+        s
+    }
+}
+
+/// Merges the applied configuration `applied` into `live` (maps per key, associative lists per
+/// key, sets as unions, everything else replaced).
+pub(crate) fn merge(shape: &Shape, live: &mut Value, applied: &Value, names: &mut Vec<String>) {
+    let (Some(l), Value::Object(a)) = (live.as_object_mut(), applied) else {
+        *live = applied.clone();
+        return;
+    };
+    for (k, v) in a {
+        match v {
+            Value::Object(_) if shape.atomic_map(names, k) => {
+                l.insert(k.clone(), v.clone());
+            }
+            Value::Object(_) => {
+                let slot = l
+                    .entry(k.clone())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !slot.is_object() {
+                    *slot = Value::Object(Map::new());
+                }
+                names.push(k.clone());
+                merge(shape, slot, v, names);
+                names.pop();
+            }
+            Value::Array(items) => {
+                let strategy = shape.list(names, k);
+                let slot = l
+                    .entry(k.clone())
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if !slot.is_array() {
+                    *slot = Value::Array(Vec::new());
+                }
+                let Value::Array(cur) = slot else {
+                    continue;
+                };
+                match strategy {
+                    ListStrategy::Atomic => *cur = items.clone(),
+                    ListStrategy::Set => {
+                        for e in items {
+                            if !cur.contains(e) {
+                                cur.push(e.clone());
+                            }
+                        }
+                    }
+                    ListStrategy::Map(keys) => {
+                        names.push(k.clone());
+                        names.push("[]".into());
+                        for e in items {
+                            let tok = fieldset::key_token(e, &keys);
+                            let pos = tok.as_ref().and_then(|t| {
+                                cur.iter()
+                                    .position(|x| fieldset::key_token(x, &keys).as_ref() == Some(t))
+                            });
+                            match pos {
+                                Some(i) => merge(shape, &mut cur[i], e, names),
+                                None => cur.push(e.clone()),
+                            }
+                        }
+                        names.pop();
+                        names.pop();
+                    }
+                }
+            }
+            other => {
+                l.insert(k.clone(), other.clone());
+            }
+        }
+    }
+}
+
+/// Paths of `set` whose applied value differs from the live value while another entry owns
+/// them.
+pub(crate) fn conflicts(
+    entries: &[Entry],
+    mine: Option<usize>,
+    set: &FieldSet,
+    live: &Value,
+    applied: &Value,
+) -> Vec<Conflict> {
+    let mut out = Vec::new();
+    for p in set {
+        if p.last().is_some_and(|t| t == "." || t.starts_with("v:")) {
+            continue;
+        }
+        let (lv, av) = (fieldset::get(live, p), fieldset::get(applied, p));
+        if lv.is_none() || lv == av {
+            continue;
+        }
+        for (i, e) in entries.iter().enumerate() {
+            if Some(i) != mine && e.set.contains(p) {
+                out.push(Conflict::with(e, p));
+            }
+        }
+    }
+    out
+}
+
+/// Whether some entry other than `mine` owns `p` or a field below it.
+pub(crate) fn owned_by_others(entries: &[Entry], mine: Option<usize>, p: &[String]) -> bool {
+    let base: &[String] = match p.last().map(String::as_str) {
+        Some(".") => &p[..p.len() - 1],
+        _ => p,
+    };
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != mine)
+        .any(|(_, e)| e.set.iter().any(|q| q.starts_with(base)))
+}

@@ -1,0 +1,224 @@
+//! managedFields of non-apply writes (spec §1.10 item 5), as the apiserver's field manager
+//! records them: a POST, PUT or json/merge/strategic PATCH by manager M (the `fieldManager`
+//! query, else the User-Agent before its first `/`, else `unknown`) gets an `Update` entry per
+//! (M, apiVersion, subresource) holding every field it added or changed (`compare`), and those
+//! fields — and the ones it removed — leave every other manager's set. Updates never conflict.
+//! `managedFields` sent by the client replace the tracked ones when they decode, and reset
+//! tracking when they are `[]` or `[{}]` (upstream's `isResetManagedFields`); subresource
+//! writes always start from the stored entries. At most ten `Update` entries are kept: older
+//! ones merge into `ancient-changes` (upstream's `capManagersManager`). The generic
+//! write path (`registry::rest`) calls [`record_update`] from create and update; server-side
+//! apply keeps its own `Apply` entries.
+
+use serde_json::Value;
+
+use super::compare;
+use super::fieldset::{self, Path, Shape};
+use super::managed::{self, Entry};
+use crate::api::meta;
+use crate::registry::ResourceType;
+
+/// Who makes a non-apply write, as its managedFields entry names it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Writer<'a> {
+    /// The field manager.
+    pub manager: &'a str,
+    /// The apiVersion the request was made at.
+    pub api_version: &'a str,
+    /// `status` or `scale` for subresource writes.
+    pub subresource: Option<&'a str>,
+}
+
+/// Upstream's `DefaultMaxUpdateManagers`.
+const MAX_UPDATE_MANAGERS: usize = 10;
+/// The bucket older `Update` entries are merged into.
+const ANCIENT: &str = "ancient-changes";
+/// Metadata fields nobody owns (upstream's `stripSet`).
+const STRIPPED_META: [&str; 9] = [
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
+
+/// Records the write of `new` over `cur` (`None` for a create) by `who` in `new`'s
+/// managedFields. `given` is the `metadata.managedFields` the client sent, if any.
+pub(crate) fn record_update(
+    rt: &ResourceType,
+    cur: Option<&Value>,
+    new: &mut Value,
+    given: Option<&Value>,
+    who: &Writer,
+) {
+    let shape = Shape { rt };
+    let mut entries = base_entries(cur, given, who.subresource.is_some());
+    let mut cmp = compare::compare(&shape, cur, new);
+    for s in [&mut cmp.added, &mut cmp.modified, &mut cmp.removed] {
+        s.retain(|p| !stripped(p));
+    }
+    let changed = cmp.changed();
+    for e in &mut entries {
+        fieldset::subtract(&mut e.set, &changed);
+        fieldset::subtract(&mut e.set, &cmp.removed);
+    }
+    if !changed.is_empty() {
+        let now = meta::now();
+        let slot = entries.iter_mut().find(|e| {
+            e.same_slot(who.manager, "Update", who.subresource) && e.api_version == who.api_version
+        });
+        match slot {
+            Some(e) => {
+                e.set.extend(changed);
+                e.time = now;
+            }
+            None => entries.push(Entry {
+                manager: who.manager.to_string(),
+                operation: "Update".into(),
+                api_version: who.api_version.to_string(),
+                time: now,
+                subresource: who.subresource.map(String::from),
+                set: changed,
+            }),
+        }
+    }
+    entries.retain(|e| !e.set.is_empty());
+    cap_update_managers(&mut entries);
+    managed::write(new, &entries);
+}
+
+/// The entries the write starts from: the client's when it sent valid ones, none when it asked
+/// for a reset, else the stored ones.
+fn base_entries(cur: Option<&Value>, given: Option<&Value>, subresource: bool) -> Vec<Entry> {
+    let stored = || cur.map(managed::read).unwrap_or_default();
+    let Some(Value::Array(list)) = given.filter(|_| !subresource) else {
+        return stored();
+    };
+    let reset =
+        list.is_empty() || (list.len() == 1 && list[0].as_object().is_some_and(|o| o.is_empty()));
+    if reset {
+        return Vec::new();
+    }
+    let valid = list.iter().all(|e| {
+        matches!(
+            e.get("operation").and_then(Value::as_str),
+            Some("Apply" | "Update")
+        ) && e
+            .get("fieldsType")
+            .is_none_or(|t| t.as_str() == Some("FieldsV1"))
+    });
+    let mut holder = serde_json::json!({});
+    meta::set_meta(&mut holder, "managedFields", Value::Array(list.clone()));
+    let entries = managed::read(&holder);
+    if valid && entries.iter().any(|e| !e.set.is_empty()) {
+        entries
+    } else {
+        stored()
+    }
+}
+
+fn stripped(p: &Path) -> bool {
+    match p.first().map(String::as_str) {
+        Some("f:apiVersion" | "f:kind") => p.len() == 1,
+        Some("f:metadata") => match p.get(1).map(String::as_str) {
+            None | Some(".") => true,
+            Some(f) => f
+                .strip_prefix("f:")
+                .is_some_and(|f| STRIPPED_META.contains(&f)),
+        },
+        _ => false,
+    }
+}
+
+/// Keeps at most [`MAX_UPDATE_MANAGERS`] `Update` entries: the oldest merge into
+/// `ancient-changes`.
+fn cap_update_managers(entries: &mut Vec<Entry>) {
+    loop {
+        let mut updates: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].operation == "Update")
+            .collect();
+        if updates.len() <= MAX_UPDATE_MANAGERS {
+            return;
+        }
+        updates.sort_by(|&a, &b| entries[a].time.cmp(&entries[b].time));
+        let mut olds = updates
+            .into_iter()
+            .filter(|&i| entries[i].manager != ANCIENT);
+        let (Some(first), second) = (olds.next(), olds.next()) else {
+            return;
+        };
+        let bucket = entries.iter().position(|b| {
+            b.same_slot(ANCIENT, "Update", None) && b.api_version == entries[first].api_version
+        });
+        let (into, from) = match (bucket, second) {
+            (Some(b), _) => (b, first),
+            (None, Some(s)) => {
+                entries[s].manager = ANCIENT.into();
+                entries[s].subresource = None;
+                (s, first)
+            }
+            (None, None) => return,
+        };
+        let e = entries[from].clone();
+        let b = &mut entries[into];
+        b.set.extend(e.set);
+        b.time = b.time.clone().max(e.time);
+        entries.remove(from);
+    }
+}
+
+/// The field set of an Update entry is what it changed: used by tests of this module.
+#[cfg(test)]
+fn set_of(paths: &[&[&str]]) -> fieldset::FieldSet {
+    paths
+        .iter()
+        .map(|p| p.iter().map(|s| s.to_string()).collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_set_matches_upstream() {
+        let s = set_of(&[
+            &["f:metadata", "f:name"],
+            &["f:metadata", "."],
+            &["f:apiVersion"],
+            &["f:metadata", "f:labels", "f:a"],
+        ]);
+        let kept: Vec<&Path> = s.iter().filter(|p| !stripped(p)).collect();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0][1], "f:labels");
+    }
+}
+
+#[cfg(test)]
+mod record_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn create_of_a_configmap() {
+        let rt = crate::registry::builtins::builtin_types()
+            .into_iter()
+            .find(|t| t.plural == "configmaps")
+            .unwrap();
+        let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"app": "w"}}, "data": {"a": "1"}});
+        let who = Writer {
+            manager: "m",
+            api_version: "v1",
+            subresource: None,
+        };
+        record_update(&rt, None, &mut obj, None, &who);
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! The generic object lifecycle (kube-apiserver's `registry/generic/registry.Store`): create,
+//! update and delete of one object with preconditions, dryRun and finalizers, over the store's
+//! atomic `commit`, with the per-kind rules of [`strategy`] and [`crd`] and the managedFields of
+//! [`fieldmanager`](super::fieldmanager). Every committed write then runs the registry's own
+//! effects (a CRD's types, [`crd::after_commit`]) and, through [`hooks`], the write observers
+//! (the controllers). The HTTP handlers, admission, the controllers and `env` write through
+//! here; it calls `api`, `storage` and the registry only.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::hooks::{self, Verb, Written};
+use super::{ResourceType, context::Apiserver, crd, objects, strategy};
+use crate::api::meta;
+use crate::api::status::ApiError;
+use crate::api::validation::{self, FieldCause};
+use crate::storage::{Change, Outcome};
+
+/// Options of a write: `dryRun=All`, `fieldValidation=Strict`, and who writes (the handlers
+/// build them from the query, `endpoints::handlers::write_opts`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WriteOpts<'a> {
+    pub dry_run: bool,
+    /// Unknown fields of custom resources are an error (400) instead of being dropped.
+    pub strict: bool,
+    /// The field manager whose `Update` entry records the write (`super::fieldmanager::record_update`);
+    /// `None` for server-side apply (which keeps its own entries) and the server's own writes.
+    pub manager: Option<super::fieldmanager::Writer<'a>>,
+}
+
+/// DeleteOptions as the delete path acts on them (the handlers decode them from the body and
+/// the query).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DeleteOpts {
+    pub dry_run: bool,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub policy: Option<String>,
+    /// `gracePeriodSeconds` (only simulated Pods use it: [`strategy::pod_graceful_delete`]).
+    pub grace: Option<i64>,
+}
+
+/// Creates `obj` (already type-checked) in `url_ns`, then runs the write observers.
+pub(crate) fn create_object(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    url_ns: Option<&str>,
+    obj: Value,
+    w: WriteOpts<'_>,
+) -> Result<Arc<Value>, ApiError> {
+    let out = create(api, rt, url_ns, obj, w)?;
+    if !w.dry_run {
+        hooks::settle(api, Written::new(Verb::Create, rt, &out, false));
+    }
+    Ok(out)
+}
+
+/// The create itself: identity, strategy, validation, commit and the registry's own effects
+/// (no observers).
+pub(crate) fn create(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    url_ns: Option<&str>,
+    mut obj: Value,
+    w: WriteOpts<'_>,
+) -> Result<Arc<Value>, ApiError> {
+    let ns = identity(rt, url_ns, &mut obj)?;
+    let name = meta::name(&obj).to_string();
+    strategy::validate(rt, &mut obj)?;
+    if rt.namespaced {
+        strategy::ensure_namespace(api, rt, &ns, &name)?;
+    }
+    // managedFields given on create (server-side apply's first entry) are kept.
+    let managed = obj
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .cloned();
+    meta::init_create(&mut obj, rt.generation);
+    if let Some(m) = managed {
+        meta::set_meta(&mut obj, "managedFields", m);
+    }
+    strategy::normalize(rt, &mut obj, true);
+    if rt.crd.is_some()
+        && rt.status
+        && let Some(o) = obj.as_object_mut()
+    {
+        o.remove("status");
+    }
+    crd::on_write(rt, None, &mut obj)?;
+    crd::validate_custom(rt, &mut obj, None, w.strict)?;
+    meta::normalize(&mut obj);
+    if let Some(who) = &w.manager {
+        let given = obj
+            .get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
+        super::fieldmanager::record_update(rt, None, &mut obj, given.as_ref(), who);
+    }
+    let key = rt.store_key();
+    let okey = objects::okey(rt, Some(&ns), &name);
+    let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
+        if cur.is_some() {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        Ok(Change::Put(obj))
+    })?;
+    let stored = match out {
+        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) | Outcome::Deleted(v) => {
+            v
+        }
+    };
+    if !w.dry_run {
+        crd::after_commit(api, rt, &stored, false);
+    }
+    Ok(stored)
+}
+
+/// The identity of a new object: its namespace (the URL's, which a body may only repeat; none
+/// for a cluster-scoped type, returned) and its name (generated from `generateName`); a
+/// create may not name a resourceVersion.
+fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<String, ApiError> {
+    let body_ns = meta::namespace(obj).to_string();
+    if rt.namespaced {
+        let url_ns = url_ns.unwrap_or("");
+        if body_ns.is_empty() {
+            meta::set_meta(obj, "namespace", json!(url_ns));
+        } else if body_ns != url_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    } else {
+        meta::remove_meta(obj, "namespace");
+    }
+    let ns = meta::namespace(obj).to_string();
+    if meta::name(obj).is_empty() {
+        match meta::meta_str(obj, "generateName").filter(|g| !g.is_empty()) {
+            Some(prefix) => {
+                let n = validation::generate_name(prefix);
+                meta::set_meta(obj, "name", json!(n));
+            }
+            None => {
+                let cause =
+                    FieldCause::required("metadata.name", "name or generateName is required");
+                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
+            }
+        }
+    }
+    if meta::meta_str(obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::bad_request(
+            "resourceVersion can not be set for Create requests",
+        ));
+    }
+    Ok(ns)
+}
+/// The shared update path, then the write observers. `make` builds the new object from the
+/// stored one. `put` marks a PUT (custom resources then require `metadata.resourceVersion`).
+/// Returns the resulting object and whether it was removed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update_object(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    w: WriteOpts<'_>,
+    put: bool,
+    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let (obj, removed) = update(api, rt, ns, name, sub, w, put, make)?;
+    if !w.dry_run {
+        hooks::settle(api, Written::new(Verb::Update, rt, &obj, removed));
+    }
+    Ok((obj, removed))
+}
+
+/// The update itself (no observers): see [`update_object`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    w: WriteOpts<'_>,
+    put: bool,
+    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let key = rt.store_key();
+    let okey = objects::okey(rt, ns, name);
+    let status_write = sub == Some("status");
+    let sibs = objects::siblings(api, rt);
+    let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
+        let Some(cur) = cur else {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        };
+        let mut new = make(cur)?;
+        let given_fields = new
+            .get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .cloned();
+        objects::check_type(&mut new, rt, &sibs)?;
+        check_identity(&mut new, rt, ns, name)?;
+        check_preconditions(cur, &new, rt, name, put)?;
+        meta::keep_immutable(&mut new, cur);
+        new = strategy::status_rules(cur, new, rt, status_write);
+        // finalizers of an object being deleted
+        let deleting = meta::meta_str(cur, "deletionTimestamp").is_some();
+        if deleting {
+            let old_f = meta::finalizers(cur);
+            if meta::finalizers(&new).iter().any(|f| !old_f.contains(f)) {
+                let cause = FieldCause::forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted",
+                );
+                return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
+            }
+        }
+        strategy::normalize(rt, &mut new, false);
+        meta::normalize(&mut new);
+        strategy::validate(rt, &mut new)?;
+        crd::on_write(rt, Some(cur), &mut new)?;
+        crd::validate_custom(rt, &mut new, Some(cur), w.strict)?;
+        if rt.generation && !status_write && meta::spec_changed(cur, &new, rt.status) {
+            meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
+        }
+        if let Some(who) = &w.manager {
+            super::fieldmanager::record_update(rt, Some(cur), &mut new, given_fields.as_ref(), who);
+        }
+        // Upstream's shouldDeleteDuringUpdate: a graceful deletion (simulated Pods) waits.
+        let graceful = cur
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .is_some_and(|g| g > 0);
+        if deleting
+            && !graceful
+            && meta::finalizers(&new).is_empty()
+            && !strategy::namespace_finalizers(rt, &new)
+        {
+            return Ok(Change::Remove);
+        }
+        Ok(Change::Put(new))
+    })?;
+    let (obj, removed) = match out {
+        Outcome::Deleted(v) => (v, true),
+        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
+    };
+    if !w.dry_run {
+        crd::after_commit(api, rt, &obj, removed);
+    }
+    Ok((obj, removed))
+}
+
+/// The object's name must be the URL's (set when missing); a namespaced object's namespace
+/// must be the URL's (set when missing), a cluster-scoped one has none.
+fn check_identity(
+    new: &mut Value,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    name: &str,
+) -> Result<(), ApiError> {
+    match meta::meta_str(new, "name") {
+        None | Some("") => meta::set_meta(new, "name", json!(name)),
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => {}
+    }
+    if rt.namespaced {
+        let url_ns = ns.unwrap_or("");
+        match meta::meta_str(new, "namespace") {
+            None | Some("") => meta::set_meta(new, "namespace", json!(url_ns)),
+            Some(n) if n != url_ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {}
+        }
+    } else {
+        meta::remove_meta(new, "namespace");
+    }
+    Ok(())
+}
+
+/// Optimistic concurrency: a resourceVersion given must be the stored one (a PUT of a custom
+/// resource must give one), and a uid given must be the stored one.
+fn check_preconditions(
+    cur: &Value,
+    new: &Value,
+    rt: &ResourceType,
+    name: &str,
+    put: bool,
+) -> Result<(), ApiError> {
+    let cur_rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
+    match meta::meta_str(new, "resourceVersion").filter(|v| !v.is_empty()) {
+        Some(rv) if rv != cur_rv => return Err(ApiError::conflict(&rt.group, &rt.plural, name)),
+        None if put && rt.crd.is_some() => {
+            let cause = FieldCause::invalid(
+                "metadata.resourceVersion",
+                &json!("0x0"),
+                "must be specified for an update",
+            );
+            let mut e = ApiError::invalid(&rt.group, &rt.kind, name, &[cause]);
+            e.message = format!(
+                "{} {name:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                crate::api::status::qualified(&rt.group, &rt.plural)
+            );
+            return Err(e);
+        }
+        _ => {}
+    }
+    if let Some(uid) = meta::meta_str(new, "uid").filter(|u| !u.is_empty())
+        && Some(uid) != meta::meta_str(cur, "uid")
+    {
+        let cause = FieldCause::invalid("metadata.uid", &json!(uid), "field is immutable");
+        return Err(ApiError::invalid(&rt.group, &rt.kind, name, &[cause]));
+    }
+    Ok(())
+}
+
+/// Deletes or marks one object, then runs the write observers; returns it and whether it is
+/// gone.
+pub(crate) fn delete_object(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    opts: &DeleteOpts,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let (obj, removed) = delete(api, rt, ns, name, opts)?;
+    if !opts.dry_run {
+        hooks::settle(api, Written::new(Verb::Delete, rt, &obj, removed));
+    }
+    Ok((obj, removed))
+}
+
+/// The delete itself (no observers): preconditions, the propagation policy's finalizer, the
+/// kind's deletion rules, then the object is removed or marked.
+pub(crate) fn delete(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    opts: &DeleteOpts,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let key = rt.store_key();
+    let okey = objects::okey(rt, ns, name);
+    let out = api.store.commit(&key, &okey, opts.dry_run, |cur| {
+        let Some(cur) = cur else {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        };
+        let uid = meta::meta_str(cur, "uid").unwrap_or("");
+        if let Some(want) = opts.uid.as_deref().filter(|u| *u != uid) {
+            return Err(ApiError::new(409, "Conflict", format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}")));
+        }
+        let rv = meta::meta_str(cur, "resourceVersion").unwrap_or("");
+        if let Some(want) = opts.resource_version.as_deref().filter(|r| *r != rv) {
+            return Err(ApiError::new(
+                409,
+                "Conflict",
+                format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"),
+            ));
+        }
+        let mut new = cur.clone();
+        let mut fins = meta::finalizers(&new);
+        let extra = match opts.policy.as_deref() {
+            Some("Orphan") => Some("orphan"),
+            Some("Foreground") => Some("foregroundDeletion"),
+            _ => None,
+        };
+        if let Some(f) = extra
+            && !fins.iter().any(|x| x == f) {
+                fins.push(f.to_string());
+                meta::set_meta(&mut new, "finalizers", json!(fins));
+            }
+        if let Some(change) = strategy::pod_graceful_delete(api, rt, cur, &new, opts.grace) {
+            return Ok(change);
+        }
+        let is_ns = strategy::namespace_finalizers(rt, &new);
+        if fins.is_empty() && !is_ns {
+            return Ok(Change::Remove);
+        }
+        if meta::meta_str(&new, "deletionTimestamp").is_none() {
+            meta::set_meta(&mut new, "deletionTimestamp", json!(meta::now()));
+            meta::set_meta(&mut new, "deletionGracePeriodSeconds", json!(0));
+            if rt.generation {
+                meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
+            }
+        }
+        if crd::is_crd_type(rt) {
+            crd::mark_terminating(&mut new);
+        }
+        if rt.group.is_empty() && rt.plural == "namespaces" {
+            new["status"] = json!({"phase": "Terminating"});
+        }
+        Ok(Change::Put(new))
+    })?;
+    let (obj, removed) = match out {
+        Outcome::Deleted(v) => (v, true),
+        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
+    };
+    if !opts.dry_run {
+        crd::after_commit(api, rt, &obj, removed);
+    }
+    Ok((obj, removed))
+}

@@ -1,0 +1,258 @@
+//! Per-kind rules of the generic write path (kube-apiserver's `RESTCreateStrategy` /
+//! `RESTUpdateStrategy` / `RESTDeleteStrategy` of a few kinds, spec §1.6.1 item 7, §1.16):
+//! generic metadata and data validation ([`validate`]) and the CRD schema checks, Secret
+//! `stringData` folded into `data`, Namespace label / finalizer / phase ([`normalize`]), the
+//! namespace a create needs ([`ensure_namespace`]), the status subresource rules
+//! ([`status_rules`]) and the graceful deletion of Pods when the kubelet is simulated
+//! ([`pod_graceful_delete`]). CRDs have their own strategy (`super::crd`). Used by
+//! `super::rest`; calls `api` and `storage` only.
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use super::ResourceType;
+use super::context::Apiserver;
+use crate::api::meta;
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
+use crate::storage::Change;
+
+/// Upstream's default `terminationGracePeriodSeconds`.
+const DEFAULT_GRACE: i64 = 30;
+
+pub(crate) fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
+    rt.group == group && rt.plural == plural && rt.crd.is_none()
+}
+
+/// Normalises a built-in object before it is stored (create and update).
+pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
+    if is(rt, "", "secrets") {
+        if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) {
+            if !obj.get("data").is_some_and(Value::is_object) {
+                obj["data"] = json!({});
+            }
+            for (k, v) in sd {
+                let s = v.as_str().unwrap_or_default();
+                obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(s));
+            }
+        }
+        if create && obj.get("type").is_none() {
+            obj["type"] = json!("Opaque");
+        }
+    }
+    if is(rt, "", "namespaces") {
+        let name = crate::api::meta::name(obj).to_string();
+        let m = crate::api::meta::meta_mut(obj);
+        if !m.get("labels").is_some_and(Value::is_object) {
+            m.insert("labels".into(), json!({}));
+        }
+        m["labels"]["kubernetes.io/metadata.name"] = json!(name);
+        if create {
+            obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            obj["status"] = json!({"phase": "Active"});
+        }
+    }
+}
+
+/// Namespaced creates need an existing namespace that is not terminating.
+pub(crate) fn ensure_namespace(
+    api: &Apiserver,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let key = (String::new(), "namespaces".to_string());
+    match api.store.get_value(&key, &(String::new(), ns.to_string())) {
+        None => Err(ApiError::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_details(json!({"name": ns, "kind": "namespaces"}))),
+        Some(n) if meta::meta_str(&n, "deletionTimestamp").is_some() => Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!("{} {name:?} is forbidden: unable to create new content in namespace {ns} because it is being terminated", rt.plural),
+        )
+        .with_details(json!({"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The structural checks of every version's `openAPIV3Schema` of a CRD (`schema::check_schema`),
+/// as the apiextensions server validates them on create and update.
+fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let s = v.pointer("/schema/openAPIV3Schema")?;
+            let base = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            Some(super::schema::check_schema(s, &base))
+        })
+        .flatten()
+        .collect()
+}
+
+/// The CEL expressions of a CRD (`crate::cel::crd`, once its schemas are structural) or of a
+/// ValidatingAdmissionPolicy (`crate::cel::policy`) that do not compile or cost too much.
+fn cel_causes(rt: &ResourceType, obj: &Value, so_far: &[FieldCause]) -> Vec<FieldCause> {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("apiextensions.k8s.io", "customresourcedefinitions") if so_far.is_empty() => {
+            crate::cel::crd::check_crd(obj)
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            crate::cel::policy::check_policy(obj.get("spec").unwrap_or(&Value::Null))
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Generic metadata/data validation, then the CRD schema for custom resources.
+pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    if let Some(decode) = rt.decode {
+        decode(obj).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version {:?} cannot be handled as a {}: {e}",
+                rt.kind, rt.version, rt.kind
+            ))
+        })?;
+    }
+    let mut causes = crate::api::validation::validate_object(
+        &rt.group,
+        &rt.plural,
+        &rt.kind,
+        rt.namespaced,
+        obj,
+    );
+    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+        causes.extend(crd_schema_causes(obj));
+    }
+    causes.extend(cel_causes(rt, obj, &causes));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            meta::name(obj),
+            &causes,
+        ));
+    }
+    Ok(())
+}
+/// The status subresource rules: a `/status` write changes only status (and managedFields);
+/// a write of the main resource of a type with a status subresource keeps the stored status.
+pub(crate) fn status_rules(
+    cur: &Value,
+    mut new: Value,
+    rt: &ResourceType,
+    status_write: bool,
+) -> Value {
+    if status_write {
+        let mut merged = cur.clone();
+        // managedFields follow the write (server-side apply to /status records its entry).
+        if let Some(mf) = new.get("metadata").and_then(|m| m.get("managedFields")) {
+            meta::set_meta(&mut merged, "managedFields", mf.clone());
+        }
+        match new.get("status") {
+            Some(s) => merged["status"] = s.clone(),
+            None => {
+                if let Some(o) = merged.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+        new = merged;
+    } else if rt.status {
+        match cur.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    new
+}
+
+/// A namespace is held by its `spec.finalizers` too.
+pub(crate) fn namespace_finalizers(rt: &ResourceType, obj: &Value) -> bool {
+    rt.group.is_empty()
+        && rt.plural == "namespaces"
+        && obj
+            .get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+}
+pub(crate) fn node_name(pod: &Value) -> &str {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub(crate) fn phase(pod: &Value) -> &str {
+    pod.pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub(crate) fn finished(pod: &Value) -> bool {
+    matches!(phase(pod), "Succeeded" | "Failed")
+}
+
+/// The grace period a DELETE of `pod` gets (upstream's `CheckGracefulDelete` for pods):
+/// the DeleteOptions' `gracePeriodSeconds`, else `spec.terminationGracePeriodSeconds`, else
+/// 30; negative becomes 1; an unbound or finished Pod gets 0.
+fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    if node_name(pod).is_empty() || finished(pod) {
+        return 0;
+    }
+    let grace = requested
+        .or_else(|| {
+            pod.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(DEFAULT_GRACE);
+    if grace < 0 { 1 } else { grace }
+}
+
+/// The pods part of a delete (`rest::delete_object`): with pod simulation on, what deleting Pod `cur`
+/// does (`new` is `cur` with the propagation policy's finalizer added). `None` when the
+/// ordinary delete path applies (simulation off, not a Pod).
+pub(crate) fn pod_graceful_delete(
+    api: &Apiserver,
+    rt: &ResourceType,
+    cur: &Value,
+    new: &Value,
+    requested: Option<i64>,
+) -> Option<Change> {
+    if api.kubelet.is_none() || !is(rt, "", "pods") {
+        return None;
+    }
+    let mut new = new.clone();
+    let mut grace = grace_period(cur, requested);
+    let pending = meta::meta_str(cur, "deletionTimestamp").is_some();
+    if let Some(old) = cur
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        && pending
+    {
+        // A second delete may only shorten the grace period.
+        grace = grace.min(old);
+        if grace == old {
+            return Some(Change::Put(new));
+        }
+    }
+    if grace == 0 && meta::finalizers(&new).is_empty() {
+        return Some(Change::Remove);
+    }
+    let at =
+        k8s_openapi::jiff::Timestamp::now() + k8s_openapi::jiff::SignedDuration::from_secs(grace);
+    if !pending || grace > 0 {
+        meta::set_meta(
+            &mut new,
+            "deletionTimestamp",
+            json!(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+        );
+    }
+    meta::set_meta(&mut new, "deletionGracePeriodSeconds", json!(grace));
+    Some(Change::Put(new))
+}
