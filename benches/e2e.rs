@@ -202,7 +202,7 @@ async fn start_ctrl(env: &Environment, probe: Arc<Probe>, patch: bool, k: Knobs)
         ..Default::default()
     };
     let mgr = Manager::new(env.client(), opts).expect("manager");
-    let client = mgr.get_client();
+    let client = mgr.client();
     let api: Api<Widget> = Api::namespaced(env.client(), NS);
     let name = format!("widget-{}", probe.run);
     let r = reconcile::func(move |_ctx, req: Request| {
@@ -230,7 +230,6 @@ async fn start_ctrl(env: &Environment, probe: Arc<Probe>, patch: bool, k: Knobs)
             ..Default::default()
         })
         .complete(r)
-        .await
         .expect("controller");
     let ctx = CancellationToken::new();
     let c = ctx.clone();
