@@ -53,7 +53,7 @@ async fn cache_gauges_follow_what_the_informer_holds() {
             .expect("create");
     }
     let mgr = manager(&env, with_metrics());
-    let informer = mgr.get_cache().get_informer::<ConfigMap>();
+    let informer = mgr.cache().get_informer::<ConfigMap>();
     let running = launch(&mgr).await;
     let addr = mgr.metrics_addr().expect("metrics server bound");
     assert!(informer.wait_for_sync(Default::default()).await);
