@@ -12,6 +12,7 @@
 //! cargo run --example appservice -- --kubeconfig ~/.kube/config   # a real cluster
 //! cargo run --example appservice -- --kubeconfig KC --leader-elect   # one of N replicas
 //! cargo run --example appservice -- --kubeconfig KC --sharded        # one of N shards
+//! cargo run --example appservice -- --kubeconfig KC --sharded --sharder=false  # ... with ctrl-sharder
 //! ```
 //!
 //! With `--sharded` every replica reconciles its share of the AppServices (ring
@@ -66,6 +67,14 @@ async fn main() -> ExitCode {
     if cli.example.print_crd {
         return run::print_crds(&[crd::crd()]);
     }
+    if cli.example.print_rbac {
+        let opts = cli
+            .leader
+            .apply(setup::DEFAULT_LEASE_NAME, cli.manager.options());
+        let opts = contract::rbac::deployed_options("appservice", opts);
+        let cfg = controller::Config::default();
+        return contract::rbac::print("appservice", |c| setup::manager(c, opts, &cfg)).await;
+    }
     let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
     logging::init("appservice", demo);
     run::exit(start(cli, demo).await)
@@ -93,8 +102,8 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         ..base
     };
     let mgr = build(env.client(), opts, cfg, &cli.sharding).await?;
-    if let Some(addr) = mgr.metrics_addr() {
-        tracing::info!(target: "appservice::manager", "metrics at http://{addr}/metrics");
+    if let Some(url) = run::metrics_url(&mgr) {
+        tracing::info!(target: "appservice::manager", "metrics at {url}");
     }
     let running = {
         let (mgr, stop) = (mgr.clone(), stop.clone());
@@ -125,7 +134,7 @@ async fn build(
         log_leader_election(&opts);
         return setup::manager(client, opts, &cfg).await;
     };
-    let mgr = sharding::manager(client, opts, &mut cfg, shard).await?;
+    let mgr = sharding::manager(client, opts, &mut cfg, shard, flags.sharder).await?;
     log_leader_election(mgr.options());
     Ok(mgr)
 }

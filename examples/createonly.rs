@@ -51,6 +51,10 @@ async fn main() -> ExitCode {
     if cli.example.print_crd {
         return run::print_crds(&[crd::crd()]);
     }
+    if cli.example.print_rbac {
+        let opts = contract::rbac::deployed_options("createonly", cli.manager.options());
+        return contract::rbac::print("createonly", |c| manager(c, opts)).await;
+    }
     let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
     logging::init("createonly", demo);
     run::exit(start(cli, demo).await)

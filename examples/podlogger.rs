@@ -58,6 +58,10 @@ async fn main() -> ExitCode {
     if cli.example.print_crd {
         return run::print_crds(&[]);
     }
+    if cli.example.print_rbac {
+        let opts = contract::rbac::deployed_options("podlogger", cli.manager.options());
+        return contract::rbac::print("podlogger", |c| operator::manager(c, opts)).await;
+    }
     // Go: `opts := zap.Options{Development: true}; opts.BindFlags(flag.CommandLine)`.
     log::init(&cli.log.apply(log::Options {
         development: true,
@@ -82,10 +86,8 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         kubeconfig.display()
     );
     let mgr = operator::manager(env.client(), local_options(&cli.manager)).await?;
-    if let Some(addr) = mgr.metrics_addr() {
-        tracing::info!(
-            "metrics:   curl -s http://{addr}/metrics | grep 'controller_runtime_reconcile_total{{controller=\"pod\"'"
-        );
+    if let Some(url) = run::metrics_url(&mgr) {
+        tracing::info!("metrics:   {url}");
     }
     let script =
         (!cli.example.no_demo).then(|| operator::demo(env.client(), Duration::from_secs(2)));

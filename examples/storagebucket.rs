@@ -8,6 +8,7 @@
 //! cargo run --example storagebucket -- --run-for 10s      # ... that exits 0 after 10 s
 //! cargo run --example storagebucket -- --no-demo          # ... with no sample buckets
 //! cargo run --example storagebucket -- --print-crd        # the CRD, for kubectl apply -f -
+//! cargo run --example storagebucket -- --print-rbac       # its RBAC, generated from the code
 //! cargo run --example storagebucket -- --kubeconfig ~/.kube/config   # a real cluster
 //! cargo run --example storagebucket -- --kubeconfig KC --leader-elect   # one of N replicas
 //! ```
@@ -73,9 +74,26 @@ async fn main() -> ExitCode {
     if cli.example.print_crd {
         return run::print_crds(&[crd::crd()]);
     }
+    if cli.example.print_rbac {
+        return print_rbac(&cli).await;
+    }
     let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
     logging::init("storagebucket", demo);
     run::exit(start(cli, demo).await)
+}
+
+/// `--print-rbac`: the manager as deployed (leader election, webhooks, the metrics
+/// flags), its rules as YAML.
+async fn print_rbac(cli: &Cli) -> ExitCode {
+    let opts = cli
+        .leader
+        .apply(operator::LEASE_NAME, cli.manager.options());
+    let opts = contract::rbac::deployed_options("storagebucket", opts);
+    let cfg = controller::Config::default();
+    contract::rbac::print("storagebucket", |client| {
+        setup::manager(client, opts, &cfg, true)
+    })
+    .await
 }
 
 async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -92,6 +110,7 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
         let server = cli.webhook_cert_path.clone().map(|cert_dir| {
             webhook::Server::new(webhook::Options {
                 cert_dir,
+                tls: cli.manager.tls_options(),
                 ..Default::default()
             })
         });
@@ -116,8 +135,8 @@ async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + S
     };
     log_leader_election(&opts);
     let mgr = setup::manager(world.env.client(), opts, &cfg, true).await?;
-    if let Some(addr) = mgr.metrics_addr() {
-        tracing::info!(target: "storagebucket::manager", "metrics at http://{addr}/metrics");
+    if let Some(url) = run::metrics_url(&mgr) {
+        tracing::info!(target: "storagebucket::manager", "metrics at {url}");
     }
     let running = {
         let (mgr, stop) = (mgr.clone(), stop.clone());

@@ -60,6 +60,11 @@ async fn main() -> ExitCode {
     if cli.example.print_crd {
         return run::print_crds(&[crd::crd()]);
     }
+    if cli.example.print_rbac {
+        // Like Go's sample-controller it runs no Manager, so there is nothing to ask.
+        eprintln!("virtualmachine runs no ctrl Manager: --print-rbac has no rules to print");
+        return ExitCode::FAILURE;
+    }
     let demo = !cluster_configured(cli.kubeconfig.as_deref());
     logging::init("virtualmachine", demo);
     run::exit(start(cli, demo).await)

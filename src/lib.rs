@@ -9,6 +9,7 @@ pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};
+pub use ctrl_runtime::{rbac, tls};
 
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.

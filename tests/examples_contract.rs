@@ -55,6 +55,11 @@ const EXAMPLES: &[Example] = &[
         crds: &["virtualmachines.cloudnative.tw"],
         samples: &["virtualmachines"],
     },
+    Example {
+        name: "ctrl-sharder",
+        crds: &["controllerrings.sharding.timebertt.dev"],
+        samples: &["controllerrings"],
+    },
 ];
 
 /// How long each example runs under `--run-for`.

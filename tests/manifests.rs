@@ -1,5 +1,6 @@
 //! The example's manifests (`examples/manifests/`): the CRD YAML committed there is
-//! exactly what `storagebucket --print-crd` generates from the Rust type, and the
+//! exactly what `storagebucket --print-crd` generates from the Rust type, the RBAC YAML
+//! exactly what `storagebucket --print-rbac` generates from its code, and the
 //! real `kubectl apply -f` of every file works against ctrl-envtest started as the
 //! README starts it (`serve --crd-dir examples/manifests`): first created (or
 //! configured, for the CRD already installed), then unchanged, and `kubectl get`
@@ -61,6 +62,56 @@ fn the_committed_crd_is_the_generated_one() {
         "examples/manifests/01-storagebucket-crd.yaml is stale; regenerate it with\n  \
          cargo run --example storagebucket -- --print-crd > examples/manifests/01-storagebucket-crd.yaml"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_committed_rbac_is_the_generated_one() {
+    let committed =
+        std::fs::read_to_string(manifests_dir().join("02-rbac.yaml")).expect("committed RBAC");
+    let opts = contract::rbac::deployed_options(
+        "storagebucket",
+        ctrl::manager::Options {
+            leader_election_id: operator::LEASE_NAME.into(),
+            ..ctrl::manager::Args::default().options()
+        },
+    );
+    let client = contract::rbac::offline_client().expect("offline client");
+    let cfg = operator::controller::Config::default();
+    let mgr = operator::setup::manager(client, opts, &cfg, true)
+        .await
+        .expect("the operator's manager");
+    let generated = contract::rbac::yaml(&mgr, "storagebucket").expect("generate RBAC");
+    assert!(
+        committed == generated,
+        "examples/manifests/02-rbac.yaml is stale; regenerate it with\n  \
+         cargo run --example storagebucket -- --print-rbac > examples/manifests/02-rbac.yaml"
+    );
+    // The rules are what the code does, and no more.
+    let rules = mgr.rbac_rules();
+    let show: Vec<String> = rules
+        .cluster
+        .iter()
+        .map(|r| {
+            format!(
+                "{:?} {:?} {:?}",
+                r.api_groups.clone().unwrap_or_default(),
+                r.resources.clone().unwrap_or_default(),
+                r.verbs
+            )
+        })
+        .collect();
+    assert_eq!(
+        show,
+        [
+            r#"["authentication.k8s.io"] ["tokenreviews"] ["create"]"#,
+            r#"["authorization.k8s.io"] ["subjectaccessreviews"] ["create"]"#,
+            r#"["events.k8s.io"] ["events"] ["create", "patch"]"#,
+            r#"["storage.example.com"] ["storagebuckets"] ["get", "list", "update", "watch"]"#,
+            r#"["storage.example.com"] ["storagebuckets/status"] ["patch"]"#,
+        ]
+    );
+    assert_eq!(rules.leader_election.len(), 1);
+    assert!(rules.metrics_reader);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

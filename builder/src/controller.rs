@@ -11,6 +11,7 @@
 //! | `.For` / `.Owns` / `.WatchesMetadata` of an unstructured object with `OnlyMetadata` | [`.for_dynamic_metadata(ar)`](ControllerBuilder::for_dynamic_metadata) / [`.owns_dynamic_metadata(ar)`](ControllerBuilder::owns_dynamic_metadata) / [`.watches_dynamic_metadata(ar, h)`](ControllerBuilder::watches_dynamic_metadata) |
 //! | `.WatchesRawSource(src)` | [`.watches_raw_source(src)`](ControllerBuilder::watches_raw_source) |
 //! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
+//! | `// +kubebuilder:rbac:groups=g,resources=r,verbs=v` | [`.permissions(rbac::rule().groups(["g"]).resources(["r"]).verbs(["v"]))`](ControllerBuilder::permissions) |
 //! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
 //! | kubernetes-controller-sharding's `NewShardedReconciler(mgr)...InControllerRing(r).WithShardName(id)` | [`.sharded(shard)`](ControllerBuilder::sharded) |
 //! | `.Build(r)` / `.Complete(r)` | [`.build(r)`](ControllerBuilder::build) / [`.complete(r)`](ControllerBuilder::complete) |
@@ -521,6 +522,17 @@ impl<F> ControllerBuilder<Request, F> {
 }
 
 impl<R: TypedRequest, F> ControllerBuilder<R, F> {
+    /// Declares permissions the reconciler needs beyond watching its `For`, `Owns` and
+    /// `Watches` types (which the manager infers): kubebuilder's
+    /// `// +kubebuilder:rbac:groups=..,resources=..,verbs=..` markers, e.g.
+    /// `.permissions(rbac::rule().groups([""]).resources(["pods"]).verbs(["create", "delete"]))`
+    /// (a rule or any iterator of rules). They go into
+    /// [`Manager::rbac_rules`](ctrl_runtime::manager::Manager::rbac_rules) at once.
+    pub fn permissions(self, rules: impl IntoIterator<Item = ctrl_runtime::rbac::Rule>) -> Self {
+        self.mgr.add_rbac_rules(rules);
+        self
+    }
+
     /// The controller's name: `named`, else the `For` kind lower-cased.
     fn controller_name(&self) -> Result<String, Error> {
         if let Some(name) = &self.name

@@ -169,13 +169,14 @@ async fn bare_server() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
 /// until `want` arrived; returns when they all did.
 async fn raw_watcher(
     addr: std::net::SocketAddr,
+    token: String,
     rv: String,
     want: usize,
     ready: Arc<AtomicUsize>,
 ) -> Duration {
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let req = format!(
-        "GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600 HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        "GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n"
     );
     s.write_all(req.as_bytes()).await.expect("send watch");
     let mut buf = vec![0u8; 256 * 1024];
@@ -231,7 +232,16 @@ async fn fan_out(events: usize, watchers: usize, live: bool) -> (Duration, usize
     let ready = Arc::new(AtomicUsize::new(0));
     let spawn_watchers = |ready: Arc<AtomicUsize>| {
         (0..watchers)
-            .map(|_| tokio::spawn(raw_watcher(env.addr(), rv.clone(), events, ready.clone())))
+            .map(|_| {
+                let token = env.admin_token().to_string();
+                tokio::spawn(raw_watcher(
+                    env.addr(),
+                    token,
+                    rv.clone(),
+                    events,
+                    ready.clone(),
+                ))
+            })
             .collect::<Vec<_>>()
     };
     let t = if live {

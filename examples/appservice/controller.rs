@@ -21,6 +21,7 @@ use ctrl::conditions::{self, CONDITION_FALSE, CONDITION_TRUE};
 use ctrl::controllerutil;
 use ctrl::manager::{BoxError, Manager};
 use ctrl::prelude::{Client, ListOptions, ignore_not_found};
+use ctrl::rbac;
 use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::recorder::{EventType, Recorder};
 use ctrl::sharding::{Shard, label_shard};
@@ -62,6 +63,22 @@ pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
     let builder = ControllerBuilder::new(mgr)
         .for_::<AppService>()
         .owns::<Pod>()
+        // +kubebuilder:rbac markers: Pods are created and deleted, the finalizer added
+        // and removed by update, the status written by a merge patch.
+        .permissions([
+            rbac::rule()
+                .groups([""])
+                .resources(["pods"])
+                .verbs(["create", "delete"]),
+            rbac::rule()
+                .groups([AppService::group(&())])
+                .resources(["appservices"])
+                .verbs(["update"]),
+            rbac::rule()
+                .groups([AppService::group(&())])
+                .resources(["appservices/status"])
+                .verbs(["patch"]),
+        ])
         .named(cfg.name.clone());
     let builder = match &cfg.shard {
         Some(shard) => builder.sharded(shard.clone()),

@@ -27,7 +27,7 @@ pub const RING: &str = "appservice";
 pub const SHARDER_LEASE: &str = "appservice-sharder";
 
 /// The sharding flags.
-#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
 pub struct ShardingFlags {
     /// Run as a shard of ring `appservice` (and a candidate for its sharder).
     #[arg(long)]
@@ -35,6 +35,21 @@ pub struct ShardingFlags {
     /// This shard's identity (default: the hostname plus a random suffix).
     #[arg(long, value_name = "ID")]
     pub shard_id: Option<String>,
+    /// With `--sharded`: also be a candidate for the ring's sharder (serve its webhook,
+    /// run it when leading). `--sharder=false` when the sharder runs on its own
+    /// (`ctrl-sharder`, or upstream's Go sharder).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub sharder: bool,
+}
+
+impl Default for ShardingFlags {
+    fn default() -> Self {
+        Self {
+            sharded: false,
+            shard_id: None,
+            sharder: true,
+        }
+    }
 }
 
 impl ShardingFlags {
@@ -97,6 +112,12 @@ where
     }
 }
 
+/// `cache` with the AppService (`For`) and Pod (`Owns`) caches selecting the shard's
+/// objects.
+fn select(shard: &Shard, cache: ctrl::cache::Options) -> ctrl::cache::Options {
+    shard.select::<Pod>(shard.select::<AppService>(cache))
+}
+
 /// `opts` for a shard: the AppService and Pod caches select the shard's objects,
 /// leader election (for the sharder) on Lease [`SHARDER_LEASE`], and a webhook server
 /// on a free loopback port with a fresh self-signed certificate. Returns the options
@@ -111,9 +132,8 @@ fn options(shard: &Shard, opts: Options) -> Result<(Options, String), BoxError> 
         ..Default::default()
     });
     server.bind()?;
-    let cache = shard.select::<Pod>(shard.select::<AppService>(opts.cache));
     let opts = Options {
-        cache,
+        cache: select(shard, opts.cache),
         leader_election: true,
         leader_election_id: SHARDER_LEASE.into(),
         leader_election_release_on_cancel: true,
@@ -125,16 +145,29 @@ fn options(shard: &Shard, opts: Options) -> Result<(Options, String), BoxError> 
 
 /// The manager of shard `shard`: the ControllerRing CRD and ring installed if
 /// missing, the AppService controller sharded (`cfg.shard` is set), the shard's lease,
-/// and the sharder with its webhook.
+/// and with `sharder` the sharder with its webhook (without, the sharder runs
+/// elsewhere: `ctrl-sharder`).
 pub async fn manager(
     client: kube::Client,
     opts: Options,
     cfg: &mut controller::Config,
     shard: Shard,
+    sharder: bool,
 ) -> Result<ctrl::Manager, BoxError> {
     install(&client).await?;
-    let (opts, ca_pem) = options(&shard, opts)?;
     cfg.shard = Some(shard.clone());
+    if !sharder {
+        let opts = Options {
+            cache: select(&shard, opts.cache),
+            leader_election: false,
+            ..opts
+        };
+        let mgr = setup::manager(client.clone(), opts, cfg).await?;
+        mgr.add(shard.lease(client)?)?;
+        tracing::info!(target: "appservice::sharding", shard = %shard.id(), "shard {} of ring {RING}; the sharder runs elsewhere", shard.id());
+        return Ok(mgr);
+    }
+    let (opts, ca_pem) = options(&shard, opts)?;
     let mgr = setup::manager(client.clone(), opts, cfg).await?;
     add(&mgr, client, &shard, ca_pem)?;
     Ok(mgr)

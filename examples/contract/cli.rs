@@ -17,6 +17,10 @@ pub struct ExampleArgs {
     /// Print the example's CRDs as YAML and exit.
     #[arg(long)]
     pub print_crd: bool,
+    /// Print the RBAC objects the example needs (ServiceAccount, ClusterRole, Role and
+    /// bindings, generated from its code) as YAML and exit.
+    #[arg(long)]
+    pub print_rbac: bool,
     /// Local API server only: where to write the kubeconfig for kubectl (default: a
     /// file named after the example in the temp dir).
     #[arg(long, value_name = "PATH")]

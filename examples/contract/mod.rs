@@ -7,7 +7,8 @@
 //! - `--kubeconfig` / `KUBECONFIG` / in-cluster runs it against that cluster.
 //! - `--no-demo` starts everything but creates no sample objects; `--run-for
 //!   <duration>` exits 0 after that long ([`run::stop_token`]); `--print-crd` prints
-//!   its CRDs ([`run::print_crds`]) — all in [`cli::ExampleArgs`].
+//!   its CRDs ([`run::print_crds`]), `--print-rbac` the RBAC objects its code needs
+//!   ([`rbac`]) — all in [`cli::ExampleArgs`].
 //! - Log output: short lines for the local demo, tracing's full format against a
 //!   cluster ([`logging`]).
 //!
@@ -19,4 +20,5 @@ pub mod cli;
 pub mod envtest;
 pub mod leader;
 pub mod logging;
+pub mod rbac;
 pub mod run;

@@ -34,6 +34,20 @@ pub fn print_crds(crds: &[CustomResourceDefinition]) -> ExitCode {
     }
 }
 
+/// Where `mgr` serves metrics, `http://` or (secure metrics) `https://`, with a
+/// note on how to scrape it.
+pub fn metrics_url(mgr: &ctrl::manager::Manager) -> Option<String> {
+    let addr = mgr.metrics_addr()?;
+    let m = &mgr.options().metrics;
+    Some(match (m.secure_serving, m.filter_provider.is_some()) {
+        (false, _) => format!("http://{addr}/metrics"),
+        (true, false) => format!("https://{addr}/metrics (self-signed: curl -k)"),
+        (true, true) => format!(
+            "https://{addr}/metrics (curl -k with a bearer token allowed to get /metrics; --metrics-secure=false serves plain HTTP)"
+        ),
+    })
+}
+
 /// A token cancelled on Ctrl-C / SIGTERM or, with `run_for`, after that long —
 /// whichever comes first. The whole example stops gracefully on it.
 pub fn stop_token(run_for: Option<Duration>) -> CancellationToken {

@@ -20,6 +20,7 @@ use ctrl::event::GenericEvent;
 use ctrl::handler::EnqueueRequestsFromMapFunc;
 use ctrl::manager::{BoxError, Manager, Runnable};
 use ctrl::predicate::GenerationChanged;
+use ctrl::rbac;
 use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::source::Channel;
 use ctrl_runtime::client::Client;
@@ -74,6 +75,18 @@ pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
         .for_::<StorageBucket>()
         .watches_raw_source(Channel::new(rx, every_bucket))
         .with_event_filter(GenerationChanged)
+        // +kubebuilder:rbac markers: the finalizer is added and removed by update,
+        // the status written by a merge patch (watching buckets the manager infers).
+        .permissions([
+            rbac::rule()
+                .groups([StorageBucket::group(&())])
+                .resources(["storagebuckets"])
+                .verbs(["update"]),
+            rbac::rule()
+                .groups([StorageBucket::group(&())])
+                .resources(["storagebuckets/status"])
+                .verbs(["patch"]),
+        ])
         .named(cfg.name.clone())
         .complete(BucketReconciler {
             client: mgr.client(),

@@ -1,5 +1,6 @@
 //! The webhook server's TLS: plain HTTP to the TLS port, certificates rotated on
-//! disk served without restart, client-CA (mTLS), h2 by ALPN, the readiness check,
+//! disk served without restart, client-CA (mTLS), h2 by ALPN only when enabled, the
+//! readiness check,
 //! graceful shutdown, and serving only when something is registered.
 
 mod webhook_support;
@@ -123,8 +124,24 @@ async fn a_client_ca_requires_client_certificates() {
 }
 
 #[tokio::test]
-async fn h2_is_negotiated_by_alpn() {
-    let r = start(allow_all).await;
+async fn h2_is_negotiated_by_alpn_only_when_enabled() {
+    // Off by default (kubebuilder's --enable-http2=false): an h2-only client is refused.
+    let off = start(allow_all).await;
+    let refused = tls_connect(off.addr, client_config(&off.ca_pem, &[b"h2"])).await;
+    assert!(refused.is_err(), "h2 must not be negotiated by default");
+    let both = tls_connect(off.addr, client_config(&off.ca_pem, &[b"h2", b"http/1.1"]))
+        .await
+        .unwrap();
+    assert_eq!(both.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+
+    let enable = |o: Options| Options {
+        tls: ctrl_runtime::tls::TlsOptions {
+            enable_http2: true,
+            ..Default::default()
+        },
+        ..o
+    };
+    let r = start_with(enable, allow_all).await;
     let tls = tls_connect(r.addr, client_config(&r.ca_pem, &[b"h2"]))
         .await
         .unwrap();

@@ -49,6 +49,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// Whether the manager is still running (a shard that lost its lease stops).
+    pub fn is_running(&self) -> bool {
+        !self.task.is_finished()
+    }
+
     /// Stops the manager and waits until it has stopped.
     pub async fn stop(self) {
         self.stop.cancel();
@@ -116,39 +121,47 @@ fn run(id: String, mgr: Manager) -> Running {
 
 /// Starts the sharder of [`RING`] (its own manager, no leader election).
 pub fn start_sharder(client: kube::Client) -> Running {
-    let mgr = Manager::new(client.clone(), options()).expect("manager");
-    let mut opts = SharderOptions::new(RING, NS);
-    opts.sync_period = SYNC;
-    opts.lease_poll = Duration::from_millis(300);
-    mgr.add(Sharder::new(client, opts)).expect("add sharder");
-    run("sharder".into(), mgr)
+    start_sharder_with(client, SYNC, false)
 }
 
 /// Starts the sharder of [`RING`] with its webhook served on a loopback port with a
 /// self-signed certificate and registered with the API server, as `appservice
 /// --sharded` runs it.
 pub fn start_sharder_with_webhook(client: kube::Client) -> Running {
+    start_sharder_with(client, SYNC, true)
+}
+
+/// Starts the sharder of [`RING`] with full syncs every `sync_period`, and with
+/// `webhook` its webhook (see [`start_sharder_with_webhook`]).
+pub fn start_sharder_with(client: kube::Client, sync_period: Duration, webhook: bool) -> Running {
     use ctrl::webhook::{self, Server, certs};
-    let dir = certs::temp_cert_dir().expect("cert dir");
-    let generated = certs::generate_self_signed(&dir, &[]).expect("certificate");
-    let server = Server::new(webhook::Options {
-        host: "127.0.0.1".into(),
-        port: 0,
-        cert_dir: dir,
-        ..Default::default()
-    });
-    let addr = server.bind().expect("bind webhook server");
     let mut opts = options();
-    opts.webhook_server = Some(server);
-    let mgr = Manager::new(client.clone(), opts).expect("manager");
     let mut sopts = SharderOptions::new(RING, NS);
-    sopts.sync_period = SYNC;
+    sopts.sync_period = sync_period;
     sopts.lease_poll = Duration::from_millis(300);
-    let sharder = Sharder::new(client, sopts)
-        .with_webhook_registration(format!("https://{addr}"), generated.ca_pem);
-    sharder
-        .register_webhook(&mgr.webhook_server())
-        .expect("register webhook");
+    let mut sharder = Sharder::new(client.clone(), sopts);
+    let mut ca = None;
+    if webhook {
+        let dir = certs::temp_cert_dir().expect("cert dir");
+        let generated = certs::generate_self_signed(&dir, &[]).expect("certificate");
+        let server = Server::new(webhook::Options {
+            host: "127.0.0.1".into(),
+            port: 0,
+            cert_dir: dir,
+            ..Default::default()
+        });
+        let addr = server.bind().expect("bind webhook server");
+        opts.webhook_server = Some(server);
+        ca = Some((addr, generated.ca_pem));
+    }
+    let mgr = Manager::new(client, opts).expect("manager");
+    if let Some((addr, ca_pem)) = ca {
+        sharder = sharder.with_webhook_registration(format!("https://{addr}"), ca_pem);
+        // The manager serves its webhook server once asked for it (Go's GetWebhookServer).
+        sharder
+            .register_webhook(&mgr.webhook_server())
+            .expect("register webhook");
+    }
     mgr.add(sharder).expect("add sharder");
     run("sharder".into(), mgr)
 }
@@ -176,12 +189,24 @@ pub async fn start_shard(
     requeue: Option<Duration>,
 ) -> Running {
     let shard = Shard::new(RING, id, NS).with_lease_config(lease_config(release));
+    start_shard_as(client, shard, audit, work, requeue).await
+}
+
+/// Starts `shard` of [`RING`] as [`start_shard`] does, with its own lease timings.
+pub async fn start_shard_as(
+    client: kube::Client,
+    shard: Shard,
+    audit: Audit,
+    work: Duration,
+    requeue: Option<Duration>,
+) -> Running {
+    let id = shard.id().to_string();
     let mut opts = options();
     opts.cache = shard.select::<ConfigMap>(opts.cache);
     let mgr = Manager::new(client.clone(), opts).expect("manager");
     mgr.add(shard.lease(client).expect("lease"))
         .expect("add lease");
-    let me = id.to_string();
+    let me = id.clone();
     ControllerBuilder::new(&mgr)
         .for_::<ConfigMap>()
         .sharded(shard)
@@ -205,7 +230,7 @@ pub async fn start_shard(
             }
         }))
         .expect("controller");
-    run(id.to_string(), mgr)
+    run(id, mgr)
 }
 
 /// Creates `n` ConfigMaps `cm-0..n` in [`NS`].

@@ -25,7 +25,7 @@ mod reader;
 mod store;
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use kube::Client;
@@ -120,6 +120,8 @@ struct Inner {
     client: Client,
     options: Options,
     informers: Mutex<HashMap<(TypeId, String), Entry>>,
+    /// `(group, resource)` of every type a source or informer was asked for.
+    watched: Mutex<BTreeSet<(String, String)>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     started: watch::Sender<Option<CancellationToken>>,
 }
@@ -156,6 +158,7 @@ impl Cache {
                 client,
                 options,
                 informers: Mutex::new(HashMap::new()),
+                watched: Mutex::new(BTreeSet::new()),
                 tasks: Mutex::new(Vec::new()),
                 started: watch::channel(None).0,
             }),
@@ -268,6 +271,19 @@ impl Cache {
             .unwrap_or_else(|| self.new_informer::<K>(dt))
     }
 
+    /// Notes that `K` (with `dt`) is watched through this cache: a `source::Kind` was
+    /// built for it or its informer created. [`Cache::watched_resources`] lists them,
+    /// for the RBAC rules the manager needs (`crate::rbac`).
+    pub fn record_watch<K: CacheObject>(&self, dt: &K::DynamicType) {
+        let key = (K::group(dt).into_owned(), K::plural(dt).into_owned());
+        self.inner.watched.lock().insert(key);
+    }
+
+    /// `(group, resource)` of every type recorded by [`Cache::record_watch`], sorted.
+    pub fn watched_resources(&self) -> Vec<(String, String)> {
+        self.inner.watched.lock().iter().cloned().collect()
+    }
+
     /// The informer if one exists (`create` false) or after creating it.
     fn informer_inner<K: CacheObject>(
         &self,
@@ -287,6 +303,7 @@ impl Cache {
         if !create {
             return None;
         }
+        self.record_watch::<K>(dt);
         let settings = self.inner.options.resolve::<K>(dt);
         let inf = Informer::<K>::new(self.inner.client.clone(), dt.clone(), settings);
         let ctl: Arc<dyn InformerControl> = Arc::new(inf.clone());

@@ -7,6 +7,9 @@
 //! Go's limits: the request head must arrive within [`DEFAULT_HEADER_READ_TIMEOUT`]
 //! and fit in [`DEFAULT_MAX_HEADER_BYTES`] (else `431` and the connection closes);
 //! bodies over [`DEFAULT_MAX_BODY_BYTES`] get `413`; a panicking handler gets `500`.
+//! With [`Server::with_tls`] (the secure metrics server) connections are TLS
+//! (`crate::tls`): HTTP/1.1, or h2 where ALPN negotiated it; plain HTTP on the port
+//! gets `400`.
 
 use std::convert::Infallible;
 use std::io;
@@ -20,14 +23,16 @@ use http::StatusCode;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use parking_lot::Mutex;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::handler::{Response, text};
 use super::router::Router;
+use crate::tls;
 
 /// How long a client has to send a request head, and how long a kept-alive connection may
 /// sit idle (Go's `ReadHeaderTimeout` in controller-runtime's servers; `ctrl_net`'s).
@@ -97,6 +102,7 @@ pub struct Server {
     listener: Mutex<Option<StdListener>>,
     router: Arc<Router>,
     opts: ServerOptions,
+    tls: Option<tls::Serving>,
 }
 
 impl std::fmt::Debug for Server {
@@ -105,6 +111,7 @@ impl std::fmt::Debug for Server {
             .field("kind", &self.kind)
             .field("addr", &self.addr)
             .field("opts", &self.opts)
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -125,7 +132,19 @@ impl Server {
             listener: Mutex::new(Some(listener)),
             router: Arc::new(router),
             opts,
+            tls: None,
         })
+    }
+
+    /// Serves TLS on the listener instead of plain HTTP (see `crate::tls`).
+    pub fn with_tls(mut self, tls: tls::Serving) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Whether the server serves TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// What the server is for.
@@ -152,18 +171,26 @@ impl Server {
                 io::Error::other(format!("{} server was already started", self.kind))
             })?;
         let listener = TcpListener::from_std(std)?;
-        tracing::info!(kind = %self.kind, addr = %self.addr, "Starting server");
+        tracing::info!(kind = %self.kind, addr = %self.addr, secure = self.tls.is_some(), "Starting server");
+        let certs_ctx = ctx.child_token();
+        if let Some(w) = self.tls.as_ref().and_then(|t| t.certs.clone()) {
+            let c = certs_ctx.clone();
+            tokio::spawn(async move { w.watch(c).await });
+        }
+        let _stop_certs = certs_ctx.drop_guard();
         let conns = TaskTracker::new();
         let shutdown = CancellationToken::new();
         // Back-off when out of file descriptors, TCP keepalive: `ctrl_net`, as every server.
         let mut acceptor = ctrl_net::Acceptor::new(listener, "http");
         loop {
-            let (stream, _peer) = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 _ = ctx.cancelled() => break,
                 a = acceptor.accept() => a,
             };
-            conns.spawn(serve_conn(
+            conns.spawn(accept_conn(
                 stream,
+                peer,
+                self.tls.clone(),
                 self.router.clone(),
                 self.opts.clone(),
                 shutdown.clone(),
@@ -185,33 +212,78 @@ impl Server {
     }
 }
 
-async fn serve_conn(
-    stream: tokio::net::TcpStream,
+/// Serves one accepted connection: plain, or after the TLS handshake as HTTP/1.1 or
+/// (negotiated by ALPN) h2.
+async fn accept_conn(
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: Option<tls::Serving>,
     router: Arc<Router>,
     opts: ServerOptions,
     shutdown: CancellationToken,
 ) {
+    let Some(t) = tls else {
+        return serve_conn(stream, router, opts, shutdown, false).await;
+    };
+    let kind = "http";
+    let Some(stream) = tls::accept(stream, peer, &t.acceptor, t.handshake_timeout, kind).await
+    else {
+        return;
+    };
+    let h2 = tls::negotiated_h2(&stream);
+    serve_conn(stream, router, opts, shutdown, h2).await
+}
+
+/// Drives the hyper connection `conn` to its end; once `shutdown` is cancelled it closes
+/// gracefully (requests in flight finish). Yields the connection's result. A macro
+/// because hyper's HTTP/1, h2 and auto connections share no trait.
+macro_rules! drive_conn {
+    ($conn:expr, $shutdown:expr) => {{
+        let conn = $conn;
+        tokio::pin!(conn);
+        tokio::select! {
+            res = conn.as_mut() => res,
+            _ = $shutdown.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        }
+    }};
+}
+pub(crate) use drive_conn;
+
+/// Serves one connection as HTTP/1.1, or as h2 if `h2` (TLS only, after ALPN chose it).
+async fn serve_conn<I>(
+    stream: I,
+    router: Arc<Router>,
+    opts: ServerOptions,
+    shutdown: CancellationToken,
+    h2: bool,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let max_body = opts.max_body_bytes;
     let svc = service_fn(move |req: http::Request<Incoming>| {
         let router = router.clone();
         async move { Ok::<_, Infallible>(respond(&router, req, max_body).await) }
     });
     let max_header = opts.max_header_bytes.max(8192);
-    let mut builder = ctrl_net::http1(opts.header_read_timeout);
-    builder
-        .max_header_size(max_header)
-        .max_buf_size(max_header + 64 * 1024);
-    let conn = builder.serve_connection(TokioIo::new(stream), svc);
-    tokio::pin!(conn);
-    let res = tokio::select! {
-        res = conn.as_mut() => res,
-        _ = shutdown.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
+    let io = TokioIo::new(stream);
+    let res = if h2 {
+        let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .max_header_list_size(u32::try_from(max_header).unwrap_or(u32::MAX));
+        drive_conn!(builder.serve_connection(io, svc), shutdown)
+    } else {
+        let mut builder = ctrl_net::http1(opts.header_read_timeout);
+        builder
+            .max_header_size(max_header)
+            .max_buf_size(max_header + 64 * 1024);
+        drive_conn!(builder.serve_connection(io, svc), shutdown)
     };
     if let Err(error) = res {
-        tracing::debug!(%error, "http connection ended with an error");
+        tracing::debug!(%error, h2, "http connection ended with an error");
     }
 }
 

@@ -67,6 +67,9 @@ pub enum Error {
     /// A metrics handler was added after `start`.
     #[error("unable to add new metrics handler because metrics endpoint has already been created")]
     MetricsHandlerAfterStart,
+    /// The metrics server's TLS or filter could not be set up.
+    #[error("failed to start metrics server: {0}")]
+    MetricsServer(String),
     /// A metrics extra handler was refused.
     #[error(transparent)]
     MetricsHandler(#[from] ExtraHandlerError),

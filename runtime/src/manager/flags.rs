@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 use super::Options;
+use crate::metrics::{filters, server as metrics_server};
+use crate::tls::TlsOptions;
+use crate::webhook::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 
 /// The flags kubebuilder scaffolds into an operator's `main`.
 ///
@@ -26,6 +29,10 @@ use super::Options;
 /// let opts = cli.manager.options();
 /// assert!(opts.leader_election);
 /// assert_eq!(opts.metrics_bind_address, ":9090");
+/// // kubebuilder v4's default: HTTPS behind TokenReview + SubjectAccessReview.
+/// assert!(opts.metrics.secure_serving && opts.metrics.filter_provider.is_some());
+/// let plain = Cli::parse_from(["op", "--metrics-secure=false"]).manager.options();
+/// assert!(!plain.metrics.secure_serving && plain.metrics.filter_provider.is_none());
 /// ```
 // `about = None`: this doc comment must not become the `--help` text of a program
 // that has no doc comment of its own; the group id keeps it apart from other structs
@@ -67,6 +74,47 @@ pub struct Args {
     /// Path to a kubeconfig. Only required if out-of-cluster.
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// If set, the metrics endpoint is served securely via HTTPS, and only to clients
+    /// whose bearer token may `get` its path (TokenReview + SubjectAccessReview). Use
+    /// --metrics-secure=false to use HTTP instead.
+    #[arg(
+        long = "metrics-secure",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value_t = true,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub metrics_secure: bool,
+    /// The directory that contains the metrics server certificate (else a
+    /// self-signed one is served).
+    #[arg(long = "metrics-cert-path", value_name = "DIR")]
+    pub metrics_cert_path: Option<PathBuf>,
+    /// The name of the metrics server certificate file.
+    #[arg(
+        long = "metrics-cert-name",
+        value_name = "NAME",
+        default_value = "tls.crt"
+    )]
+    pub metrics_cert_name: String,
+    /// The name of the metrics server key file.
+    #[arg(
+        long = "metrics-cert-key",
+        value_name = "NAME",
+        default_value = "tls.key"
+    )]
+    pub metrics_cert_key: String,
+    /// If set, HTTP/2 will be enabled for the metrics and webhook servers (off by
+    /// default: the HTTP/2 stream-cancellation and rapid-reset CVEs).
+    #[arg(
+        long = "enable-http2",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub enable_http2: bool,
 }
 
 impl Default for Args {
@@ -77,6 +125,11 @@ impl Default for Args {
             leader_elect: false,
             pprof_bind_address: String::new(),
             kubeconfig: None,
+            metrics_secure: true,
+            metrics_cert_path: None,
+            metrics_cert_name: DEFAULT_CERT_NAME.into(),
+            metrics_cert_key: DEFAULT_KEY_NAME.into(),
+            enable_http2: false,
         }
     }
 }
@@ -93,7 +146,38 @@ impl Args {
         opts.health_probe_bind_address = self.health_probe_bind_address.clone();
         opts.leader_election = self.leader_elect;
         opts.pprof_bind_address = self.pprof_bind_address.clone();
+        self.apply_metrics(&mut opts.metrics);
         opts
+    }
+
+    /// The metrics server's options as kubebuilder's `main` sets them: secure
+    /// serving with the authentication and authorization filter when
+    /// `--metrics-secure`, the certificate from `--metrics-cert-path`, HTTP/2 only
+    /// with `--enable-http2`.
+    fn apply_metrics(&self, m: &mut metrics_server::Options) {
+        m.secure_serving = self.metrics_secure;
+        if self.metrics_secure {
+            m.filter_provider = Some(filters::with_authentication_and_authorization());
+        }
+        if let Some(dir) = self
+            .metrics_cert_path
+            .as_ref()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            m.cert_dir = dir.clone();
+            m.cert_name = self.metrics_cert_name.clone();
+            m.key_name = self.metrics_cert_key.clone();
+        }
+        m.tls = self.tls_options();
+    }
+
+    /// The TLS options the flags ask for (kubebuilder's `tlsOpts`): hand them to the
+    /// webhook server too, `webhook::Options { tls: args.tls_options(), .. }`.
+    pub fn tls_options(&self) -> TlsOptions {
+        TlsOptions {
+            enable_http2: self.enable_http2,
+            ..TlsOptions::default()
+        }
     }
 
     /// The client configuration: see [`load_config`].

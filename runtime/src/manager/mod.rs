@@ -13,7 +13,8 @@
 //! server (`crate::webhook`) is [`Options::webhook_server`], handed out by
 //! [`Manager::webhook_server`] and run in the webhooks group. Leader
 //! election plugs in at one seam (`leader`); [`shutdown_signal`] and the
-//! [`Args`] flags cover `main`.
+//! [`Args`] flags cover `main`. [`Manager::rbac_rules`] (`rbac`) says which RBAC
+//! rules all of this needs (`crate::rbac`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -39,6 +40,7 @@ mod flags;
 mod group;
 mod leader;
 mod options;
+mod rbac;
 mod runnable;
 mod signals;
 mod start;
@@ -92,6 +94,8 @@ struct Inner {
     recorder: recorder::Provider,
     webhook_server: webhook::Server,
     webhook_added: std::sync::Once,
+    /// Whether a recorder was handed out (its Events need RBAC, `rbac_rules`).
+    events_used: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
 }
 
@@ -103,6 +107,7 @@ struct State {
     metrics_listener: Option<StdListener>,
     probe_listener: Option<StdListener>,
     pprof_listener: Option<StdListener>,
+    rbac: Vec<crate::rbac::Rule>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -173,6 +178,7 @@ impl Manager {
                 recorder,
                 webhook_server,
                 webhook_added: std::sync::Once::new(),
+                events_used: std::sync::atomic::AtomicBool::new(false),
                 state: Mutex::new(State {
                     started: false,
                     healthz: healthz::Handler::new(),
@@ -181,6 +187,7 @@ impl Manager {
                     metrics_listener: metrics,
                     probe_listener: probe,
                     pprof_listener: pprof,
+                    rbac: Vec::new(),
                 }),
             }),
         })
@@ -283,6 +290,9 @@ impl Manager {
     /// writer, started on the first Event and flushed when the manager stops; see
     /// [`crate::recorder`].
     pub fn event_recorder(&self, name: impl Into<String>) -> recorder::Recorder {
+        self.inner
+            .events_used
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.inner.recorder.event_recorder(name)
     }
 

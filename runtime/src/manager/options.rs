@@ -9,7 +9,7 @@ use crate::http::ServerOptions;
 use crate::leaderelection::{
     self, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
 };
-use crate::metrics::server::DEFAULT_BIND_ADDRESS;
+use crate::metrics::server::{self as metrics_server, DEFAULT_BIND_ADDRESS};
 use crate::webhook;
 
 /// controller-runtime's default graceful shutdown period.
@@ -36,6 +36,10 @@ pub struct Options {
     /// any free port; `"0"` disables the metrics server. Empty means the default,
     /// `":8080"`.
     pub metrics_bind_address: String,
+    /// How the metrics server serves (Go's `Options.Metrics`): plain HTTP by default;
+    /// `secure_serving` for HTTPS, `filter_provider` for authentication and
+    /// authorization, `tls` for hardening. See [`crate::metrics::server::Options`].
+    pub metrics: metrics_server::Options,
     /// Where `/healthz` and `/readyz` are served; empty or `"0"` (the default)
     /// disables the health probe server.
     pub health_probe_bind_address: String,
@@ -104,6 +108,7 @@ impl Default for Options {
         Self {
             cache: cache::Options::default(),
             metrics_bind_address: DEFAULT_BIND_ADDRESS.to_string(),
+            metrics: metrics_server::Options::default(),
             health_probe_bind_address: String::new(),
             pprof_bind_address: String::new(),
             readiness_endpoint_name: DEFAULT_READINESS_ENDPOINT.to_string(),

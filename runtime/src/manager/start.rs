@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Error, Group, Inner, Manager, leader};
 use crate::http::{Router, Server};
-use crate::metrics::server as metrics_server;
+use crate::metrics::server::{self as metrics_server, ExtraHandlers};
 
 impl Manager {
     /// Runs the manager until `ctx` is cancelled (then returns `Ok`) or a runnable
@@ -100,7 +100,7 @@ impl Manager {
             )
         };
         if let Some(l) = metrics {
-            self.add_server("metrics", l, metrics_server::router(&extra))?;
+            self.add_metrics_server(l, &extra)?;
         }
         if let Some(l) = probe {
             let mut router = Router::new();
@@ -118,11 +118,32 @@ impl Manager {
         Ok(())
     }
 
+    /// The metrics server: its handlers behind the configured filter, over TLS when
+    /// `metrics.secure_serving`.
+    fn add_metrics_server(&self, l: StdListener, extra: &ExtraHandlers) -> Result<(), Error> {
+        let o = &self.inner.opts.metrics;
+        let filter = o.filter(&self.inner.kube).map_err(Error::MetricsServer)?;
+        let tls = o.tls_serving().map_err(Error::MetricsServer)?;
+        let router = metrics_server::filtered_router(extra, filter.as_ref());
+        let server = self.server("metrics", l, router)?;
+        self.add(match tls {
+            Some(t) => server.with_tls(t),
+            None => server,
+        })
+    }
+
     fn add_server(&self, kind: &'static str, l: StdListener, router: Router) -> Result<(), Error> {
-        let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
-        let server = Server::new(kind, l, router, self.inner.opts.server.clone())
-            .map_err(|source| Error::Bind { kind, addr, source })?;
+        let server = self.server(kind, l, router)?;
         self.add(server)
+    }
+
+    fn server(&self, kind: &'static str, l: StdListener, router: Router) -> Result<Server, Error> {
+        let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        Server::new(kind, l, router, self.inner.opts.server.clone()).map_err(|source| Error::Bind {
+            kind,
+            addr,
+            source,
+        })
     }
 }
 

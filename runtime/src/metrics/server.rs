@@ -7,15 +7,26 @@
 //! [`http::Server`](crate::http::Server) with [`router`]; `process_*` metrics
 //! ([`super::process`]) and `tokio_*` metrics ([`super::runtime`]) are registered
 //! when the router is built.
+//!
+//! [`Options`] (the manager's `Options::metrics`, Go's `metricsserver.Options`) make it
+//! secure: HTTPS (`crate::tls`) with the certificate in `cert_dir` (kept current by a
+//! `CertWatcher`) or, when that has none, a self-signed one; and a filter around every
+//! handler, usually [`super::filters::with_authentication_and_authorization`]. The
+//! default stays plain HTTP, as controller-runtime's; kubebuilder's
+//! `--metrics-secure` (`crate::manager::Args`, default true) turns both on.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use http::{HeaderValue, StatusCode, header};
 use prometheus::{Encoder, Registry, TextEncoder};
 
+use super::filters::{Filter, FilterProvider};
+use crate::certwatcher::CertWatcher;
 use crate::http::{Handler, Request, Response, Router, text};
+use crate::tls::{self, TlsOptions};
 
 /// Where the metrics are served (Go's `defaultMetricsEndpoint`).
 pub const METRICS_PATH: &str = "/metrics";
@@ -132,15 +143,127 @@ impl ExtraHandlers {
     }
 }
 
+/// The default certificate directory of the secure metrics server:
+/// `<tmp>/k8s-metrics-server/serving-certs`.
+pub fn default_cert_dir() -> PathBuf {
+    std::env::temp_dir()
+        .join("k8s-metrics-server")
+        .join("serving-certs")
+}
+
+/// How the metrics server serves (Go's `metricsserver.Options`; the bind address and
+/// extra handlers are the manager's `metrics_bind_address` and
+/// `add_metrics_extra_handler`).
+#[derive(Clone)]
+pub struct Options {
+    /// Serve HTTPS instead of HTTP (Go's `SecureServing`). Default false.
+    pub secure_serving: bool,
+    /// Where `cert_name` and `key_name` are; when they are not both there a
+    /// self-signed certificate is served. Default [`default_cert_dir`].
+    pub cert_dir: PathBuf,
+    /// The certificate file; default `tls.crt`.
+    pub cert_name: String,
+    /// The key file; default `tls.key`.
+    pub key_name: String,
+    /// Builds the filter wrapped around `/metrics` and every extra handler (Go's
+    /// `FilterProvider`), e.g. [`super::filters::with_authentication_and_authorization`].
+    /// Default none.
+    pub filter_provider: Option<FilterProvider>,
+    /// TLS hardening when secure (Go's `TLSOpts`): HTTP/2 off unless enabled, TLS 1.2+.
+    pub tls: TlsOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            secure_serving: false,
+            cert_dir: default_cert_dir(),
+            cert_name: crate::webhook::DEFAULT_CERT_NAME.into(),
+            key_name: crate::webhook::DEFAULT_KEY_NAME.into(),
+            filter_provider: None,
+            tls: TlsOptions::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("secure_serving", &self.secure_serving)
+            .field("cert_dir", &self.cert_dir)
+            .field("cert_name", &self.cert_name)
+            .field("key_name", &self.key_name)
+            .field("filter_provider", &self.filter_provider.is_some())
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+impl Options {
+    /// The TLS the server serves with, or `None` when not secure: the certificate
+    /// pair in `cert_dir` if both files exist (watched for changes), else a
+    /// self-signed certificate for `localhost` / `127.0.0.1`.
+    pub fn tls_serving(&self) -> Result<Option<tls::Serving>, String> {
+        if !self.secure_serving {
+            return Ok(None);
+        }
+        let (cert, key) = (
+            self.cert_dir.join(&self.cert_name),
+            self.cert_dir.join(&self.key_name),
+        );
+        let (resolver, watcher) = if exists(&cert) && exists(&key) {
+            let w = Arc::new(CertWatcher::new(&cert, &key).map_err(|e| e.to_string())?);
+            tracing::info!(cert = %cert.display(), "metrics server certificate from files");
+            (
+                w.clone() as Arc<dyn rustls::server::ResolvesServerCert>,
+                Some(w),
+            )
+        } else {
+            tracing::info!("metrics server serves a self-signed certificate");
+            let fixed = tls::self_signed()?;
+            (
+                Arc::new(fixed) as Arc<dyn rustls::server::ResolvesServerCert>,
+                None,
+            )
+        };
+        let cfg = self.tls.server_config(resolver, None)?;
+        Ok(Some(tls::Serving::new(cfg, watcher)))
+    }
+
+    /// The filter of `filter_provider`, built on `client`.
+    pub fn filter(&self, client: &kube::Client) -> Result<Option<Filter>, String> {
+        match &self.filter_provider {
+            None => Ok(None),
+            Some(p) => p(client).map(Some).map_err(|e| {
+                format!("filter provider failed to create filter for the metrics server: {e}")
+            }),
+        }
+    }
+}
+
+fn exists(p: &Path) -> bool {
+    p.try_exists().unwrap_or(false)
+}
+
 /// The metrics server's routes: `/metrics` over the process-wide registry (with the
 /// `process_*` and `tokio_*` collectors registered) plus `extra`.
 pub fn router(extra: &ExtraHandlers) -> Router {
+    filtered_router(extra, None)
+}
+
+/// [`router`] with every handler wrapped in `filter` (Go wraps `/metrics` and each
+/// extra handler).
+pub fn filtered_router(extra: &ExtraHandlers, filter: Option<&Filter>) -> Router {
     super::process::register();
     super::runtime::register();
+    let wrap = |h: Arc<dyn Handler>| match filter {
+        Some(f) => f(h),
+        None => h,
+    };
     let mut r = Router::new();
-    r.handle(METRICS_PATH, MetricsHandler::new());
+    r.handle(METRICS_PATH, wrap(Arc::new(MetricsHandler::new())));
     for (path, h) in &extra.0 {
-        r.handle(path.clone(), h.clone());
+        r.handle(path.clone(), wrap(h.clone()));
     }
     r
 }

@@ -31,6 +31,17 @@ impl GroupResource {
     }
 }
 
+/// `resource.group`, or `resource` in the core group (Go's `GroupResource.String`).
+impl std::fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
+    }
+}
+
 /// A main resource of the ring and the resources its objects control.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -45,7 +56,7 @@ pub struct RingResource {
 }
 
 /// The desired state of a ring: which resources it shards across its shards.
-#[allow(clippy::duplicated_attributes)] // two printer columns share `type_ = "string"`
+#[allow(clippy::duplicated_attributes)] // printer columns share `type_ = "string"`
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
     group = "sharding.timebertt.dev",
@@ -53,6 +64,11 @@ pub struct RingResource {
     kind = "ControllerRing",
     status = "ControllerRingStatus",
     doc = "A virtual ring of sharded controller instances (kubernetes-controller-sharding's ControllerRing).",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type == \"Ready\")].status"
+    ),
     printcolumn(
         name = "Available",
         type_ = "string",
@@ -80,17 +96,22 @@ pub struct ControllerRingSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ControllerRingStatus {
     /// The generation the sharder observed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub observed_generation: i64,
-    /// All shards of the ring.
+    /// All shards of the ring (every shard lease, whatever its state).
     #[serde(default)]
     pub shards: i32,
-    /// The shards available for assignment.
+    /// The shards available for assignment (Ready, Expired or Uncertain).
     #[serde(default)]
     pub available_shards: i32,
-    /// The ring's conditions (`Ready`).
+    /// The ring's conditions: `Ready` is true when the sharder's last sync of the ring
+    /// succeeded, false with the reason when it did not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl ControllerRing {

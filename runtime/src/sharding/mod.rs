@@ -41,7 +41,10 @@ pub use controllerring::{
 pub use lease::{LEASE_TTL, ShardLease, ShardState, lease_labels, shard_state};
 pub use ring::{HashRing, KeyError, TOKENS_PER_SHARD, hash, key_for_controller, key_for_object};
 pub use shard::{Shard, ShardedReconciler, acknowledge_drain};
-pub use sharder::{IDENTITY_SHARDER, Sharder, SharderOptions, webhook_configuration, webhook_path};
+pub use sharder::{
+    CONDITION_READY, IDENTITY_SHARDER, RingSharders, Sharder, SharderOptions, WebhookEndpoint,
+    webhook_configuration, webhook_path,
+};
 
 /// The label on shard leases naming their ring.
 pub const LABEL_CONTROLLER_RING: &str = "alpha.sharding.timebertt.dev/controllerring";

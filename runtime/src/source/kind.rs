@@ -49,6 +49,7 @@ impl<K: CacheObject, R: TypedRequest> Kind<K, R> {
     /// A source of events for `K` with dynamic type `dt` (an `ApiResource` for
     /// `DynamicObject`).
     pub fn new_with(cache: &Cache, dt: K::DynamicType, handler: impl EventHandler<K, R>) -> Self {
+        cache.record_watch::<K>(&dt);
         Self {
             cache: cache.clone(),
             dt,

@@ -1,7 +1,8 @@
 //! Webhooks: the TLS [`Server`] and the admission and conversion handlers it serves
 //! (controller-runtime's `pkg/webhook`).
 //!
-//! - [`Server`] (`server`): path -> handler over rustls (`tls`) with HTTP/1.1 and h2,
+//! - [`Server`] (`server`): path -> handler over rustls (`crate::tls`: HTTP/1.1 only
+//!   unless h2 is enabled),
 //!   a runnable in the manager's Webhooks group, certificates kept current by
 //!   `crate::certwatcher`, instrumented with controller-runtime's webhook metrics
 //!   (`metrics`).
@@ -34,7 +35,6 @@ pub mod certs;
 pub mod conversion;
 mod metrics;
 mod server;
-mod tls;
 
 pub use server::{
     CONVERT_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_PORT, Error, Options, Server,

@@ -1,6 +1,7 @@
 //! [`Server`]: the webhook server (controller-runtime's `webhook.Server`): a
-//! path -> handler map served over TLS (rustls, ring) with HTTP/1.1 and h2, run by the
-//! manager as a runnable in its Webhooks group.
+//! path -> handler map served over TLS (rustls, ring; hardened by `crate::tls`:
+//! HTTP/1.1 only unless [`Options::tls`] enables h2, TLS 1.2+), run by the manager as
+//! a runnable in its Webhooks group.
 //!
 //! Defaults are controller-runtime's: port 9443, certificates `tls.crt` / `tls.key`
 //! in `<tmp>/k8s-webhook-server/serving-certs`, reloaded on change by a
@@ -24,7 +25,6 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use parking_lot::{Mutex, RwLock};
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -32,11 +32,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::metrics::{self, InFlight};
-use super::tls;
 use crate::certwatcher::CertWatcher;
 use crate::healthz::{CheckError, Checker};
 use crate::http::{self as h, Handler};
 use crate::manager::{BoxError, Group, Runnable};
+use crate::tls::{self, TlsOptions};
 
 /// controller-runtime's default webhook port.
 pub const DEFAULT_PORT: u16 = 9443;
@@ -75,6 +75,8 @@ pub struct Options {
     pub handshake_timeout: Duration,
     /// How often the certificate is re-read whatever its files say; default 10 s.
     pub cert_watch_interval: Duration,
+    /// TLS hardening (Go's `TLSOpts`): HTTP/2 off unless enabled, TLS 1.2+, hooks.
+    pub tls: TlsOptions,
 }
 
 impl Default for Options {
@@ -89,6 +91,7 @@ impl Default for Options {
             max_body_bytes: super::admission::MAX_REQUEST_BYTES,
             handshake_timeout: Duration::from_secs(10),
             cert_watch_interval: crate::certwatcher::DEFAULT_WATCH_INTERVAL,
+            tls: TlsOptions::default(),
         }
     }
 }
@@ -268,7 +271,10 @@ impl Server {
             .with_watch_interval(o.cert_watch_interval);
         let certs = Arc::new(certs);
         let ca = o.client_ca_name.as_ref().map(|n| o.cert_dir.join(n));
-        let cfg = tls::server_config(certs.clone(), ca.as_deref()).map_err(Error::Tls)?;
+        let cfg = o
+            .tls
+            .server_config(certs.clone(), ca.as_deref())
+            .map_err(Error::Tls)?;
         let acceptor = TlsAcceptor::from(Arc::new(cfg));
         self.bind()?;
         let std = self
@@ -315,61 +321,35 @@ impl Server {
     }
 }
 
-/// Go's answer to plain HTTP on a TLS port.
-const PLAIN_HTTP_REPLY: &[u8] =
-    b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
-
 async fn serve_conn(
-    mut stream: TcpStream,
+    stream: TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
     inner: Arc<Inner>,
     shutdown: CancellationToken,
 ) {
-    // A TLS connection opens with a handshake record (0x16); an ASCII letter is plain HTTP.
-    let mut first = [0u8; 1];
-    let peeked = tokio::time::timeout(inner.opts.handshake_timeout, stream.peek(&mut first)).await;
-    match peeked {
-        Ok(Ok(1)) if first[0].is_ascii_alphabetic() => {
-            tracing::debug!(%peer, "plain HTTP request to the webhook TLS port");
-            let _ = stream.write_all(PLAIN_HTTP_REPLY).await;
-            let _ = stream.shutdown().await;
-            return;
-        }
-        Ok(Ok(n)) if n > 0 => {}
-        _ => return,
-    }
-    let tls =
-        match tokio::time::timeout(inner.opts.handshake_timeout, acceptor.accept(stream)).await {
-            Ok(Ok(t)) => t,
-            Ok(Err(error)) => {
-                tracing::debug!(%peer, %error, "webhook TLS handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(%peer, "webhook TLS handshake timed out");
-                return;
-            }
-        };
+    let timeout = inner.opts.handshake_timeout;
+    let Some(tls) = tls::accept(stream, peer, &acceptor, timeout, "webhook").await else {
+        return;
+    };
+    let h2 = tls::negotiated_h2(&tls);
     let max_body = inner.opts.max_body_bytes;
     let svc = service_fn(move |req: http::Request<Incoming>| {
         let inner = inner.clone();
         async move { Ok::<_, Infallible>(respond(&inner, req, max_body).await) }
     });
+    // Served as negotiated: h2 only after ALPN said so, else HTTP/1.1 only.
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder = if h2 {
+        builder.http2_only()
+    } else {
+        builder.http1_only()
+    };
     builder
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(ctrl_net::DEFAULT_HEADER_READ_TIMEOUT);
-    let conn = builder.serve_connection(TokioIo::new(tls), svc);
-    tokio::pin!(conn);
-    let res = tokio::select! {
-        res = conn.as_mut() => res,
-        _ = shutdown.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
+    let res = h::drive_conn!(builder.serve_connection(TokioIo::new(tls), svc), shutdown);
     if let Err(error) = res {
         tracing::debug!(%peer, %error, "webhook connection ended with an error");
     }

@@ -26,13 +26,17 @@ pub(crate) struct Members {
 }
 
 impl Members {
-    /// Lists the shard leases of `ring` in `api`'s namespace and judges them at `now`.
+    /// Lists the shard leases of `ring` in `api`'s namespace and judges them now.
     pub async fn load(api: &Api<Lease>, ring: &str) -> Result<Self, kube::Error> {
-        let lp = ListParams::default().labels(&format!("{LABEL_CONTROLLER_RING}={ring}"));
-        let leases = api.list(&lp).await?;
-        let now = Timestamp::now();
+        let leases = api
+            .list(&ListParams::default().labels(&selector(ring)))
+            .await?;
+        Ok(Self::judge(leases.items, Timestamp::now()))
+    }
+
+    /// The members given by `leases` (the shard leases of one ring) at `now`.
+    pub fn judge(leases: impl IntoIterator<Item = Lease>, now: Timestamp) -> Self {
         let shards: BTreeMap<_, _> = leases
-            .items
             .into_iter()
             .filter_map(|l| {
                 let name = l.metadata.name.clone()?;
@@ -46,7 +50,7 @@ impl Members {
                 .filter(|(_, (_, s))| s.is_available())
                 .map(|(n, _)| n.as_str()),
         );
-        Ok(Self { shards, ring })
+        Self { shards, ring }
     }
 
     /// The state of shard `name` (Unknown if it has no lease).
@@ -91,6 +95,11 @@ impl Members {
         }
         changed
     }
+}
+
+/// The label selector of `ring`'s shard leases.
+pub(crate) fn selector(ring: &str) -> String {
+    format!("{LABEL_CONTROLLER_RING}={ring}")
 }
 
 /// Acquires an uncertain shard lease as the sharder (upstream's shardlease controller):

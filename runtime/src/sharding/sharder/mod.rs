@@ -8,12 +8,16 @@
 //! shards changed, or every `sync_period`, it syncs every object of the ring (`sync`):
 //! unassigned objects and objects of dead shards get their new shard at once, main
 //! objects of shards that are still available but no longer own them get the drain
-//! label (`assign` decides). Its webhook (`webhook`), registered on a manager's webhook
-//! server with [`Sharder::register_webhook`], assigns objects as they are created or
-//! let go.
+//! label (`assign` decides), and writes the ring's status with its `Ready` condition
+//! (`status`). Its webhook (`webhook`), registered on a manager's webhook server with
+//! [`Sharder::register_webhook`], assigns objects as they are created or let go.
+//! [`RingSharders`] (`rings`) runs one sharder per `ControllerRing` of a cluster, as the
+//! `ctrl-sharder` binary does.
 
 mod assign;
 mod members;
+mod rings;
+mod status;
 mod sync;
 mod webhook;
 
@@ -26,6 +30,8 @@ use kube::api::Api;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use rings::{RingSharders, WebhookEndpoint};
+pub use status::CONDITION_READY;
 pub use webhook::{webhook_configuration, webhook_path};
 
 use super::{ControllerRing, metrics};
@@ -139,42 +145,23 @@ impl Sharder {
         &self,
         server: &crate::webhook::Server,
     ) -> Result<(), crate::webhook::Error> {
-        let handler = webhook::SharderWebhook {
-            client: self.client.clone(),
-            ring: self.opts.ring.clone(),
-            lease_namespace: self.opts.lease_namespace.clone(),
-        };
+        let handler = webhook::SharderWebhook::new(
+            self.client.clone(),
+            &self.opts.ring,
+            &self.opts.lease_namespace,
+        );
         let wh = crate::webhook::admission::Webhook::new(handler);
         server.register(&webhook_path(&self.opts.ring), wh)
     }
 
-    /// Writes the ring's `status.shards` and `status.availableShards` (best effort).
-    async fn write_status(
-        &self,
-        rings: &Api<ControllerRing>,
-        ring: &ControllerRing,
-        members: &Members,
-    ) {
-        let status = serde_json::json!({ "status": {
-            "observedGeneration": ring.metadata.generation,
-            "shards": members.shards.len(),
-            "availableShards": members.available(),
-        }});
-        let pp = kube::api::PatchParams::default();
-        if let Err(error) = rings
-            .patch_status(ring.ring_name(), &pp, &kube::api::Patch::Merge(&status))
-            .await
-        {
-            tracing::debug!(ring = %self.opts.ring, %error, "Could not write the ring's status");
-        }
-    }
-
     /// One tick: maintain leases; sync objects if `force` or membership changed since
-    /// `last`. Returns what it synced against, if it synced.
+    /// `last`; write the ring's status (`webhook` is the outcome of registering the
+    /// webhook, if this tick tried). Returns what it synced against, if it synced.
     async fn tick(
         &self,
         last: Option<&[String]>,
         force: bool,
+        webhook: Option<Result<(), String>>,
     ) -> Result<Option<Synced>, kube::Error> {
         let ring_name = &self.opts.ring;
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.opts.lease_namespace);
@@ -191,17 +178,26 @@ impl Sharder {
         metrics::RING_SIZE
             .with_label_values(&[ring_name])
             .set(members.available() as i64);
-        if !force && last == Some(available.as_slice()) {
-            return Ok(None);
-        }
         let rings: Api<ControllerRing> = Api::all(self.client.clone());
         let Some(ring) = rings.get_opt(ring_name).await? else {
             tracing::warn!(ring = %ring_name, "ControllerRing not found, nothing to shard");
             return Ok(None);
         };
+        let webhook_failed = webhook.as_ref().is_some_and(Result::is_err);
+        if !force && !webhook_failed && last == Some(available.as_slice()) {
+            status::write(&rings, &ring, &members, None).await;
+            return Ok(None);
+        }
         let counts = sync::sync_ring(&self.client, &ring, &members).await?;
-        self.write_status(&rings, &ring, &members).await;
-        tracing::info!(ring = %ring_name, shards = ?available, assigned = counts.assigned, drained = counts.drained, "Synced ring");
+        let mut problems = counts.problems.clone();
+        problems.extend(webhook.and_then(Result::err));
+        let outcome = if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        };
+        status::write(&rings, &ring, &members, Some(&outcome)).await;
+        tracing::info!(ring = %ring_name, shards = ?available, assigned = counts.assigned, drained = counts.drained, ?problems, "Synced ring");
         Ok(Some(Synced {
             shards: available,
             busy: counts.assigned + counts.drained > 0,
@@ -217,16 +213,18 @@ impl Runnable for Sharder {
         let mut busy = false;
         let mut webhook_installed = self.webhook.is_none();
         loop {
-            if !webhook_installed {
-                match self.install_webhook().await {
-                    Ok(()) => webhook_installed = true,
-                    Err(error) => {
-                        tracing::warn!(ring = %self.opts.ring, %error, "Could not register the sharder webhook")
-                    }
-                }
-            }
+            let webhook = if webhook_installed {
+                None
+            } else {
+                let r = self.install_webhook().await.map_err(|e| {
+                    tracing::warn!(ring = %self.opts.ring, error = %e, "Could not register the sharder webhook");
+                    format!("error reconciling webhooks for ControllerRing: {e}")
+                });
+                webhook_installed = r.is_ok();
+                Some(r)
+            };
             let force = busy || Instant::now() >= next_full;
-            match self.tick(last.as_deref(), force).await {
+            match self.tick(last.as_deref(), force, webhook).await {
                 Ok(Some(synced)) => {
                     last = Some(synced.shards);
                     busy = synced.busy;

@@ -4,25 +4,59 @@
 //! webhook was unreachable, objects of shards that died, objects whose shard changed
 //! because a shard joined.
 //!
+//! Only objects in the namespaces the ring's `namespaceSelector` selects are synced (all
+//! namespaces without one), as the webhook sees only those; cluster-scoped objects are
+//! always synced, as a webhook's `namespaceSelector` never skips them.
+//!
 //! Every write is a merge patch guarded by the listed `resourceVersion`: an object that
 //! changed since the list is left to the next sync.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
-use kube::discovery::{ApiCapabilities, Discovery, Scope};
+use kube::core::Selector;
+use kube::discovery::{ApiCapabilities, Discovery};
 use serde_json::{Value, json};
 
 use super::assign::{Decision, Role, decide, key};
 use super::members::Members;
 use crate::sharding::{ControllerRing, GroupResource, label_drain, label_shard, metrics};
 
-/// How many objects one sync touched.
-#[derive(Debug, Default, Clone, Copy)]
+/// How many objects one sync touched, and what in the ring kept it from syncing
+/// everything (an invalid `namespaceSelector`, a resource the API server does not
+/// serve): the ring is not Ready while there are problems.
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Counts {
     pub assigned: usize,
     pub drained: usize,
+    pub problems: Vec<String>,
+}
+
+/// The namespaces `ring`'s `namespaceSelector` selects (`Ok(None)`: no selector, all
+/// namespaces; `Err(Ok(..))`: the selector is invalid).
+async fn selected_namespaces(
+    client: &kube::Client,
+    ring: &ControllerRing,
+) -> Result<Option<HashSet<String>>, Result<String, kube::Error>> {
+    let Some(selector) = ring.spec.namespace_selector.clone() else {
+        return Ok(None);
+    };
+    let selector =
+        Selector::try_from(selector).map_err(|e| Ok(format!("invalid namespaceSelector: {e}")))?;
+    let lp = ListParams::default().labels_from(&selector);
+    let list = Api::<Namespace>::all(client.clone())
+        .list_metadata(&lp)
+        .await
+        .map_err(Err)?;
+    Ok(Some(
+        list.items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect(),
+    ))
 }
 
 /// Syncs every resource of `ring`; returns what it did.
@@ -33,15 +67,34 @@ pub(crate) async fn sync_ring(
 ) -> Result<Counts, kube::Error> {
     let name = ring.ring_name();
     let mut counts = Counts::default();
+    let namespaces = match selected_namespaces(client, ring).await {
+        Ok(namespaces) => namespaces,
+        Err(Ok(problem)) => {
+            counts.problems.push(problem);
+            return Ok(counts);
+        }
+        Err(Err(e)) => return Err(e),
+    };
     let mut per_shard: BTreeMap<String, i64> =
         members.shards.keys().map(|s| (s.clone(), 0)).collect();
     let discovered = discover(client, ring).await?;
     for (gr, role) in resources(ring) {
         let Some((ar, caps)) = discovered.get(&gr) else {
             tracing::warn!(ring = name, group = %gr.group, resource = %gr.resource, "Sharded resource not found by discovery");
+            counts
+                .problems
+                .push(format!("no kinds found for resource \"{gr}\""));
             continue;
         };
-        let c = sync_resource(client, name, members, ar, caps, role, &mut per_shard).await?;
+        let scope = Scope {
+            ring: name,
+            members,
+            ar,
+            caps,
+            role,
+            namespaces: namespaces.as_ref(),
+        };
+        let c = sync_resource(client, &scope, &mut per_shard).await?;
         counts.assigned += c.assigned;
         counts.drained += c.drained;
     }
@@ -90,71 +143,124 @@ async fn discover(client: &kube::Client, ring: &ControllerRing) -> Result<Discov
     Ok(out)
 }
 
+/// What one resource's sync works on.
+struct Scope<'a> {
+    ring: &'a str,
+    members: &'a Members,
+    ar: &'a ApiResource,
+    caps: &'a ApiCapabilities,
+    role: Role,
+    /// The selected namespaces (`None`: all).
+    namespaces: Option<&'a HashSet<String>>,
+}
+
+impl Scope<'_> {
+    /// Whether an object in `namespace` (`None`: cluster-scoped) is synced.
+    fn selects(&self, namespace: Option<&str>) -> bool {
+        match (self.namespaces, namespace) {
+            (Some(set), Some(ns)) => set.contains(ns),
+            _ => true,
+        }
+    }
+}
+
+/// How many label patches one resource's sync has in flight: moving the objects of a
+/// dead shard is bound by round trips, not by the API server's work.
+const PATCH_CONCURRENCY: usize = 16;
+
+/// One object the sync writes to: its metadata, what to write, and whether it had a
+/// shard before (a movement).
+type Change = (ObjectMeta, Decision, bool);
+
 async fn sync_resource(
     client: &kube::Client,
-    ring: &str,
-    members: &Members,
-    ar: &ApiResource,
-    caps: &ApiCapabilities,
-    role: Role,
+    scope: &Scope<'_>,
     per_shard: &mut BTreeMap<String, i64>,
 ) -> Result<Counts, kube::Error> {
+    let Scope { ring, ar, caps, .. } = *scope;
     let all: Api<DynamicObject> = Api::all_with(client.clone(), ar);
     let list = all.list_metadata(&ListParams::default()).await?;
-    let mut counts = Counts::default();
-    let namespaced = matches!(caps.scope, Scope::Namespaced);
+    let namespaced = matches!(caps.scope, kube::discovery::Scope::Namespaced);
+    let changes = list
+        .items
+        .into_iter()
+        .filter(|o| scope.selects(o.metadata.namespace.as_deref().filter(|_| namespaced)))
+        .filter_map(|o| plan(scope, o.metadata, per_shard));
     let labels = [ring, ar.group.as_str(), ar.plural.as_str()];
-    for obj in list.items {
-        let meta = &obj.metadata;
-        let Ok(Some(k)) = key(role, &ar.group, &ar.kind, meta) else {
-            continue;
-        };
-        let decision = decide(members, ring, role, &k, meta);
-        let current = meta.labels.as_ref().and_then(|l| l.get(&label_shard(ring)));
-        let owner = match &decision {
-            Decision::Assign(s) => Some(s),
-            _ => current,
-        };
-        if let Some(owner) = owner {
-            *per_shard.entry(owner.clone()).or_default() += 1;
-        }
-        let api: Api<DynamicObject> = match (namespaced, meta.namespace.as_deref()) {
-            (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
-            _ => Api::all_with(client.clone(), ar),
-        };
-        match apply(&api, ring, meta, &decision).await {
-            Ok(false) => {}
-            Ok(true) if decision == Decision::Drain => {
+    let mut results = futures::stream::iter(changes)
+        .map(|(meta, decision, moved)| async move {
+            let api: Api<DynamicObject> = match (namespaced, meta.namespace.as_deref()) {
+                (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
+                _ => Api::all_with(client.clone(), ar),
+            };
+            (apply(&api, ring, &meta, &decision).await, decision, moved)
+        })
+        .buffer_unordered(PATCH_CONCURRENCY);
+    let mut counts = Counts::default();
+    let mut failed = None;
+    while let Some((result, decision, moved)) = results.next().await {
+        match result {
+            Ok(()) if decision == Decision::Drain => {
                 counts.drained += 1;
                 metrics::DRAINS.with_label_values(&labels).inc();
             }
-            Ok(true) => {
+            Ok(()) => {
                 counts.assigned += 1;
-                if current.is_some() {
+                if moved {
                     metrics::MOVEMENTS.with_label_values(&labels).inc();
                 }
                 metrics::ASSIGNMENTS.with_label_values(&labels).inc();
             }
             Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
-            Err(e) => return Err(e),
+            Err(e) => failed = failed.or(Some(e)),
         }
     }
-    Ok(counts)
+    failed.map_or(Ok(counts), Err)
 }
 
-/// Writes `decision`'s labels; `Ok(false)` when there is nothing to write.
+/// The change the sync makes to the object with `meta` (`None`: none), counting the
+/// object for its shard in `per_shard`.
+fn plan(
+    scope: &Scope<'_>,
+    meta: ObjectMeta,
+    per_shard: &mut BTreeMap<String, i64>,
+) -> Option<Change> {
+    let Scope {
+        ring,
+        members,
+        ar,
+        role,
+        ..
+    } = *scope;
+    let Ok(Some(k)) = key(role, &ar.group, &ar.kind, &meta) else {
+        return None;
+    };
+    let decision = decide(members, ring, role, &k, &meta);
+    let current = meta.labels.as_ref().and_then(|l| l.get(&label_shard(ring)));
+    let owner = match &decision {
+        Decision::Assign(s) => Some(s),
+        _ => current,
+    };
+    if let Some(owner) = owner {
+        *per_shard.entry(owner.clone()).or_default() += 1;
+    }
+    let moved = current.is_some();
+    (decision != Decision::Keep).then_some((meta, decision, moved))
+}
+
+/// Writes `decision`'s labels (nothing for [`Decision::Keep`]).
 async fn apply(
     api: &Api<DynamicObject>,
     ring: &str,
     meta: &ObjectMeta,
     decision: &Decision,
-) -> Result<bool, kube::Error> {
+) -> Result<(), kube::Error> {
     let labels = match decision {
-        Decision::Keep => return Ok(false),
+        Decision::Keep => return Ok(()),
         Decision::Assign(shard) => json!({ label_shard(ring): shard, label_drain(ring): null }),
         Decision::Drain => json!({ label_drain(ring): "true" }),
     };
-    patch_labels(api, meta, labels).await.map(|()| true)
+    patch_labels(api, meta, labels).await
 }
 
 /// Merge-patches `labels` onto the object, only if it is still at the listed version.

@@ -17,10 +17,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
-use kube::api::Api;
 
 use super::assign::{Decision, decide, key, role};
 use super::members::Members;
+use kube::api::Api;
+
 use crate::sharding::{ControllerRing, label_shard, metrics};
 use crate::webhook::admission::{Handler, Operation, Request, Response};
 
@@ -37,6 +38,15 @@ pub(crate) struct SharderWebhook {
 }
 
 impl SharderWebhook {
+    /// The handler of `ring`, its shard leases in `lease_namespace`.
+    pub fn new(client: kube::Client, ring: &str, lease_namespace: &str) -> Self {
+        Self {
+            client,
+            ring: ring.to_string(),
+            lease_namespace: lease_namespace.to_string(),
+        }
+    }
+
     async fn assign(&self, req: &Request, meta: &ObjectMeta) -> Result<Option<String>, String> {
         let rings: Api<ControllerRing> = Api::all(self.client.clone());
         let ring = rings
