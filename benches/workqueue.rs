@@ -14,6 +14,11 @@
 
 #[path = "workqueue_support/impls.rs"]
 mod impls;
+#[path = "support/plot.rs"]
+#[allow(dead_code)]
+mod plot;
+#[path = "support/table.rs"]
+mod table;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,6 +30,7 @@ use futures::StreamExt;
 use impls::{Bare, BenchQueue, Chan, ctrl_priority, ctrl_queue};
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 use rand::{Rng, SeedableRng};
+use table::{Column, Row};
 use tokio::time::Instant;
 
 #[global_allocator]
@@ -616,54 +622,34 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-struct Row {
-    imp: Impl,
-    med: f64,
-    min: f64,
-    max: f64,
-    extra: String,
-}
-
+/// Prints one scenario's rows with the work-queue table's ratio columns.
 fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
-    let find = |i: Impl| rows.iter().find(|r| r.imp == i).map(|r| r.med);
-    let bare = find(Impl::Bare);
-    let kube = find(Impl::Kube);
-    println!("\n{title}");
-    println!(
-        "  {:<32} {:>10} {:>10} {:>10}  {:>8} {:>8} {:>9}  {}",
-        "implementation", "median", "min", "max", "vs bare", "vs kube", "metrics", unit
-    );
-    for r in rows {
-        let ratio = |base: Option<f64>| match base {
-            Some(b) if b > 0.0 && r.med > 0.0 => {
-                format!(
-                    "{:.2}x",
-                    if higher_is_better {
-                        r.med / b
-                    } else {
-                        b / r.med
-                    }
-                )
-            }
-            _ => "-".into(),
-        };
-        let metrics_cost = match r.imp {
-            Impl::RlqMetrics => ratio(find(Impl::Rlq)),
-            Impl::PqMetrics => ratio(find(Impl::Pq)),
-            _ => String::new(),
-        };
-        println!(
-            "  {:<32} {:>10.3} {:>10.3} {:>10.3}  {:>8} {:>8} {:>9}  {}",
-            r.imp.label(),
-            r.med,
-            r.min,
-            r.max,
-            ratio(bare),
-            ratio(kube),
-            metrics_cost,
-            r.extra
-        );
-    }
+    let to = |i: Impl| move |_: &str| Some(i.label().to_string());
+    let (vs_bare, vs_kube) = (to(Impl::Bare), to(Impl::Kube));
+    let metrics = |l: &str| {
+        if l == Impl::RlqMetrics.label() {
+            Some(Impl::Rlq.label().to_string())
+        } else if l == Impl::PqMetrics.label() {
+            Some(Impl::Pq.label().to_string())
+        } else {
+            None
+        }
+    };
+    let columns = [
+        Column {
+            header: "vs bare",
+            base: &vs_bare,
+        },
+        Column {
+            header: "vs kube",
+            base: &vs_kube,
+        },
+        Column {
+            header: "metrics",
+            base: &metrics,
+        },
+    ];
+    table::print(title, unit, higher_is_better, rows, &columns);
 }
 
 /// What to run: `cargo bench --bench workqueue -- [FILTER] [--reps N] [--impl TEXT]`.
@@ -831,6 +817,7 @@ fn main() {
         _ => Vec::new(),
     };
 
+    let mut panels = Vec::new();
     for (title, sc) in &scenarios {
         if !wanted(title) {
             continue;
@@ -862,9 +849,8 @@ fn main() {
                     Scenario::S5(_) => s.wall.as_secs_f64() * 1e3,
                 }
             };
-            let mut vals: Vec<f64> = v.iter().map(metric).collect();
+            let vals: Vec<f64> = v.iter().map(metric).collect();
             let mut cpus: Vec<f64> = v.iter().map(|s| s.cpu.as_secs_f64() * 1e3).collect();
-            let med = median(&mut vals);
             let extra = match sc {
                 Scenario::S4(_) => {
                     let mut adds: Vec<f64> = v.iter().map(|s| s.adds.as_secs_f64() * 1e3).collect();
@@ -877,13 +863,7 @@ fn main() {
                 Scenario::S3(_) if imp == Impl::Kube => "1 consumer (one stream)".into(),
                 _ => String::new(),
             };
-            rows.push(Row {
-                imp,
-                med,
-                min: vals[0],
-                max: vals[vals.len() - 1],
-                extra,
-            });
+            rows.push(Row::from_values(imp.label(), vals, extra));
         }
         let higher =
             matches!(sc, Scenario::S1(_) | Scenario::S2 { .. } | Scenario::S3(_)) && !is_s6;
@@ -897,7 +877,20 @@ fn main() {
             }
         };
         print_rows(title, unit, higher, &rows);
+        panels.push(plot::Panel {
+            title: format!("{} ({unit})", title.split(" (").next().unwrap_or(title)),
+            bars: rows.iter().map(|r| (r.label.clone(), r.med)).collect(),
+        });
     }
+    plot::bars(
+        "workqueue.svg",
+        &format!(
+            "ctrl work-queue table, medians ({} mode)",
+            if full { "full" } else { "quick" }
+        ),
+        2,
+        &panels,
+    );
     print_growth(&s6, s6_growth);
     if wanted("S2") {
         print_hit_cost(s2_keys, s2_adds * 10);
@@ -909,17 +902,10 @@ fn main() {
     // Memory for nmem distinct keys held (keys included), median of reps.
     let mut rows = Vec::new();
     for &imp in &imps {
-        let mut v: Vec<f64> = (0..reps.min(3))
+        let v: Vec<f64> = (0..reps.min(3))
             .map(|_| memory(imp, nmem) as f64 / 1e6)
             .collect();
-        let med = median(&mut v);
-        rows.push(Row {
-            imp,
-            med,
-            min: v[0],
-            max: v[v.len() - 1],
-            extra: String::new(),
-        });
+        rows.push(Row::from_values(imp.label(), v, String::new()));
     }
     print_rows(
         &format!("Memory holding {nmem} distinct keys, keys included (MB)"),

@@ -13,6 +13,10 @@
 //! straight into responses, and memory stays close to the JSON size. Writes parse the stored
 //! object into a `serde_json::Value` for the verb's closure and serialize the result once.
 
+mod page;
+
+pub(crate) use page::PageQuery;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 

@@ -31,6 +31,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::fanout::{HandlerRegistration, InformerHandler, Notification, Sink};
+use super::footprint::Footprint;
 use super::object::{CacheObject, Scoped, object_key};
 use super::options::{Resolved, WatchScope};
 use super::store::{IndexFn, Store, field_index_name};
@@ -62,6 +63,7 @@ struct Inner<K: CacheObject> {
     dt: K::DynamicType,
     settings: Resolved<K>,
     store: Store<K>,
+    footprint: Footprint,
     handlers: RwLock<Vec<Arc<Sink<K>>>>,
     unstarted: Mutex<Vec<Unstarted<K>>>,
     stop: Mutex<Option<CancellationToken>>,
@@ -113,6 +115,7 @@ impl<K: CacheObject> Informer<K> {
             names.join(",")
         };
         let name = format!("{} ({scope})", super::object::gvk_string::<K>(&dt));
+        let footprint = Footprint::new(&K::group(&dt), &K::version(&dt), &K::kind(&dt));
         Self {
             inner: Arc::new(Inner {
                 name,
@@ -120,6 +123,7 @@ impl<K: CacheObject> Informer<K> {
                 dt,
                 settings,
                 store: Store::new(),
+                footprint,
                 handlers: RwLock::new(Vec::new()),
                 unstarted: Mutex::new(Vec::new()),
                 stop: Mutex::new(None),
@@ -308,14 +312,16 @@ impl<K: CacheObject> Inner<K> {
     fn upsert(&self, scope: &WatchScope, obj: K, initial: bool) -> Arc<str> {
         let obj = Arc::new(self.transform(scope, obj));
         let key = key_of(&*obj);
+        self.footprint.stored(&*obj);
         let sinks = self.handlers.read();
-        let n = match self.store.insert(&key, obj.clone()) {
+        let n = match self.store.insert_key(key.clone(), obj.clone()) {
             None => Notification::Create(CreateEvent {
                 object: obj,
                 is_in_initial_list: initial,
             }),
             Some(old) => Notification::Update(UpdateEvent::new(old, obj)),
         };
+        self.footprint.publish(self.store.len());
         self.dispatch(&sinks, &key, n);
         key
     }
@@ -325,6 +331,7 @@ impl<K: CacheObject> Inner<K> {
         let key = key_of(&*obj);
         let sinks = self.handlers.read();
         self.store.remove(&key);
+        self.footprint.publish(self.store.len());
         self.dispatch(&sinks, &key, Notification::Delete(DeleteEvent::new(obj)));
     }
 
@@ -358,6 +365,7 @@ impl<K: CacheObject> Inner<K> {
                 self.dispatch(&sinks, &key, n);
             }
         }
+        self.footprint.publish(self.store.len());
     }
 
     fn mark_synced(&self) {
@@ -366,7 +374,13 @@ impl<K: CacheObject> Inner<K> {
             s.push_synced();
         }
         self.synced.send_replace(true);
-        tracing::debug!(informer = %self.name, objects = self.store.len(), "informer synced");
+        let objects = self.store.len();
+        tracing::info!(
+            informer = %self.name,
+            objects,
+            approximate_bytes = self.footprint.approximate_bytes(objects),
+            "informer synced"
+        );
     }
 
     fn resync(&self) {
@@ -424,6 +438,7 @@ impl<K: CacheObject> Inner<K> {
         let mut events = self.streams(&scopes);
         let mut relists: Vec<Option<HashSet<Arc<str>>>> = vec![None; scopes.len()];
         let mut listed = vec![false; scopes.len()];
+        let mut inits = vec![false; scopes.len()];
         let resync = tokio::time::sleep_until(self.next_resync());
         tokio::pin!(resync);
         tracing::debug!(informer = %self.name, "informer started");
@@ -444,7 +459,13 @@ impl<K: CacheObject> Inner<K> {
             };
             match ev {
                 Err(err) => self.watch_failed(&err),
-                Ok(Event::Init) => relists[i] = Some(HashSet::new()),
+                // Only a relist (the scope's second list or later, also after a list
+                // that failed half way) is diffed against the store: before the first
+                // list the scope has nothing of its own there.
+                Ok(Event::Init) => {
+                    relists[i] = inits[i].then(HashSet::new);
+                    inits[i] = true;
+                }
                 Ok(Event::InitApply(obj)) => {
                     let key = self.upsert(&scopes[i], obj, !self.synced_now());
                     if let Some(seen) = relists[i].as_mut() {

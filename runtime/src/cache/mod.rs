@@ -6,7 +6,7 @@
 //! `source::Kind` — and shared by all of them, so every type is watched once however
 //! many controllers use it. Informers run on kube's `watcher` (`informer`), store
 //! `Arc<K>` with indexes (`store`), and fan events out to handlers through bounded
-//! buffers (`fanout`). [`Options`] scope and trim what is watched (`options`: per
+//! buffers (`fanout`); what each holds is published as gauges (`footprint`). [`Options`] scope and trim what is watched (`options`: per
 //! type, per namespace, page size, a watch error hook); reads live in `reader`.
 //! [`Cache::remove_informer`] stops one informer; `source::Informer` feeds a
 //! controller from an informer you hold. The manager (`crate::manager`) starts the cache and waits for it
@@ -17,6 +17,7 @@
 //! milliseconds), exactly as in controller-runtime.
 
 mod fanout;
+mod footprint;
 mod informer;
 mod object;
 mod options;

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
 use kube::Resource;
 use parking_lot::RwLock;
 
@@ -168,11 +169,23 @@ impl<K: Resource> Store<K> {
 
     /// Stores `obj` under `key`, returning the object it replaced.
     pub fn insert(&self, key: &str, obj: Arc<K>) -> Option<Arc<K>> {
-        let key: Arc<str> = match self.objects.get(key) {
-            Some(e) => e.key().clone(),
-            None => Arc::from(key),
+        self.insert_key(Arc::from(key), obj)
+    }
+
+    /// [`insert`](Self::insert) with a key the caller already holds as `Arc<str>` (the
+    /// informer's path: one hash lookup, no copy of the key; an existing entry keeps its key).
+    pub(crate) fn insert_key(&self, key: Arc<str>, obj: Arc<K>) -> Option<Arc<K>> {
+        let (key, old) = match self.objects.entry(key) {
+            Entry::Occupied(mut e) => {
+                let old = e.insert(obj.clone());
+                (e.key().clone(), Some(old))
+            }
+            Entry::Vacant(e) => {
+                let key = e.key().clone();
+                e.insert(obj.clone());
+                (key, None)
+            }
         };
-        let old = self.objects.insert(key.clone(), obj.clone());
         self.reindex(&key, old.as_deref(), Some(&obj));
         old
     }
@@ -185,16 +198,24 @@ impl<K: Resource> Store<K> {
     }
 
     fn reindex(&self, key: &Arc<str>, old: Option<&K>, new: Option<&K>) {
-        let old_ns = old.and_then(|o| o.meta().namespace.clone());
-        let new_ns = new.and_then(|o| o.meta().namespace.clone());
+        let old_ns = old.and_then(|o| o.meta().namespace.as_deref());
+        let new_ns = new.and_then(|o| o.meta().namespace.as_deref());
         if old_ns != new_ns || old.is_none() || new.is_none() {
             let mut by_ns = self.by_namespace.write();
-            if let Some(ns) = old_ns.as_deref().filter(|_| old.is_some()) {
+            if let Some(ns) = old_ns {
                 remove(&mut by_ns, ns, key);
             }
-            if let Some(ns) = new_ns.filter(|_| new.is_some()) {
-                add(&mut by_ns, ns, key);
+            if let Some(ns) = new_ns {
+                match by_ns.get_mut(ns) {
+                    Some(set) => {
+                        set.insert(key.clone());
+                    }
+                    None => add(&mut by_ns, ns.to_string(), key),
+                }
             }
+        }
+        if self.indexes.read().is_empty() {
+            return;
         }
         let mut idx = self.indexes.write();
         for fi in idx.values_mut() {

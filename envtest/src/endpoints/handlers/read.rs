@@ -16,7 +16,7 @@ use crate::endpoints::filter::Filter;
 use crate::endpoints::router::{ResourceRoute, parse_rv, too_large};
 use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
-use crate::storage::{ObjKey, parse, partial_metadata};
+use crate::storage::{ObjKey, PageQuery, parse, partial_metadata};
 
 pub(crate) fn get(
     state: &Arc<State>,
@@ -74,34 +74,25 @@ pub(crate) fn list(
     let limit = q.number("limit")?.unwrap_or(0) as usize;
     let current = state.store.current_rv();
     let (at, start) = list_start(q, limit, current)?;
-    let (list_rv, items) = match state
-        .store
-        .list(&rt.store_key(), r.namespace.as_deref(), at)
-    {
-        Ok(x) => x,
+    let selectors = !filter.no_selectors();
+    let keep = |obj: &Bytes| !selectors || filter.matches(&parse(obj));
+    let query = PageQuery {
+        ns: r.namespace.as_deref(),
+        at,
+        after: start.as_ref(),
+        limit,
+    };
+    let page = match state.store.list_page(&rt.store_key(), &query, &keep) {
+        Ok(p) => p,
         Err(floor) => return expired(at, start.as_ref(), floor, current),
     };
-    let start_idx = match &start {
-        Some(k) => items.partition_point(|(key, _)| key <= k),
-        None => 0,
-    };
-    let mut page = Vec::new();
-    let mut cont = None;
-    let mut remaining = 0usize;
-    let selectors = !filter.no_selectors();
-    for (i, (key, obj)) in items.iter().enumerate().skip(start_idx) {
-        if selectors && !filter.matches(&parse(obj)) {
-            continue;
-        }
-        if limit > 0 && page.len() == limit {
-            cont = page
-                .last()
-                .map(|(k, _): &(&ObjKey, &Bytes)| encode_token(list_rv, k));
-            remaining = items.len() - i;
-            break;
-        }
-        page.push((key, obj));
-    }
+    let list_rv = page.rv;
+    let cont = page
+        .remaining
+        .and_then(|_| page.items.last())
+        .map(|(k, _)| encode_token(list_rv, k));
+    let remaining = page.remaining.unwrap_or(0);
+    let page: Vec<(&ObjKey, &Bytes)> = page.items.iter().map(|(k, v)| (k, v)).collect();
     let mut lm = json!({"resourceVersion": list_rv.to_string()});
     if let Some(c) = cont {
         lm["continue"] = json!(c);

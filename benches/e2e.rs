@@ -1,0 +1,699 @@
+//! End to end, through the API server: one in-process ctrl-envtest holding N custom
+//! objects (`Widget`, a CRD with a status subresource), and three rows doing the same
+//! work on it in one run, interleaved:
+//!
+//! - **ctrl**: a `Manager` with one controller from the `ControllerBuilder` (`for_::<Widget>()`),
+//!   whose reconciler reads its object through the manager's (cached) client;
+//! - **kube-runtime**: `kube::runtime::Controller` on the same type, whose reconciler gets the
+//!   object from its reflector store;
+//! - **floor**: a bare kube `watcher` decoding the same stream into a `Vec` (no queue, no
+//!   reconciler).
+//!
+//! Scenarios: (a) start → every object reconciled once; (b) the same with one status patch
+//! per object (a reconcile that sees its own status skips the patch, as a real one would);
+//! (c) steady churn: U spec updates/s through the API for D seconds, latency from each
+//! update's response to the start of a reconcile that sees that generation (or a later
+//! one); (d) heap held per object once (a) is done at the largest N (the global
+//! allocator's count, `cap`, before start and after every object was reconciled: the part
+//! of RSS the row owns, free of the allocator's retained pages).
+//!
+//! `cargo bench --bench e2e` runs N = 1,000 / 10,000 / 100,000, 3 repetitions, churn at
+//! 1,000 and 5,000 updates/s for 30 s over 10,000 objects. Without `--bench` (as
+//! `cargo test --all-targets` runs it) a quick mode uses 50 objects and 1 s of churn.
+//! Knobs: `CTRL_BENCH_E2E_SIZES=1000,10000`, `CTRL_BENCH_E2E_REPS`, `CTRL_BENCH_E2E_RATES`,
+//! `CTRL_BENCH_E2E_CHURN_SECS`, `CTRL_BENCH_E2E_CHURN_OBJECTS`, `CTRL_BENCH_E2E_CONCURRENCY`
+//! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn. Charts go
+//! to `target/bench-plots/`; `docs/benchmarks.md` shows the latest run.
+
+#[path = "support/plot.rs"]
+mod plot;
+#[path = "support/table.rs"]
+mod table;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use cap::Cap;
+use ctrl::ControllerBuilder;
+use ctrl_envtest::Environment;
+use ctrl_runtime::controller;
+use ctrl_runtime::manager::{Manager, Options};
+use ctrl_runtime::reconcile::{self, Action, Request};
+use futures::StreamExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::controller as kc;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{CustomResource, CustomResourceExt};
+use parking_lot::Mutex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use table::{Column, Row};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+#[global_allocator]
+static ALLOC: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
+
+const NS: &str = "default";
+
+/// The bench's custom resource.
+#[derive(CustomResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "bench.ctrl.dev",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    status = "WidgetStatus"
+)]
+pub struct WidgetSpec {
+    /// The object's number (its index in the probe).
+    pub index: usize,
+    /// What churn updates.
+    pub value: u64,
+    /// Some payload, as real objects carry.
+    pub image: String,
+    /// More payload.
+    pub replicas: u32,
+}
+
+/// What the (b) reconcile writes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct WidgetStatus {
+    /// The run that patched it.
+    pub run: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Imp {
+    Ctrl,
+    Kube,
+    Floor,
+}
+
+impl Imp {
+    fn label(self) -> &'static str {
+        match self {
+            Imp::Ctrl => "ctrl Manager + Builder",
+            Imp::Kube => "kube-runtime Controller",
+            Imp::Floor => "floor: bare watcher",
+        }
+    }
+}
+
+/// What every row reports to: which objects were reconciled in this run, and (in churn)
+/// when each reconcile of which generation started.
+struct Probe {
+    run: u64,
+    flags: Vec<AtomicBool>,
+    done: AtomicUsize,
+    all: Notify,
+    starts: Option<Mutex<Vec<(usize, i64, Instant)>>>,
+}
+
+impl Probe {
+    fn new(run: u64, n: usize, churn: bool) -> Arc<Probe> {
+        Arc::new(Probe {
+            run,
+            flags: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            done: AtomicUsize::new(0),
+            all: Notify::new(),
+            starts: churn.then(|| Mutex::new(Vec::new())),
+        })
+    }
+
+    fn started(&self, w: &Widget, at: Instant) {
+        if let Some(s) = &self.starts {
+            let generation = w.metadata.generation.unwrap_or_default();
+            s.lock().push((w.spec.index, generation, at));
+        }
+    }
+
+    fn reconciled(&self, w: &Widget) {
+        let Some(f) = self.flags.get(w.spec.index) else {
+            return;
+        };
+        if !f.swap(true, Ordering::AcqRel)
+            && self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.flags.len()
+        {
+            self.all.notify_one();
+        }
+    }
+
+    async fn wait_all(&self) {
+        let deadline = Duration::from_secs(900);
+        if self.flags.is_empty() || self.done.load(Ordering::Acquire) == self.flags.len() {
+            return;
+        }
+        tokio::time::timeout(deadline, self.all.notified())
+            .await
+            .expect("every object reconciled within 15 minutes");
+    }
+
+    /// Whether `w` still needs this run's status patch.
+    fn needs_patch(&self, w: &Widget) -> bool {
+        w.status.as_ref().is_none_or(|s| s.run != self.run)
+    }
+}
+
+fn status_patch(run: u64) -> Patch<serde_json::Value> {
+    Patch::Merge(serde_json::json!({ "status": { "run": run } }))
+}
+
+/// The reconcile body all controller rows share: record, patch if asked, count.
+async fn work(
+    probe: &Probe,
+    w: &Widget,
+    api: &Api<Widget>,
+    patch: bool,
+) -> Result<(), kube::Error> {
+    if patch && probe.needs_patch(w) {
+        let name = w.metadata.name.as_deref().unwrap_or_default();
+        api.patch_status(name, &PatchParams::default(), &status_patch(probe.run))
+            .await?;
+    }
+    probe.reconciled(w);
+    Ok(())
+}
+
+/// A started row and how to stop it.
+struct Running {
+    ctx: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.ctx.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// Runtime knobs shared by every run.
+#[derive(Clone, Copy)]
+struct Knobs {
+    concurrency: usize,
+}
+
+async fn start_ctrl(env: &Environment, probe: Arc<Probe>, patch: bool, k: Knobs) -> Running {
+    let opts = Options {
+        metrics_bind_address: "0".into(),
+        ..Default::default()
+    };
+    let mgr = Manager::new(env.client(), opts).expect("manager");
+    let client = mgr.client();
+    let api: Api<Widget> = Api::namespaced(env.client(), NS);
+    let name = format!("widget-{}", probe.run);
+    let r = reconcile::func(move |_ctx, req: Request| {
+        let (client, api, probe) = (client.clone(), api.clone(), probe.clone());
+        async move {
+            let at = Instant::now();
+            let w = match client.get::<Widget>(&req.namespace, &req.name).await {
+                Ok(w) => w,
+                Err(e) if e.is_not_found() => return Ok(Action::done()),
+                Err(e) => return Err(reconcile::Error::new(e)),
+            };
+            probe.started(&w, at);
+            work(&probe, &w, &api, patch)
+                .await
+                .map_err(reconcile::Error::new)?;
+            Ok(Action::done())
+        }
+    });
+    ControllerBuilder::new(&mgr)
+        .for_::<Widget>()
+        .named(name)
+        .with_options(controller::Options {
+            max_concurrent_reconciles: k.concurrency,
+            skip_name_validation: Some(true),
+            ..Default::default()
+        })
+        .complete(r)
+        .expect("controller");
+    let ctx = CancellationToken::new();
+    let c = ctx.clone();
+    let task = tokio::spawn(async move {
+        mgr.start(c).await.expect("manager stops cleanly");
+    });
+    Running { ctx, task }
+}
+
+fn start_kube(env: &Environment, probe: Arc<Probe>, patch: bool, k: Knobs) -> Running {
+    let api: Api<Widget> = Api::namespaced(env.client(), NS);
+    let ctx = CancellationToken::new();
+    let cfg = kc::Config::default().concurrency(k.concurrency.min(u16::MAX as usize) as u16);
+    let stream = kc::Controller::new(api.clone(), watcher::Config::default())
+        .with_config(cfg)
+        .graceful_shutdown_on(ctx.clone().cancelled_owned())
+        .run(
+            move |w: Arc<Widget>, ctx: Arc<(Arc<Probe>, Api<Widget>)>| async move {
+                let at = Instant::now();
+                ctx.0.started(&w, at);
+                work(&ctx.0, &w, &ctx.1, patch).await?;
+                Ok::<_, kube::Error>(kc::Action::await_change())
+            },
+            |_, _: &kube::Error, _| kc::Action::requeue(Duration::from_millis(5)),
+            Arc::new((probe, api)),
+        );
+    let task = tokio::spawn(stream.for_each(|_| std::future::ready(())));
+    Running { ctx, task }
+}
+
+fn start_floor(env: &Environment, probe: Arc<Probe>) -> Running {
+    let api: Api<Widget> = Api::namespaced(env.client(), NS);
+    let ctx = CancellationToken::new();
+    let c = ctx.clone();
+    let task = tokio::spawn(async move {
+        let mut held: Vec<Widget> = Vec::new();
+        let mut s = std::pin::pin!(watcher(api, watcher::Config::default()).applied_objects());
+        loop {
+            let w = tokio::select! {
+                _ = c.cancelled() => break,
+                w = s.next() => match w {
+                    Some(Ok(w)) => w,
+                    Some(Err(_)) => continue,
+                    None => break,
+                },
+            };
+            probe.started(&w, Instant::now());
+            probe.reconciled(&w);
+            held.push(w);
+        }
+        drop(held);
+    });
+    Running { ctx, task }
+}
+
+async fn start(imp: Imp, env: &Environment, probe: Arc<Probe>, patch: bool, k: Knobs) -> Running {
+    match imp {
+        Imp::Ctrl => start_ctrl(env, probe, patch, k).await,
+        Imp::Kube => start_kube(env, probe, patch, k),
+        Imp::Floor => start_floor(env, probe),
+    }
+}
+
+/// Lets freed buffers settle, then reads the allocator.
+async fn allocated() -> usize {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ALLOC.allocated()
+}
+
+fn next_run() -> u64 {
+    static RUN: AtomicUsize = AtomicUsize::new(1);
+    RUN.fetch_add(1, Ordering::Relaxed) as u64
+}
+
+/// One (a) or (b) run: seconds from start to every object reconciled, and the heap it
+/// then holds.
+async fn cold(imp: Imp, env: &Environment, n: usize, patch: bool, k: Knobs) -> (f64, usize) {
+    let before = allocated().await;
+    let probe = Probe::new(next_run(), n, false);
+    let t0 = Instant::now();
+    let running = start(imp, env, probe.clone(), patch, k).await;
+    probe.wait_all().await;
+    let secs = t0.elapsed().as_secs_f64();
+    let held = allocated().await.saturating_sub(before);
+    running.stop().await;
+    (secs, held)
+}
+
+fn widget(i: usize) -> Widget {
+    let mut w = Widget::new(
+        &format!("w-{i:06}"),
+        WidgetSpec {
+            index: i,
+            value: 0,
+            image: format!("registry.example.com/team/app-{}:1.2.{}", i % 7, i % 100),
+            replicas: (i % 5) as u32 + 1,
+        },
+    );
+    w.metadata.namespace = Some(NS.into());
+    w.metadata.labels = Some([("app.kubernetes.io/name".to_string(), "bench".to_string())].into());
+    w
+}
+
+/// Creates objects `from..to`, 32 in flight.
+async fn populate(env: &Environment, from: usize, to: usize) {
+    let api: Api<Widget> = Api::namespaced(env.client(), NS);
+    futures::stream::iter(from..to)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &widget(i))
+                    .await
+                    .expect("create widget");
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+// ---- (c) churn ----
+
+/// Sends `rate` spec updates/s for `secs` over objects `0..n`; returns each update's
+/// (object, generation, response time) and the achieved rate.
+async fn churn(
+    env: &Environment,
+    n: usize,
+    rate: usize,
+    secs: f64,
+) -> (Vec<(usize, i64, Instant)>, f64) {
+    let api: Api<Widget> = Api::namespaced(env.client(), NS);
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(64));
+    let t0 = Instant::now();
+    let total = (rate as f64 * secs) as usize;
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    let mut issued = 0usize;
+    let mut tasks = Vec::with_capacity(total);
+    while issued < total {
+        tick.tick().await;
+        let due = ((t0.elapsed().as_secs_f64() * rate as f64) as usize).min(total);
+        while issued < due {
+            let permit = in_flight.clone().acquire_owned().await.expect("semaphore");
+            let (api, sent) = (api.clone(), sent.clone());
+            let i = (issued.wrapping_mul(2_654_435_761)) % n;
+            let value = issued as u64 + 1;
+            tasks.push(tokio::spawn(async move {
+                let name = format!("w-{i:06}");
+                let p = Patch::Merge(serde_json::json!({ "spec": { "value": value } }));
+                if let Ok(w) = api.patch(&name, &PatchParams::default(), &p).await {
+                    let at = Instant::now();
+                    sent.lock()
+                        .push((i, w.metadata.generation.unwrap_or_default(), at));
+                }
+                drop(permit);
+            }));
+            issued += 1;
+        }
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let achieved = issued as f64 / t0.elapsed().as_secs_f64();
+    let sent = std::mem::take(&mut *sent.lock());
+    (sent, achieved)
+}
+
+/// Latency of each update in µs: its response to the first reconcile start that saw its
+/// generation or a later one (0 when the reconcile started before the response arrived);
+/// updates never seen are counted apart.
+fn latencies(
+    sent: &[(usize, i64, Instant)],
+    starts: &[(usize, i64, Instant)],
+) -> (Vec<f64>, usize) {
+    let mut by_obj: HashMap<usize, Vec<(i64, Instant)>> = HashMap::new();
+    for &(i, g, t) in starts {
+        by_obj.entry(i).or_default().push((g, t));
+    }
+    let mut out = Vec::with_capacity(sent.len());
+    let mut missed = 0;
+    for &(i, g, t) in sent {
+        let first = by_obj
+            .get(&i)
+            .and_then(|v| v.iter().filter(|(sg, _)| *sg >= g).map(|(_, st)| *st).min());
+        match first {
+            Some(st) => out.push(st.saturating_duration_since(t).as_secs_f64() * 1e6),
+            None => missed += 1,
+        }
+    }
+    (out, missed)
+}
+
+async fn churn_run(
+    imp: Imp,
+    env: &Environment,
+    n: usize,
+    rate: usize,
+    secs: f64,
+    k: Knobs,
+) -> (Vec<f64>, usize, f64) {
+    let probe = Probe::new(next_run(), n, true);
+    let running = start(imp, env, probe.clone(), false, k).await;
+    probe.wait_all().await;
+    let (sent, achieved) = churn(env, n, rate, secs).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    running.stop().await;
+    let starts = probe
+        .starts
+        .as_ref()
+        .map(|s| std::mem::take(&mut *s.lock()))
+        .unwrap_or_default();
+    let (lat, missed) = latencies(&sent, &starts);
+    (lat, missed, achieved)
+}
+
+// ---- the run ----
+
+struct Config {
+    full: bool,
+    sizes: Vec<usize>,
+    reps: usize,
+    rates: Vec<usize>,
+    churn_secs: f64,
+    churn_objects: usize,
+    knobs: Knobs,
+}
+
+fn env_list(name: &str) -> Option<Vec<usize>> {
+    let v = std::env::var(name).ok()?;
+    let list: Vec<usize> = v.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+    (!list.is_empty()).then_some(list)
+}
+
+fn env_num<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
+fn config() -> Config {
+    let full = std::env::args().any(|a| a == "--bench");
+    let sizes = env_list("CTRL_BENCH_E2E_SIZES").unwrap_or(if full {
+        vec![1_000, 10_000, 100_000]
+    } else {
+        vec![50]
+    });
+    let max = sizes.iter().copied().max().unwrap_or(1);
+    Config {
+        full,
+        reps: env_num("CTRL_BENCH_E2E_REPS")
+            .unwrap_or(if full { 3 } else { 1 })
+            .max(1),
+        // `CTRL_BENCH_E2E_RATES=0` skips the churn.
+        rates: env_list("CTRL_BENCH_E2E_RATES").unwrap_or(if full {
+            vec![1_000, 5_000]
+        } else {
+            vec![200]
+        }),
+        churn_secs: env_num("CTRL_BENCH_E2E_CHURN_SECS").unwrap_or(if full { 30.0 } else { 1.0 }),
+        churn_objects: env_num::<usize>("CTRL_BENCH_E2E_CHURN_OBJECTS")
+            .unwrap_or(if full { 10_000 } else { 50 })
+            .min(max)
+            .max(1),
+        knobs: Knobs {
+            concurrency: env_num("CTRL_BENCH_E2E_CONCURRENCY").unwrap_or(16).max(1),
+        },
+        sizes,
+    }
+}
+
+const IMPS: [Imp; 3] = [Imp::Ctrl, Imp::Kube, Imp::Floor];
+
+fn columns_print(title: &str, unit: &str, higher: bool, rows: &[Row]) {
+    let kube = |l: &str| {
+        (l != Imp::Kube.label() && l != Imp::Floor.label()).then(|| Imp::Kube.label().to_string())
+    };
+    let floor = |l: &str| (l != Imp::Floor.label()).then(|| Imp::Floor.label().to_string());
+    let columns = [
+        Column {
+            header: "vs kube-runtime",
+            base: &kube,
+        },
+        Column {
+            header: "vs floor",
+            base: &floor,
+        },
+    ];
+    table::print(title, unit, higher, rows, &columns);
+}
+
+/// ctrl's median over kube-runtime's (or the floor's), as a time ratio (< 1: ctrl faster).
+fn time_ratio(rows: &[Row], base: Imp) -> f64 {
+    let med = |i: Imp| {
+        rows.iter()
+            .find(|r| r.label == i.label())
+            .map_or(f64::NAN, |r| r.med)
+    };
+    med(Imp::Ctrl) / med(base)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+/// (a) and (b) at one size; returns the rows of each and, at `memory`, the heap rows.
+async fn cold_size(
+    env: &Environment,
+    n: usize,
+    cfg: &Config,
+    memory: bool,
+) -> (Vec<Row>, Vec<Row>, Vec<Row>) {
+    let mut a: HashMap<Imp, Vec<f64>> = HashMap::new();
+    let mut b: HashMap<Imp, Vec<f64>> = HashMap::new();
+    let mut mem: HashMap<Imp, Vec<f64>> = HashMap::new();
+    for _ in 0..cfg.reps {
+        for imp in IMPS {
+            let (secs, held) = cold(imp, env, n, false, cfg.knobs).await;
+            a.entry(imp).or_default().push(secs * 1e3);
+            mem.entry(imp).or_default().push(held as f64 / n as f64);
+            if imp != Imp::Floor {
+                let (secs, _) = cold(imp, env, n, true, cfg.knobs).await;
+                b.entry(imp).or_default().push(secs * 1e3);
+            }
+        }
+    }
+    let rows = |m: &mut HashMap<Imp, Vec<f64>>| -> Vec<Row> {
+        IMPS.iter()
+            .filter_map(|i| {
+                m.remove(i)
+                    .map(|v| Row::from_values(i.label(), v, String::new()))
+            })
+            .collect()
+    };
+    let (ra, rb) = (rows(&mut a), rows(&mut b));
+    let rm = if memory { rows(&mut mem) } else { Vec::new() };
+    (ra, rb, rm)
+}
+
+fn pct(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+/// (c) at one rate: every row under the same churn, one after the other.
+async fn churn_rate(env: &Environment, rate: usize, cfg: &Config) -> Vec<(String, Vec<f64>)> {
+    let n = cfg.churn_objects;
+    println!(
+        "\n(c) churn: {rate} spec updates/s for {:.0} s over {n} objects; µs from the update's response to the start of a reconcile that saw it",
+        cfg.churn_secs
+    );
+    println!(
+        "  {:<32} {:>10} {:>10} {:>10} {:>10} {:>8} {:>16}",
+        "implementation", "sent/s", "p50 µs", "p99 µs", "max µs", "missed", "p99 vs kube"
+    );
+    let mut out = Vec::new();
+    let mut kube_p99 = f64::NAN;
+    for imp in [Imp::Kube, Imp::Ctrl, Imp::Floor] {
+        let (mut lat, missed, achieved) =
+            churn_run(imp, env, n, rate, cfg.churn_secs, cfg.knobs).await;
+        lat.sort_by(|a, b| a.total_cmp(b));
+        let p99 = pct(&lat, 0.99);
+        if imp == Imp::Kube {
+            kube_p99 = p99;
+        }
+        let vs = table::ratio(p99, kube_p99, false).map_or("-".into(), |x| format!("{x:.2}x"));
+        println!(
+            "  {:<32} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>8} {:>16}",
+            imp.label(),
+            achieved,
+            pct(&lat, 0.5),
+            p99,
+            pct(&lat, 1.0),
+            missed,
+            if imp == Imp::Kube { String::new() } else { vs }
+        );
+        if imp == Imp::Ctrl {
+            println!(
+                "  goal (c) at {rate}/s: ctrl p99 <= kube-runtime p99: {} ({p99:.0} vs {kube_p99:.0} µs)",
+                verdict(p99 <= kube_p99)
+            );
+        }
+        out.push((imp.label().to_string(), lat));
+    }
+    out
+}
+
+fn main() {
+    let cfg = config();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let max = cfg.sizes.iter().copied().max().unwrap_or(0);
+    println!(
+        "e2e bench ({} mode): sizes {:?}, {} repetition(s) interleaved, {} workers per controller, 2-worker tokio runtime, envtest in-process",
+        if cfg.full { "full" } else { "quick" },
+        cfg.sizes,
+        cfg.reps,
+        cfg.knobs.concurrency
+    );
+    println!("ratios: > 1 means the row is better (faster) than its base");
+    rt.block_on(async {
+        let env = Environment::builder()
+            .crd(Widget::crd())
+            .history_window(4 * max + 1_000)
+            .start()
+            .await
+            .expect("envtest");
+        let mut sizes = cfg.sizes.clone();
+        sizes.sort_unstable();
+        let mut have = 0;
+        let mut time_series: HashMap<String, Vec<(f64, f64)>> = HashMap::new();
+        let mut memory_rows = Vec::new();
+        for &n in &sizes {
+            let t = Instant::now();
+            populate(&env, have, n).await;
+            have = have.max(n);
+            println!("\n== N = {n} Widgets (populated in {:.1?}) ==", t.elapsed());
+            let (a, b, m) = cold_size(&env, n, &cfg, n == max).await;
+            columns_print(&format!("(a) start -> every object reconciled once, N = {n} (ms)"), "ms", false, &a);
+            columns_print(&format!("(b) (a) + one status patch per object, N = {n} (ms)"), "ms", false, &b);
+            let (ak, af, bk) = (time_ratio(&a, Imp::Kube), time_ratio(&a, Imp::Floor), time_ratio(&b, Imp::Kube));
+            println!(
+                "  goals at N = {n}: (a) ctrl/kube-runtime = {ak:.2} (<= 0.8: {}), (a) ctrl/floor = {af:.2} (<= 1.5: {}), (b) ctrl/kube-runtime = {bk:.2} (<= 0.8: {})",
+                verdict(ak <= 0.8),
+                verdict(af <= 1.5),
+                verdict(bk <= 0.8)
+            );
+            for (scenario, rows) in [("(a)", &a), ("(b)", &b)] {
+                for r in rows.iter() {
+                    time_series.entry(format!("{scenario} {}", r.label)).or_default().push((n as f64, r.med));
+                }
+            }
+            if !m.is_empty() {
+                columns_print(&format!("(d) heap held per object after (a), N = {n} (bytes)"), "bytes/object", false, &m);
+                let dk = time_ratio(&m, Imp::Kube);
+                println!("  goal (d): ctrl/kube-runtime bytes per object = {dk:.2} (<= 1: {})", verdict(dk <= 1.0));
+                memory_rows = m;
+            }
+        }
+        let mut series: Vec<plot::Series> = time_series
+            .into_iter()
+            .map(|(label, points)| plot::Series { label, points })
+            .collect();
+        series.sort_by(|a, b| a.label.cmp(&b.label));
+        plot::lines("e2e_time_vs_n.svg", "e2e: start -> all N reconciled (median)", ("objects (N)", "ms"), true, &series);
+        plot::bars(
+            "e2e_memory.svg",
+            "e2e: heap held per object after (a)",
+            1,
+            &[plot::Panel {
+                title: format!("N = {max} (bytes/object)"),
+                bars: memory_rows.iter().map(|r| (r.label.clone(), r.med)).collect(),
+            }],
+        );
+        for &rate in cfg.rates.iter().filter(|r| **r > 0) {
+            let lat = churn_rate(&env, rate, &cfg).await;
+            plot::cdf(
+                &format!("e2e_churn_cdf_{rate}.svg"),
+                &format!("e2e churn {rate} updates/s: update response -> reconcile start"),
+                "µs",
+                &lat,
+            );
+        }
+    });
+}

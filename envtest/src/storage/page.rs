@@ -1,0 +1,175 @@
+//! One page of a paginated list, read without copying the collection (part of layer 1,
+//! storage; the list handler in `endpoints::handlers::read` turns it into a response).
+//!
+//! A page starts after the continue token's key and stops at the limit, so a list of N
+//! objects in pages of L costs O(N) in all, not O(N²/L) as copying every object for every
+//! page would. A page at an older resourceVersion (a continued list after writes) is the
+//! current objects with the history's changes since that version undone, merged in key
+//! order: the cost is the page plus the history window, never a copy of the collection.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use super::{Collection, EventType, ObjKey, Store, StoreKey};
+
+/// What a page asks for.
+pub(crate) struct PageQuery<'a> {
+    /// The namespace to list (`None`: all).
+    pub ns: Option<&'a str>,
+    /// List exactly at this resourceVersion (`None`: the newest).
+    pub at: Option<u64>,
+    /// Start after this key (from a continue token).
+    pub after: Option<&'a ObjKey>,
+    /// At most this many objects (0: no limit).
+    pub limit: usize,
+}
+
+/// A page of objects in key order.
+pub(crate) struct Page {
+    /// The resourceVersion the page was read at.
+    pub rv: u64,
+    pub items: Vec<(ObjKey, Bytes)>,
+    /// When more objects `keep` accepts follow the page: how many objects (of any kind)
+    /// follow its last one.
+    pub remaining: Option<usize>,
+}
+
+/// The state of every key changed since `at`, as it was at `at` (`None`: absent then).
+fn undo_since(
+    col: &Collection,
+    at: u64,
+    in_ns: &dyn Fn(&ObjKey) -> bool,
+) -> BTreeMap<ObjKey, Option<Bytes>> {
+    let mut undo = BTreeMap::new();
+    // Newest first: the oldest change after `at` writes last and wins.
+    for ev in col.history.iter().rev().take_while(|e| e.rv > at) {
+        if !in_ns(&ev.key) {
+            continue;
+        }
+        let before = match ev.ty {
+            EventType::Added => None,
+            _ => ev.old.clone(),
+        };
+        undo.insert(ev.key.clone(), before);
+    }
+    undo
+}
+
+/// The key range a page reads: after `after`, within `ns`.
+fn lower<'a>(
+    ns: Option<&str>,
+    after: Option<&'a ObjKey>,
+    ns_start: &'a ObjKey,
+) -> Bound<&'a ObjKey> {
+    match (after, ns) {
+        (Some(a), Some(_)) if a < ns_start => Bound::Included(ns_start),
+        (Some(a), _) => Bound::Excluded(a),
+        (None, Some(_)) => Bound::Included(ns_start),
+        (None, None) => Bound::Unbounded,
+    }
+}
+
+/// Merges the current objects with the undo map, both in key order, into the snapshot.
+fn snapshot<'a>(
+    current: impl Iterator<Item = (&'a ObjKey, &'a Bytes)>,
+    undo: &'a BTreeMap<ObjKey, Option<Bytes>>,
+    range: (Bound<&'a ObjKey>, Bound<&'a ObjKey>),
+) -> impl Iterator<Item = (&'a ObjKey, &'a Bytes)> {
+    let mut cur = current.peekable();
+    let mut old = undo.range::<ObjKey, _>(range).peekable();
+    std::iter::from_fn(move || {
+        loop {
+            let take_old = match (cur.peek(), old.peek()) {
+                (None, None) => return None,
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some((ck, _)), Some((ok, _))) => ok <= ck,
+            };
+            if !take_old {
+                return cur.next();
+            }
+            let (k, v) = old.next()?;
+            if cur.peek().is_some_and(|(ck, _)| *ck == k) {
+                cur.next();
+            }
+            if let Some(v) = v {
+                return Some((k, v));
+            }
+        }
+    })
+}
+
+/// Takes up to `limit` objects `keep` accepts; counts what follows when more remain.
+fn take_page<'a>(
+    mut it: impl Iterator<Item = (&'a ObjKey, &'a Bytes)>,
+    limit: usize,
+    keep: &dyn Fn(&Bytes) -> bool,
+) -> (Vec<(ObjKey, Bytes)>, Option<usize>) {
+    let mut items = Vec::new();
+    while let Some((k, v)) = it.next() {
+        if !keep(v) {
+            continue;
+        }
+        if limit > 0 && items.len() == limit {
+            // `k` is the first object after the page that `keep` accepts.
+            return (items, Some(1 + it.count()));
+        }
+        items.push((k.clone(), v.clone()));
+    }
+    (items, None)
+}
+
+impl Store {
+    /// One page of a collection (see the module docs). `Err(floor)` when `q.at` is older
+    /// than the history.
+    pub(crate) fn list_page(
+        &self,
+        key: &StoreKey,
+        q: &PageQuery<'_>,
+        keep: &dyn Fn(&Bytes) -> bool,
+    ) -> Result<Page, u64> {
+        let inner = self.inner.lock();
+        let Some(col) = inner.cols.get(key) else {
+            let rv = match q.at {
+                Some(at) if at < inner.rv && at != 0 => at,
+                _ => inner.rv,
+            };
+            return Ok(Page {
+                rv,
+                items: Vec::new(),
+                remaining: None,
+            });
+        };
+        let ns_start: ObjKey = (q.ns.unwrap_or_default().to_string(), String::new());
+        let range = (lower(q.ns, q.after, &ns_start), Bound::Unbounded);
+        let in_ns = |k: &ObjKey| q.ns.is_none_or(|n| k.0 == n);
+        let current = col
+            .objects
+            .range::<ObjKey, _>(range)
+            .take_while(move |e| in_ns(e.0));
+        match q.at {
+            Some(at) if at < inner.rv => {
+                if at < col.floor {
+                    return Err(col.floor);
+                }
+                let undo = undo_since(col, at, &in_ns);
+                let (items, remaining) = take_page(snapshot(current, &undo, range), q.limit, keep);
+                Ok(Page {
+                    rv: at,
+                    items,
+                    remaining,
+                })
+            }
+            _ => {
+                let (items, remaining) = take_page(current, q.limit, keep);
+                Ok(Page {
+                    rv: inner.rv,
+                    items,
+                    remaining,
+                })
+            }
+        }
+    }
+}
