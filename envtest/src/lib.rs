@@ -75,8 +75,8 @@
 //!   built-ins (`api::strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; 415 on custom resources) and server-side apply
 //!   (`registry::fieldmanager`: managedFields per manager, conflicts, force, removal of dropped fields) are
-//!   served. Protobuf request bodies of v1 Namespace, ConfigMap, Secret and ServiceAccount
-//!   (what kubectl's `create namespace|configmap|secret|serviceaccount` generators send) are
+//!   served. Protobuf request bodies of v1 Namespace, ConfigMap, Secret, ServiceAccount, the
+//!   RBAC kinds and the auth requests (what kubectl's `create` generators and `auth` send) are
 //!   decoded with `k8s-pb` (`api::protobuf`); other protobuf bodies answer 415, protobuf-only
 //!   `Accept` 406.
 //! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);

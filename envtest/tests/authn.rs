@@ -355,6 +355,88 @@ async fn kubectl_service_account_token_can_i_whoami_and_as() {
     assert!(out.stderr.contains(r#"users "bob" is forbidden: User "system:serviceaccount:default:robot" cannot impersonate resource "users" in API group "" at the cluster scope"#), "{out:?}");
 }
 
+/// kubectl's RBAC generators send protobuf bodies: each is decoded into the object a JSON body
+/// would give, and the grants they make take effect for a ServiceAccount's token.
+#[tokio::test]
+async fn kubectl_create_role_and_bindings_grant_a_service_account() {
+    let env = common::env().await;
+    let Some(k) = kubectl_cli::Kubectl::new(&env) else {
+        return;
+    };
+    let run = |args: &'static [&'static str]| k.run(args);
+    for args in [
+        &["create", "serviceaccount", "reader"][..],
+        &[
+            "create",
+            "role",
+            "pod-reader",
+            "--verb=get,list",
+            "--resource=pods",
+        ],
+        &[
+            "create",
+            "rolebinding",
+            "read-pods",
+            "--role=pod-reader",
+            "--serviceaccount=default:reader",
+        ],
+        &[
+            "create",
+            "clusterrole",
+            "node-reader",
+            "--verb=list",
+            "--resource=nodes",
+        ],
+        &[
+            "create",
+            "clusterrolebinding",
+            "read-nodes",
+            "--clusterrole=node-reader",
+            "--serviceaccount=default:reader",
+        ],
+        &[
+            "create",
+            "clusterrole",
+            "aggregate",
+            "--aggregation-rule=team=a",
+        ],
+    ] {
+        let out = run(args).await;
+        assert!(out.ok, "{args:?}: {out:?}");
+    }
+    let role = Api::<k8s_openapi::api::rbac::v1::Role>::namespaced(env.client(), "default")
+        .get("pod-reader")
+        .await
+        .unwrap();
+    let rule = &role.rules.unwrap()[0];
+    assert_eq!(rule.verbs, ["get", "list"]);
+    assert_eq!(rule.resources.as_deref(), Some(&["pods".to_string()][..]));
+    let binding = Api::<RoleBinding>::namespaced(env.client(), "default")
+        .get("read-pods")
+        .await
+        .unwrap();
+    assert_eq!(binding.role_ref.kind, "Role");
+    assert_eq!(binding.subjects.unwrap()[0].name, "reader");
+    let agg = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(env.client())
+        .get("aggregate")
+        .await
+        .unwrap();
+    let sel = &agg
+        .aggregation_rule
+        .unwrap()
+        .cluster_role_selectors
+        .unwrap()[0];
+    assert_eq!(sel.match_labels.as_ref().unwrap()["team"], "a");
+    let out = k.run(&["create", "token", "reader"]).await;
+    let tok = format!("--token={}", out.stdout.trim());
+    let out = k.run(&[&tok, "get", "pods"]).await;
+    assert!(out.ok, "{out:?}");
+    let out = k.run(&[&tok, "get", "nodes"]).await;
+    assert!(out.ok, "{out:?}");
+    let out = k.run(&[&tok, "get", "secrets"]).await;
+    assert!(out.stderr.contains(r#"secrets is forbidden: User "system:serviceaccount:default:reader" cannot list resource "secrets""#), "{out:?}");
+}
+
 /// A user name and groups, as an AdmissionReview's `userInfo` names them.
 type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<String>)>>>;
 

@@ -1,5 +1,6 @@
 //! Protobuf request bodies (`application/vnd.kubernetes.protobuf`), as kubectl's
-//! `create namespace|configmap|secret|serviceaccount` generators send them (spec §1.19).
+//! `create namespace|configmap|secret|serviceaccount|role|clusterrole|rolebinding|clusterrolebinding`
+//! generators and its auth commands send them (spec §1.19).
 //! `endpoints::decode_body` hands such bodies here and gets back the JSON object a JSON body of the
 //! same object decodes to, so everything after decoding is the JSON path. The envelope
 //! (magic `k8s\0`, then a `runtime.Unknown` naming apiVersion and kind around the object's own
@@ -19,12 +20,13 @@ use serde_json::{Map, Value, json};
 use crate::api::status::ApiError;
 
 mod auth;
+mod rbac;
 
 /// The 4 bytes every Kubernetes protobuf body starts with.
 const MAGIC: &[u8] = b"k8s\0";
 
 /// What a 415 for a kind with no protobuf decoder says is accepted.
-const ACCEPTED: &str = "application/json, application/yaml, and application/vnd.kubernetes.protobuf for v1 Namespace, ConfigMap, Secret and ServiceAccount (use `kubectl create -f` or `kubectl apply -f` for other kinds)";
+const ACCEPTED: &str = "application/json, application/yaml, and application/vnd.kubernetes.protobuf for v1 Namespace, ConfigMap, Secret and ServiceAccount, the RBAC kinds and the auth requests kubectl sends (use `kubectl create -f` or `kubectl apply -f` for other kinds)";
 
 /// Decodes a protobuf-encoded object body into its JSON form.
 pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
@@ -51,7 +53,9 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "ServiceAccount") => {
             service_account(pb::ServiceAccount::decode(raw.as_slice()).map_err(bad)?)
         }
-        (v, k) => match auth::decode(v, k, raw.as_slice()) {
+        (v, k) => match auth::decode(v, k, raw.as_slice())
+            .or_else(|| rbac::decode(v, k, raw.as_slice()))
+        {
             Some(decoded) => decoded.map_err(bad)?,
             None => return Err(ApiError::unsupported_media(ACCEPTED)),
         },
