@@ -9,7 +9,9 @@
 //! count. `cargo bench --bench cache` runs 100,000 objects; without `--bench` (as
 //! `cargo test --all-targets` runs it) it uses 200 so that it finishes in seconds.
 
-use std::collections::BTreeMap;
+#[path = "support/objects.rs"]
+mod objects;
+
 use std::time::{Duration, Instant};
 
 use cap::Cap;
@@ -18,7 +20,7 @@ use ctrl_runtime::cache::{Cache, Options};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
-use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
@@ -28,31 +30,9 @@ static ALLOC: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX)
 const NS: &str = "default";
 
 fn object(i: usize) -> ConfigMap {
-    let name = format!("cm-{i:06}");
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            namespace: Some(NS.into()),
-            labels: Some(BTreeMap::from([
-                ("app.kubernetes.io/name".to_string(), "bench".to_string()),
-                ("shard".to_string(), (i % 16).to_string()),
-            ])),
-            annotations: Some(BTreeMap::from([(
-                "example.com/owner".to_string(),
-                "team-a".to_string(),
-            )])),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([
-            (
-                "config.yaml".to_string(),
-                format!("replicas: {}\nname: {name}\n", i % 5),
-            ),
-            ("mode".to_string(), "active".to_string()),
-            ("version".to_string(), "1.2.3".to_string()),
-        ])),
-        ..Default::default()
-    }
+    let mut cm = objects::config_map(format!("cm-{i:06}"), i);
+    cm.metadata.namespace = Some(NS.into());
+    cm
 }
 
 fn managed_fields() -> Vec<ManagedFieldsEntry> {

@@ -24,7 +24,10 @@
 #[path = "../tests/sharding_support/mod.rs"]
 mod support;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+#[path = "support/objects.rs"]
+mod objects;
+
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,7 +37,7 @@ use ctrl::sharding::Shard;
 use ctrl_runtime::cache::{self, Cache};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, PostParams};
 use parking_lot::Mutex;
 use support::*;
 use tokio::time::Instant;
@@ -65,30 +68,7 @@ struct Row {
 }
 
 fn object(i: usize) -> ConfigMap {
-    let name = format!("cm-{i}");
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            labels: Some(BTreeMap::from([
-                ("app.kubernetes.io/name".to_string(), "bench".to_string()),
-                ("tier".to_string(), (i % 16).to_string()),
-            ])),
-            annotations: Some(BTreeMap::from([(
-                "example.com/owner".to_string(),
-                "team-a".to_string(),
-            )])),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([
-            (
-                "config.yaml".to_string(),
-                format!("replicas: {}\nname: {name}\n", i % 5),
-            ),
-            ("mode".to_string(), "active".to_string()),
-            ("version".to_string(), "1.2.3".to_string()),
-        ])),
-        ..Default::default()
-    }
+    objects::config_map(format!("cm-{i}"), i)
 }
 
 /// Creates `n` ConfigMaps, 4 at a time, recording when each create returned; returns
