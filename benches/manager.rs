@@ -7,8 +7,10 @@
 //! `source::Kind`) against a running envtest that already holds the ConfigMaps, and
 //! stops the clock when the reconciler is first called.
 //!
-//! `cargo bench --bench manager` runs the full sizes; without `--bench` (as
-//! `cargo test --all-targets` runs it) a tiny quick mode only checks it all works.
+//! `cargo bench --bench manager` runs the full sizes (1 and 1,000 ConfigMaps, 50
+//! iterations; `CTRL_BENCH_MANAGER_SIZES=1000,100000` for others, 5 iterations from 10,000
+//! up); without `--bench` (as `cargo test --all-targets` runs it) a tiny quick mode only
+//! checks it all works.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -115,7 +117,16 @@ fn fmt_d(d: Duration) -> String {
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let (iters, objects) = if full { (50, [1, 1_000]) } else { (2, [1, 10]) };
+    let (iters, default_sizes) = if full {
+        (50, vec![1, 1_000])
+    } else {
+        (2, vec![1, 10])
+    };
+    // `CTRL_BENCH_MANAGER_SIZES=1,1000,100000` for other sizes; large ones run fewer times.
+    let objects: Vec<usize> = std::env::var("CTRL_BENCH_MANAGER_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or(default_sizes);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -133,15 +144,23 @@ fn main() {
         let env = rt.block_on(async {
             let env = Environment::builder().start().await.expect("envtest");
             let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-            for i in 0..n {
-                let mut cm = ConfigMap::default();
-                cm.metadata.name = Some(format!("cm-{i}"));
-                cms.create(&PostParams::default(), &cm)
-                    .await
-                    .expect("create");
-            }
+            futures::stream::iter(0..n)
+                .map(|i| {
+                    let cms = cms.clone();
+                    async move {
+                        let mut cm = ConfigMap::default();
+                        cm.metadata.name = Some(format!("cm-{i}"));
+                        cms.create(&PostParams::default(), &cm)
+                            .await
+                            .expect("create");
+                    }
+                })
+                .buffer_unordered(16)
+                .collect::<Vec<()>>()
+                .await;
             env
         });
+        let iters = if n >= 10_000 { iters.min(5) } else { iters };
         let mut ctrl = Vec::new();
         let mut stop = Vec::new();
         let mut kube = Vec::new();

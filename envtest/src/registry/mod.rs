@@ -26,7 +26,7 @@ pub(crate) mod rest;
 pub(crate) mod schema;
 pub(crate) mod strategy;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -138,6 +138,10 @@ impl ResourceType {
 pub(crate) struct Snapshot {
     pub types: Vec<Arc<ResourceType>>,
     by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
+    /// The served versions of each (group, plural), in registration order.
+    by_gr: HashMap<(String, String), Vec<Arc<ResourceType>>>,
+    /// Every served (group, version).
+    group_versions: HashSet<(String, String)>,
     /// Bumped on every change (part of the OpenAPI hashes).
     pub revision: u64,
     /// Webhook conversions of CRDs with `conversion.strategy: Webhook`, by CRD name.
@@ -159,9 +163,22 @@ impl Snapshot {
                 )
             })
             .collect();
+        let mut by_gr: HashMap<(String, String), Vec<Arc<ResourceType>>> = HashMap::new();
+        for t in &types {
+            by_gr
+                .entry((t.group.clone(), t.plural.clone()))
+                .or_default()
+                .push(t.clone());
+        }
+        let group_versions = types
+            .iter()
+            .map(|t| (t.group.clone(), t.version.clone()))
+            .collect();
         Snapshot {
             types,
             by_gvr,
+            by_gr,
+            group_versions,
             revision,
             conversions,
         }
@@ -178,9 +195,8 @@ impl Snapshot {
     }
 
     pub fn has_group_version(&self, group: &str, version: &str) -> bool {
-        self.types
-            .iter()
-            .any(|t| t.group == group && t.version == version)
+        self.group_versions
+            .contains(&(group.to_string(), version.to_string()))
     }
 
     /// Groups in registration order, each with its versions in preference order.
@@ -232,11 +248,10 @@ impl Registry {
     /// custom resources).
     pub fn siblings(&self, rt: &ResourceType) -> Vec<Arc<ResourceType>> {
         self.snapshot()
-            .types
-            .iter()
-            .filter(|t| t.group == rt.group && t.plural == rt.plural)
+            .by_gr
+            .get(&(rt.group.clone(), rt.plural.clone()))
             .cloned()
-            .collect()
+            .unwrap_or_default()
     }
 
     /// One type per stored collection (views and virtual types skipped).

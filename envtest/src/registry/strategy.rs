@@ -61,9 +61,9 @@ pub(crate) fn ensure_namespace(
     name: &str,
 ) -> Result<(), ApiError> {
     let key = (String::new(), "namespaces".to_string());
-    match store.get_value(&key, &(String::new(), ns.to_string())) {
+    match store.get(&key, &(String::new(), ns.to_string())) {
         None => Err(ApiError::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_details(json!({"name": ns, "kind": "namespaces"}))),
-        Some(n) if meta::meta_str(&n, "deletionTimestamp").is_some() => Err(ApiError::new(
+        Some(n) if terminating(&n) => Err(ApiError::new(
             403,
             "Forbidden",
             format!("{} {name:?} is forbidden: unable to create new content in namespace {ns} because it is being terminated", rt.plural),
@@ -71,6 +71,24 @@ pub(crate) fn ensure_namespace(
         .with_details(json!({"name": name, "kind": rt.plural, "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}))),
         Some(_) => Ok(()),
     }
+}
+
+/// Whether a stored Namespace carries a deletionTimestamp, read without building the whole
+/// object (every namespaced create asks).
+fn terminating(stored: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "deletionTimestamp")]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Option<Meta>,
+    }
+    serde_json::from_slice::<Object>(stored)
+        .ok()
+        .and_then(|o| o.metadata)
+        .is_some_and(|m| m.deletion_timestamp.is_some())
 }
 
 /// The structural checks of every version's `openAPIV3Schema` of a CRD (`schema::check_schema`),

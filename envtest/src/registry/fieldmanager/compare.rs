@@ -23,6 +23,9 @@ pub(crate) struct Comparison {
 impl Comparison {
     /// `added ∪ modified`: what the writer now owns.
     pub fn changed(&self) -> FieldSet {
+        if self.modified.is_empty() {
+            return self.added.clone();
+        }
         self.added.union(&self.modified).cloned().collect()
     }
 }
@@ -68,6 +71,12 @@ impl Walk<'_, '_> {
     }
 
     fn field(&mut self, field: &str, o: Option<&Value>, n: Option<&Value>) {
+        // An unchanged subtree adds, modifies and removes nothing: most of an update.
+        if let (Some(a), Some(b)) = (o, n)
+            && a == b
+        {
+            return;
+        }
         let obj = |v: Option<&Value>| v.is_none_or(Value::is_object);
         let arr = |v: Option<&Value>| v.is_none_or(Value::is_array);
         if obj(o) && obj(n) && !self.shape.atomic_map(&self.names, field) {
