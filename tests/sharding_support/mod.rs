@@ -226,7 +226,11 @@ pub async fn start_shard_as(
             let (audit, me) = (audit.clone(), me.clone());
             async move {
                 let start = Instant::now();
-                tokio::time::sleep(work).await;
+                // A zero-length sleep still waits for the timer wheel's next tick (about a
+                // millisecond): a reconcile that does no work must not sleep at all.
+                if !work.is_zero() {
+                    tokio::time::sleep(work).await;
+                }
                 audit.lock().push(Run {
                     object: req.name.clone(),
                     shard: me,
