@@ -11,7 +11,8 @@ use ctrl::leaderelection::ElectorConfig;
 use ctrl::manager::{Manager, Options};
 use ctrl::prelude::*;
 use ctrl::sharding::{
-    ControllerRing, GroupResource, RingResource, Shard, Sharder, SharderOptions, label_shard,
+    ControllerRing, GroupResource, HashRing, RingResource, Shard, Sharder, SharderOptions,
+    key_for_object, label_drain, label_shard,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ListParams, PostParams};
@@ -134,11 +135,17 @@ pub fn start_sharder_with_webhook(client: kube::Client) -> Running {
 /// Starts the sharder of [`RING`] with full syncs every `sync_period`, and with
 /// `webhook` its webhook (see [`start_sharder_with_webhook`]).
 pub fn start_sharder_with(client: kube::Client, sync_period: Duration, webhook: bool) -> Running {
-    use ctrl::webhook::{self, Server, certs};
-    let mut opts = options();
     let mut sopts = SharderOptions::new(RING, NS);
     sopts.sync_period = sync_period;
     sopts.lease_poll = Duration::from_millis(300);
+    start_sharder_opts(client, sopts, webhook)
+}
+
+/// Starts a sharder with `sopts`, and with `webhook` its webhook (see
+/// [`start_sharder_with_webhook`]).
+pub fn start_sharder_opts(client: kube::Client, sopts: SharderOptions, webhook: bool) -> Running {
+    use ctrl::webhook::{self, Server, certs};
+    let mut opts = options();
     let mut sharder = Sharder::new(client.clone(), sopts);
     let mut ca = None;
     if webhook {
@@ -219,7 +226,11 @@ pub async fn start_shard_as(
             let (audit, me) = (audit.clone(), me.clone());
             async move {
                 let start = Instant::now();
-                tokio::time::sleep(work).await;
+                // A zero-length sleep still waits for the timer wheel's next tick (about a
+                // millisecond): a reconcile that does no work must not sleep at all.
+                if !work.is_zero() {
+                    tokio::time::sleep(work).await;
+                }
                 audit.lock().push(Run {
                     object: req.name.clone(),
                     shard: me,
@@ -298,6 +309,44 @@ pub async fn all_assigned_to(
         a.len() == n && a.values().all(|s| live.contains(s))
     })
     .await
+}
+
+/// How many objects each of `shards` holds now (by its shard label), in that order.
+pub async fn spread(client: &kube::Client, shards: &[String]) -> Vec<usize> {
+    let a = assignments(client).await;
+    shards
+        .iter()
+        .map(|id| a.values().filter(|s| *s == id).count())
+        .collect()
+}
+
+/// Whether `n` objects exist and each is on the shard the hash ring of `live` picks
+/// for it, with no drain pending: a join or departure has fully settled.
+pub async fn settled_on(client: &kube::Client, live: &[String], n: usize) -> bool {
+    let ring = HashRing::new(live.iter().map(String::as_str));
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let Ok(list) = api.list(&ListParams::default()).await else {
+        return false;
+    };
+    list.items.len() == n
+        && list.items.iter().all(|cm| {
+            let labels = cm.metadata.labels.clone().unwrap_or_default();
+            let key = key_for_object("", "ConfigMap", &cm.metadata).ok();
+            let want = key.as_deref().and_then(|k| ring.shard_for(k));
+            want.is_some()
+                && labels.get(&label_shard(RING)).map(String::as_str) == want
+                && !labels.contains_key(&label_drain(RING))
+        })
+}
+
+/// Waits until [`settled_on`] holds.
+pub async fn wait_settled(
+    client: &kube::Client,
+    live: &[String],
+    n: usize,
+    timeout: Duration,
+) -> bool {
+    eventually(timeout, || settled_on(client, live, n)).await
 }
 
 /// Pairs of reconciles of one object by two shards whose intervals overlap.

@@ -68,6 +68,21 @@ impl Members {
             .count()
     }
 
+    /// Logs how each lease was judged (holder, renew time, state): called when the set
+    /// of available shards changed.
+    pub fn log_judgement(&self, ring: &str) {
+        for (name, (lease, state)) in &self.shards {
+            let spec = lease.spec.as_ref();
+            let holder = spec
+                .and_then(|s| s.holder_identity.as_deref())
+                .unwrap_or("");
+            let renew = spec
+                .and_then(|s| s.renew_time.as_ref())
+                .map(|t| t.0.to_string());
+            tracing::info!(ring, shard = %name, holder, renew_time = ?renew, state = state.as_str(), "Shard lease judged");
+        }
+    }
+
     /// Takes over Uncertain leases, deletes Orphaned ones, labels the rest with their
     /// state. Returns whether any lease changed hands (the ring must be reloaded).
     pub async fn maintain(&self, api: &Api<Lease>, ring: &str) -> bool {

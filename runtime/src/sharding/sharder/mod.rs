@@ -5,7 +5,9 @@
 //! [`Sharder`] is a leader-elected [`Runnable`]: only one sharder of a ring acts at a
 //! time. Each tick (every `lease_poll`) it reads the shard leases (`members`), takes
 //! over those gone Uncertain and deletes Orphaned ones; when the set of available
-//! shards changed, or every `sync_period`, it syncs every object of the ring (`sync`):
+//! shards changed (and once more on the next tick, as the webhook's watched view may
+//! lag the change by a moment), while its last sync changed objects, or every
+//! `sync_period`, it syncs every object of the ring (`sync`):
 //! unassigned objects and objects of dead shards get their new shard at once, main
 //! objects of shards that are still available but no longer own them get the drain
 //! label (`assign` decides), and writes the ring's status with its `Ready` condition
@@ -19,6 +21,7 @@ mod members;
 mod rings;
 mod status;
 mod sync;
+mod view;
 mod webhook;
 
 use std::time::Duration;
@@ -188,6 +191,9 @@ impl Sharder {
             status::write(&rings, &ring, &members, None).await;
             return Ok(None);
         }
+        if last != Some(available.as_slice()) {
+            members.log_judgement(ring_name);
+        }
         let counts = sync::sync_ring(&self.client, &ring, &members).await?;
         let mut problems = counts.problems.clone();
         problems.extend(webhook.and_then(Result::err));
@@ -226,8 +232,11 @@ impl Runnable for Sharder {
             let force = busy || Instant::now() >= next_full;
             match self.tick(last.as_deref(), force, webhook).await {
                 Ok(Some(synced)) => {
+                    // The webhook's watched view may assign by the old membership for a
+                    // moment after a change: sync once more on the next tick.
+                    let changed = last.as_deref() != Some(synced.shards.as_slice());
+                    busy = synced.busy || changed;
                     last = Some(synced.shards);
-                    busy = synced.busy;
                     next_full = Instant::now() + self.opts.sync_period;
                 }
                 Ok(None) => {}

@@ -5,23 +5,22 @@
 //! objects without the shard label ([`webhook_configuration`]), so it is on the path
 //! of new objects and of objects a shard just let go (drain acknowledged), and a
 //! sharder that is down only delays assignment until the next sync (`super::sync`).
-//! It reads the ring and the shard leases straight from the API server, so every
-//! replica's webhook server can answer for the ring.
+//! It reads the ring and the shard leases from watches (`super::view`) it starts on
+//! the first request, as upstream's webhook reads them from informer caches: every
+//! replica's webhook server can answer for the ring, and admitting an object costs no
+//! request to the API server.
 
 use async_trait::async_trait;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, WebhookClientConfig,
 };
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 
 use super::assign::{Decision, decide, key, role};
-use super::members::Members;
-use kube::api::Api;
-
+use super::view::RingView;
 use crate::sharding::{ControllerRing, label_shard, metrics};
 use crate::webhook::admission::{Handler, Operation, Request, Response};
 
@@ -35,6 +34,8 @@ pub(crate) struct SharderWebhook {
     pub client: kube::Client,
     pub ring: String,
     pub lease_namespace: String,
+    /// The watched ring and leases, started by the first request.
+    pub view: tokio::sync::OnceCell<RingView>,
 }
 
 impl SharderWebhook {
@@ -44,15 +45,18 @@ impl SharderWebhook {
             client,
             ring: ring.to_string(),
             lease_namespace: lease_namespace.to_string(),
+            view: tokio::sync::OnceCell::new(),
         }
     }
 
     async fn assign(&self, req: &Request, meta: &ObjectMeta) -> Result<Option<String>, String> {
-        let rings: Api<ControllerRing> = Api::all(self.client.clone());
-        let ring = rings
-            .get(&self.ring)
-            .await
-            .map_err(|e| format!("reading the ring: {e}"))?;
+        let view = self
+            .view
+            .get_or_try_init(|| RingView::start(&self.client, &self.ring, &self.lease_namespace))
+            .await?;
+        let ring = view
+            .ring(&self.ring)
+            .ok_or_else(|| format!("ControllerRing {:?} not found", self.ring))?;
         let (group, resource) = (&req.resource.group, &req.resource.resource);
         let Some(role) = role(&ring, group, resource) else {
             return Ok(None);
@@ -62,11 +66,7 @@ impl SharderWebhook {
         let Ok(Some(k)) = key(role, &req.kind.group, &req.kind.kind, meta) else {
             return Ok(None);
         };
-        let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.lease_namespace);
-        let members = Members::load(&leases, &self.ring)
-            .await
-            .map_err(|e| format!("listing shard leases: {e}"))?;
-        match decide(&members, &self.ring, role, &k, meta) {
+        match decide(&view.members(), &self.ring, role, &k, meta) {
             Decision::Assign(shard) => {
                 metrics::ASSIGNMENTS
                     .with_label_values(&[&self.ring, group, resource])
