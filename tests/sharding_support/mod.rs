@@ -244,18 +244,22 @@ pub async fn start_shard_as(
     run(id, mgr)
 }
 
+/// An empty ConfigMap `name` (its namespace comes from the API it is created through).
+pub fn config_map(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 /// Creates `n` ConfigMaps `cm-0..n` in [`NS`].
 pub async fn create_objects(client: &kube::Client, n: usize) {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     for i in 0..n {
-        let cm = ConfigMap {
-            metadata: kube::api::ObjectMeta {
-                name: Some(format!("cm-{i}")),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        api.create(&PostParams::default(), &cm)
+        api.create(&PostParams::default(), &config_map(&format!("cm-{i}")))
             .await
             .expect("create");
     }

@@ -98,9 +98,7 @@ impl RingView {
     /// The ring named `name`, if it exists.
     pub fn ring(&self, name: &str) -> Option<ControllerRing> {
         self.rings
-            .state()
-            .into_iter()
-            .find(|r| r.metadata.name.as_deref() == Some(name))
+            .get(&reflector::ObjectRef::new(name))
             .map(|r| (*r).clone())
     }
 
