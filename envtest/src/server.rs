@@ -1,7 +1,9 @@
-//! Layer 5, the server (kube-apiserver's `pkg/server` filters): a hyper 1 HTTP/1.1 server on
-//! 127.0.0.1, one task per connection, with the transport limits of `ctrl_net` (listen
-//! backlog, accept back-off, keepalive, head/idle timeout) that ctrl's other servers share.
-//! HTTPS on the same port (`tls`: a connection that starts with a handshake). Each request is
+//! Layer 5, the server (kube-apiserver's `pkg/server` filters): a hyper 1 server on 127.0.0.1,
+//! one task per connection, with the transport limits of `ctrl_net` (listen backlog, accept
+//! back-off, keepalive, head/idle timeout, HTTP/2 stream limits) that ctrl's other servers
+//! share. HTTPS on the same port (`tls`: a connection that starts with a handshake), HTTP/2
+//! there when the client picks `h2` in ALPN, else HTTP/1.1; the body limit, authentication and
+//! every filter below are the same for both. Each request is
 //! authenticated and authorized first (`auth`: bearer tokens, impersonation, RBAC; health and
 //! version are public, as upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit
 //! (413 with `Connection: close`, without buffering more), recorded in the request log, routed
@@ -66,9 +68,15 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
             else {
                 return;
             };
-            ctrl_net::http1(head_timeout)
-                .serve_connection(TokioIo::new(s), svc)
-                .await
+            if crate::tls::negotiated_h2(&s) {
+                ctrl_net::http2(head_timeout)
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await
+            } else {
+                ctrl_net::http1(head_timeout)
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await
+            }
         } else {
             ctrl_net::http1(head_timeout)
                 .serve_connection(TokioIo::new(stream), svc)
@@ -218,6 +226,13 @@ async fn serve_routed(
     } else {
         Bytes::new()
     };
+    // Errors go out in protobuf when asked for first, on routes of built-in kinds.
+    let protobuf = crate::api::protobuf::wants(
+        headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(""),
+    ) && !matches!(&route, Route::Resource(r) if r.rt.crd.is_some());
     let warnings = Warnings::default();
     let req = Req {
         method,
@@ -230,7 +245,7 @@ async fn serve_routed(
     };
     let mut resp = match endpoints::serve(state, route, snap, req).await {
         Ok(r) => r,
-        Err(e) => error(&e),
+        Err(e) => endpoints::error_as(&e, protobuf),
     };
     warnings.write(resp.headers_mut());
     resp

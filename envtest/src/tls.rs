@@ -3,7 +3,8 @@
 //! only over TLS, so the kubeconfigs the environment writes say `https://` and carry this
 //! server's self-signed certificate (for `127.0.0.1` and `localhost`) as their
 //! `certificate-authority-data`; kube clients and raw test requests may keep using plain
-//! HTTP. HTTP/1.1 only, as the rest of the server.
+//! HTTP. TLS offers ALPN `h2` and `http/1.1`, as kube-apiserver does (client-go then multiplexes
+//! every request and watch over one HTTP/2 connection); plain HTTP is HTTP/1.1.
 
 use std::sync::Arc;
 
@@ -35,12 +36,17 @@ impl Tls {
             .with_no_client_auth()
             .with_single_cert(vec![cert], key)
             .map_err(|e| format!("serving certificate: {e}"))?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Tls {
             cert_pem: ck.cert.pem(),
             acceptor: TlsAcceptor::from(Arc::new(config)),
         })
     }
+}
+
+/// Whether the client chose HTTP/2 in the handshake (ALPN `h2`).
+pub(crate) fn negotiated_h2(s: &tokio_rustls::server::TlsStream<TcpStream>) -> bool {
+    s.get_ref().1.alpn_protocol() == Some(b"h2")
 }
 
 /// Whether a connection starts with a TLS handshake record (waits for its first byte).

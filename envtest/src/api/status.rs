@@ -168,3 +168,141 @@ pub(crate) fn success(group: &str, plural: &str, name: &str, uid: &str) -> Value
     d["uid"] = json!(uid);
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": d})
 }
+
+/// A `Status` object's JSON as Go's encoder writes it (`encoding/json` on `metav1.Status`, as
+/// kube-apiserver's JSON serializer does), so clients that compare error bodies see the same
+/// bytes: the struct's field order (`kind, apiVersion, metadata, status, message, reason,
+/// details, code`; `details` as `name, group, kind, uid, causes, retryAfterSeconds`; a cause as
+/// `reason, message, field`), empty fields left out, `<`, `>`, `&`, U+2028 and U+2029 escaped
+/// and a trailing newline.
+pub(crate) fn render(v: &Value) -> Vec<u8> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let status = GoStatus {
+        kind: s("kind").unwrap_or("Status"),
+        api_version: s("apiVersion").unwrap_or("v1"),
+        metadata: GoListMeta::of(v.get("metadata")),
+        status: s("status"),
+        message: s("message"),
+        reason: s("reason"),
+        details: v
+            .get("details")
+            .filter(|d| d.is_object())
+            .map(GoDetails::of),
+        code: v.get("code").and_then(Value::as_i64).filter(|c| *c != 0),
+    };
+    let text = serde_json::to_string(&status).unwrap_or_default();
+    let mut out = String::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    out.into_bytes()
+}
+
+/// `metav1.Status` in its Go field order.
+#[derive(serde::Serialize)]
+struct GoStatus<'a> {
+    kind: &'a str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    metadata: GoListMeta<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<GoDetails<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<i64>,
+}
+
+/// `metav1.ListMeta` in its Go field order.
+#[derive(serde::Serialize)]
+struct GoListMeta<'a> {
+    #[serde(rename = "selfLink", skip_serializing_if = "Option::is_none")]
+    self_link: Option<&'a Value>,
+    #[serde(rename = "resourceVersion", skip_serializing_if = "Option::is_none")]
+    resource_version: Option<&'a Value>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    cont: Option<&'a Value>,
+    #[serde(rename = "remainingItemCount", skip_serializing_if = "Option::is_none")]
+    remaining: Option<&'a Value>,
+}
+
+impl<'a> GoListMeta<'a> {
+    fn of(m: Option<&'a Value>) -> Self {
+        let f = |k: &str| m.and_then(|m| m.get(k)).filter(|v| !v.is_null());
+        GoListMeta {
+            self_link: f("selfLink"),
+            resource_version: f("resourceVersion"),
+            cont: f("continue"),
+            remaining: f("remainingItemCount"),
+        }
+    }
+}
+
+/// `metav1.StatusDetails` in its Go field order.
+#[derive(serde::Serialize)]
+struct GoDetails<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uid: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    causes: Vec<GoCause<'a>>,
+    #[serde(rename = "retryAfterSeconds", skip_serializing_if = "Option::is_none")]
+    retry_after: Option<i64>,
+}
+
+impl<'a> GoDetails<'a> {
+    fn of(d: &'a Value) -> Self {
+        let s = |k: &str| d.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        let causes = d.get("causes").and_then(Value::as_array);
+        GoDetails {
+            name: s("name"),
+            group: s("group"),
+            kind: s("kind"),
+            uid: s("uid"),
+            causes: causes.into_iter().flatten().map(GoCause::of).collect(),
+            retry_after: d
+                .get("retryAfterSeconds")
+                .and_then(Value::as_i64)
+                .filter(|n| *n != 0),
+        }
+    }
+}
+
+/// `metav1.StatusCause` in its Go field order.
+#[derive(serde::Serialize)]
+struct GoCause<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+}
+
+impl<'a> GoCause<'a> {
+    fn of(c: &'a Value) -> Self {
+        let s = |k: &str| c.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        GoCause {
+            reason: s("reason"),
+            message: s("message"),
+            field: s("field"),
+        }
+    }
+}

@@ -36,6 +36,7 @@ use serde_json::Value;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
+use crate::api::protobuf;
 use crate::api::status::ApiError;
 pub(crate) use crate::api::warning::Warnings;
 use crate::endpoints::router::Query;
@@ -80,6 +81,11 @@ impl Req {
     pub fn meta_only(&self) -> bool {
         self.header("accept").contains("as=PartialObjectMetadata")
     }
+
+    /// The Accept header asks for protobuf first (client-go's default for built-in kinds).
+    pub fn protobuf(&self) -> bool {
+        protobuf::wants(self.header("accept"))
+    }
 }
 
 /// A whole-buffer response.
@@ -96,18 +102,45 @@ pub(crate) fn bytes(code: u16, content_type: &str, body: Bytes) -> Response<Body
     r
 }
 
-/// A JSON response.
+/// A JSON response (a `Status` written as Go writes it).
 pub(crate) fn json(code: u16, v: &Value) -> Response<Body> {
-    bytes(
-        code,
-        "application/json",
-        Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
-    )
+    object_as(code, v, false)
 }
 
-/// A `Status` error response.
+/// An object response in the media type the client asked for: protobuf when `Accept` asks for it
+/// first and the kind has a protobuf form (built-ins, `Status`), else JSON (custom resources,
+/// as upstream negotiates them).
+pub(crate) fn object(code: u16, v: &Value, req: &Req) -> Response<Body> {
+    object_as(code, v, req.protobuf())
+}
+
+fn object_as(code: u16, v: &Value, protobuf: bool) -> Response<Body> {
+    if protobuf {
+        match protobuf::encode(v) {
+            Ok(b) => return bytes(code, protobuf::MEDIA, Bytes::from(b)),
+            Err(error) => tracing::debug!(%error, "answering in JSON: no protobuf form"),
+        }
+    }
+    bytes(code, "application/json", Bytes::from(status_or_json(v)))
+}
+
+/// A `Status` as Go's encoder writes it (`api::status::render`), anything else as JSON.
+fn status_or_json(v: &Value) -> Vec<u8> {
+    if v.get("kind").and_then(Value::as_str) == Some("Status") {
+        return crate::api::status::render(v);
+    }
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// A `Status` error response, in JSON.
 pub(crate) fn error(e: &ApiError) -> Response<Body> {
-    let mut r = json(e.code, &e.to_value());
+    error_as(e, false)
+}
+
+/// A `Status` error response, in protobuf when `protobuf` (the client asked for it first, on a
+/// route whose kinds have a protobuf form).
+pub(crate) fn error_as(e: &ApiError, protobuf: bool) -> Response<Body> {
+    let mut r = object_as(e.code, &e.to_value(), protobuf);
     if let Some(s) = e.retry_after
         && let Ok(v) = HeaderValue::from_str(&s.to_string())
     {

@@ -22,11 +22,17 @@ pub(crate) async fn serve(
     req: Req,
 ) -> Result<Response<Body>, ApiError> {
     let accept = req.header("accept");
-    if !matches!(route, Route::Health) && !accept.is_empty() && !acceptable(accept) {
+    let protobuf = matches!(&route, Route::Resource(r) if r.rt.crd.is_none());
+    if !matches!(route, Route::Health) && !accept.is_empty() && !acceptable(accept, protobuf) {
+        let accepted = if protobuf {
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        } else {
+            "application/json, application/yaml"
+        };
         return Err(ApiError::new(
             406,
             "NotAcceptable",
-            "only the following media types are accepted: application/json, application/yaml, */*",
+            format!("only the following media types are accepted: {accepted}"),
         ));
     }
     let is_get = req.method == Method::GET;
@@ -51,11 +57,13 @@ pub(crate) async fn serve(
     }
 }
 
-/// JSON is acceptable unless only protobuf (or another foreign type) is listed.
-fn acceptable(accept: &str) -> bool {
+/// JSON is acceptable, and protobuf where the route's kinds have a protobuf form (built-ins;
+/// custom resources do not, as upstream's).
+fn acceptable(accept: &str, protobuf: bool) -> bool {
     accept.split(',').any(|m| {
         let m = m.trim();
-        m.starts_with("application/json")
+        (protobuf && m.starts_with(crate::api::protobuf::MEDIA))
+            || m.starts_with("application/json")
             || m.starts_with("*/*")
             || m.starts_with("application/*")
             || m.starts_with("application/yaml")

@@ -215,3 +215,6 @@ fn event_from_view(v: &mut Value) {
     v["apiVersion"] = Value::from("v1");
     v["kind"] = Value::from("Event");
 }
+
+#[cfg(test)]
+mod protobuf_table;

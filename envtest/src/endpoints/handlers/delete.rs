@@ -27,7 +27,7 @@ use crate::registry::rest::{DeleteOpts, delete_object};
 pub(crate) fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
     let mut typed = from_query(&req.query)?;
     if !req.body.iter().all(u8::is_ascii_whitespace) {
-        let body = from_body(&req.body)?;
+        let body = from_body(&req.body, req.media_type())?;
         typed = DeleteOptions {
             dry_run: body.dry_run.or(typed.dry_run),
             grace_period_seconds: body.grace_period_seconds.or(typed.grace_period_seconds),
@@ -40,10 +40,16 @@ pub(crate) fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
     validate(typed)
 }
 
-/// The body: a JSON `DeleteOptions` object (kind `DeleteOptions` or none).
-fn from_body(body: &[u8]) -> Result<DeleteOptions, ApiError> {
-    let o: DeleteOptions = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+/// The body: a `DeleteOptions` object (kind `DeleteOptions` or none), JSON or, as client-go
+/// sends it for built-in kinds, protobuf (`api::protobuf`).
+fn from_body(body: &[u8], media: &str) -> Result<DeleteOptions, ApiError> {
+    let decoded = if media == crate::api::protobuf::MEDIA {
+        serde_json::from_value(crate::api::protobuf::decode(body)?)
+    } else {
+        serde_json::from_slice(body)
+    };
+    let o: DeleteOptions =
+        decoded.map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
     match o.kind.as_deref() {
         None | Some("" | "DeleteOptions") => Ok(o),
         Some(k) => Err(ApiError::bad_request(format!(
@@ -123,9 +129,10 @@ pub(crate) fn delete(
     let (obj, removed) = delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
     if removed {
         let uid = meta::meta_str(&obj, "uid").unwrap_or("");
-        return Ok(endpoints::json(
+        return Ok(endpoints::object(
             200,
             &status::success(&r.rt.group, &r.rt.plural, name, uid),
+            req,
         ));
     }
     Ok(super::respond(200, &obj, &r.rt, req))
@@ -158,5 +165,5 @@ pub(crate) fn delete_collection(
         "kind": rt.list_kind, "apiVersion": rt.api_version(),
         "metadata": {"resourceVersion": state.store.current_rv().to_string()}, "items": out,
     });
-    Ok(endpoints::json(200, &list))
+    Ok(endpoints::object(200, &list, req))
 }

@@ -64,5 +64,5 @@ pub(crate) fn handle(
     let uid = meta::meta_str(&pod, "uid").unwrap_or("");
     let mut out = status::success(&r.rt.group, &r.rt.plural, name, uid);
     out["code"] = json!(201);
-    Ok(endpoints::json(201, &out))
+    Ok(endpoints::object(201, &out, req))
 }

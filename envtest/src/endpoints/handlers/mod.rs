@@ -221,9 +221,12 @@ pub(crate) fn write_opts(q: &Query) -> Result<WriteOpts<'static>, ApiError> {
 /// An object response (full, or PartialObjectMetadata when asked for).
 pub(crate) fn respond(code: u16, obj: &Arc<Value>, rt: &ResourceType, req: &Req) -> Response<Body> {
     if req.meta_only() {
-        return endpoints::json(code, &partial_metadata(obj));
+        return endpoints::object(code, &partial_metadata(obj), req);
     }
     let v = crate::registry::objects::served(obj, rt);
+    if req.protobuf() {
+        return endpoints::object(code, &v, req);
+    }
     endpoints::bytes(
         code,
         "application/json",
@@ -238,7 +241,7 @@ pub(crate) fn respond_bytes(
     rt: &ResourceType,
     req: &Req,
 ) -> Response<Body> {
-    if req.meta_only() || rt.rewrites() {
+    if req.meta_only() || rt.rewrites() || req.protobuf() {
         return respond(code, &Arc::new(crate::storage::parse(obj)), rt, req);
     }
     endpoints::bytes(code, "application/json", obj.clone())

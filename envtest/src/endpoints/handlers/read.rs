@@ -109,6 +109,13 @@ pub(crate) fn list(
             Bytes::from(t.to_string()),
         ));
     }
+    if req.protobuf() {
+        return Ok(endpoints::object(
+            200,
+            &list_value(rt, &page, lm, req.meta_only()),
+            req,
+        ));
+    }
     let buf = list_body(rt, &page, &lm, req.meta_only());
     Ok(endpoints::bytes(200, "application/json", Bytes::from(buf)))
 }
@@ -177,6 +184,34 @@ fn expired(
     Err(e)
 }
 
+/// A list as one value (for protobuf, which re-encodes every item anyway).
+fn list_value(rt: &ResourceType, page: &[(&ObjKey, &Bytes)], lm: Value, meta_only: bool) -> Value {
+    let (kind, api_version) = list_kind(rt, meta_only);
+    let items: Vec<Value> = page
+        .iter()
+        .map(|(_, obj)| {
+            let v = parse(obj);
+            if meta_only {
+                partial_metadata(&v)
+            } else {
+                crate::registry::objects::served(&v, rt).into_owned()
+            }
+        })
+        .collect();
+    json!({"kind": kind, "apiVersion": api_version, "metadata": lm, "items": items})
+}
+
+fn list_kind(rt: &ResourceType, meta_only: bool) -> (String, String) {
+    if meta_only {
+        (
+            "PartialObjectMetadataList".to_string(),
+            "meta.k8s.io/v1".to_string(),
+        )
+    } else {
+        (rt.list_kind.clone(), rt.api_version())
+    }
+}
+
 /// A list's JSON: the stored bytes of each item spliced in as they are, unless the items are
 /// served rewritten (another version) or as `PartialObjectMetadata`.
 fn list_body(
@@ -185,14 +220,7 @@ fn list_body(
     lm: &Value,
     meta_only: bool,
 ) -> Vec<u8> {
-    let (kind, api_version) = if meta_only {
-        (
-            "PartialObjectMetadataList".to_string(),
-            "meta.k8s.io/v1".to_string(),
-        )
-    } else {
-        (rt.list_kind.clone(), rt.api_version())
-    };
+    let (kind, api_version) = list_kind(rt, meta_only);
     let mut buf = Vec::with_capacity(64 + page.len() * 512);
     buf.extend_from_slice(
         format!(

@@ -20,7 +20,7 @@ pub(crate) fn review(
     crate::registry::objects::check_type(&mut obj, &r.rt, &[])?;
     let ns = r.namespace.as_deref().unwrap_or("");
     let out = crate::auth::review::answer(&state.auth, &req.user, &r.rt.plural, ns, obj)?;
-    Ok(endpoints::json(201, &out))
+    Ok(endpoints::object(201, &out, req))
 }
 
 /// `POST …/serviceaccounts/<name>/token`: a token for the ServiceAccount (`kubectl create
@@ -37,5 +37,5 @@ pub(crate) fn token_request(
     let body = endpoints::decode_body(req)?;
     let ns = r.namespace.as_deref().unwrap_or("");
     let out = crate::auth::review::token_request_for(&state.auth, ns, name, body)?;
-    Ok(endpoints::json(201, &out))
+    Ok(endpoints::object(201, &out, req))
 }

@@ -111,7 +111,7 @@ pub(crate) fn handle(
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     let current = scale_of(&cur, &sc);
     let wanted = match req.method {
-        Method::GET => return Ok(endpoints::json(200, &current)),
+        Method::GET => return Ok(endpoints::object(200, &current, req)),
         Method::PUT => crate::endpoints::decode_body(req)?,
         Method::PATCH if super::is_apply(req) => {
             let out = crate::endpoints::handlers::apply::apply_scale(
@@ -121,7 +121,7 @@ pub(crate) fn handle(
                 req,
                 &pointer(&sc.spec_replicas),
             )?;
-            return Ok(endpoints::json(200, &scale_of(&out, &sc)));
+            return Ok(endpoints::object(200, &scale_of(&out, &sc), req));
         }
         Method::PATCH => {
             Patch::decode(req.media_type(), &req.body, Target::Scale)?.apply(&current)?
@@ -144,7 +144,7 @@ pub(crate) fn handle(
         }
         Ok(v)
     })?;
-    Ok(endpoints::json(200, &scale_of(&out, &sc)))
+    Ok(endpoints::object(200, &scale_of(&out, &sc), req))
 }
 
 /// Writes the parent of a `/scale` request through the ordinary update path.

@@ -31,6 +31,8 @@ struct Watch {
     rt: Arc<ResourceType>,
     filter: Filter,
     meta_only: bool,
+    /// Protobuf frames (`api::protobuf::watch_frame`) instead of JSON lines.
+    proto: bool,
     /// `as=Table`: the columns, and whether the definitions went out (first event only).
     table: Option<(crate::endpoints::table::Columns, bool)>,
     bookmarks: bool,
@@ -69,8 +71,11 @@ pub(crate) fn serve(
     let (tx, rx) = mpsc::channel::<Bytes>(16);
     let table = crate::endpoints::table::wanted(req)
         .then(|| (crate::endpoints::table::columns(state, &rt), false));
+    let proto = table.is_none() && rt.crd.is_none() && req.protobuf();
     let ct = if table.is_some() {
         crate::endpoints::table::MEDIA
+    } else if proto {
+        crate::api::protobuf::WATCH_MEDIA
     } else if req.meta_only() {
         "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
     } else {
@@ -84,8 +89,7 @@ pub(crate) fn serve(
                 "too old resource version: {} ({floor})",
                 from.unwrap_or(0)
             ));
-            let line = encode_line("ERROR", &e.to_value());
-            let _ = tx.try_send(line);
+            let _ = tx.try_send(event(proto, "ERROR", &e.to_value()));
             return Ok(endpoints::stream(ct, rx));
         }
     };
@@ -93,6 +97,7 @@ pub(crate) fn serve(
         rt,
         filter,
         meta_only: req.meta_only(),
+        proto,
         table,
         bookmarks,
         last_rv: from.unwrap_or(sub.rv),
@@ -155,7 +160,7 @@ async fn run(
     if w.start_rv > sub.rv && !wait_for_rv(&state, w.start_rv).await {
         let current = state.store.current_rv();
         let e = crate::endpoints::router::too_large(w.start_rv, current);
-        let _ = tx.send(encode_line("ERROR", &e.to_value())).await;
+        let _ = tx.send(event(w.proto, "ERROR", &e.to_value())).await;
         return;
     }
     for (key, obj) in std::mem::take(&mut sub.initial) {
@@ -238,6 +243,18 @@ async fn wait_for_rv(state: &State, rv: u64) -> bool {
     state.store.current_rv() >= rv
 }
 
+/// One event of a watch stream: a JSON line, or a protobuf frame when `proto` (falling back to
+/// the JSON line should the object have no protobuf form).
+fn event(proto: bool, ty: &str, v: &serde_json::Value) -> Bytes {
+    if proto {
+        match crate::api::protobuf::watch_frame(ty, v) {
+            Ok(frame) => return frame,
+            Err(error) => tracing::warn!(%error, "watch event without a protobuf form"),
+        }
+    }
+    encode_line(ty, v)
+}
+
 impl Watch {
     /// Appends the line of one serialized object as this watcher sees it.
     fn write(&mut self, ty: EventType, obj: &Bytes) {
@@ -248,11 +265,12 @@ impl Watch {
             *sent = true;
             self.buf.extend_from_slice(&line);
         } else if self.meta_only {
-            let line = encode_line(ty.as_str(), &partial_metadata(&parse(obj)));
+            let line = event(self.proto, ty.as_str(), &partial_metadata(&parse(obj)));
             self.buf.extend_from_slice(&line);
-        } else if self.rt.rewrites() {
+        } else if self.rt.rewrites() || self.proto {
             let v = parse(obj);
-            let line = encode_line(ty.as_str(), &crate::registry::objects::served(&v, &self.rt));
+            let served = crate::registry::objects::served(&v, &self.rt);
+            let line = event(self.proto, ty.as_str(), &served);
             self.buf.extend_from_slice(&line);
         } else {
             push_line(&mut self.buf, ty.as_str(), obj);
@@ -324,7 +342,8 @@ impl Watch {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let line = encode_line(
+        let line = event(
+            self.proto,
             "BOOKMARK",
             &json!({"kind": kind, "apiVersion": av, "metadata": meta}),
         );
