@@ -66,6 +66,9 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
     match envelope(body) {
         Err(Envelope::Unsupported) => Err(ApiError::unsupported_media(ACCEPTED)),
         Err(Envelope::Bad(e)) => Err(ApiError::bad_request(e)),
+        Ok((tm, _)) if schema::message(&tm.0, &tm.1).is_none() => {
+            Err(ApiError::unsupported_media(ACCEPTED))
+        }
         Ok((tm, raw)) => transcode(&tm, &raw).map_err(ApiError::bad_request),
     }
 }
