@@ -23,7 +23,7 @@
 //! env            builds every layer, seeds, starts the server and the controllers
 //! controllers/   gc, namespaces, crd_cleanup (write observers of the registry), kubelet
 //!                (watches pods) — clients of registry::rest, never of HTTP
-//! server         hyper listener (HTTP and, on the same port, HTTPS: `tls`), the auth filter,
+//! server         hyper listener (HTTP/1.1 and, on the same port, HTTPS with h2: `tls`), the auth filter,
 //!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
 //!                admit), filter, table, discovery, openapi
@@ -75,10 +75,10 @@
 //!   built-ins (`api::strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; 415 on custom resources) and server-side apply
 //!   (`registry::fieldmanager`: managedFields per manager, conflicts, force, removal of dropped fields) are
-//!   served. Protobuf request bodies of v1 Namespace, ConfigMap, Secret, ServiceAccount, the
-//!   RBAC kinds and the auth requests (what kubectl's `create` generators and `auth` send) are
-//!   decoded with `k8s-pb` (`api::protobuf`); other protobuf bodies answer 415, protobuf-only
-//!   `Accept` 406.
+//!   served. Protobuf (client-go's default for built-ins) is served for every built-in kind by one
+//!   descriptor-driven codec (`api::protobuf`: create/update/DeleteOptions bodies; objects, lists,
+//!   `Status` errors and watch frames when `Accept` lists it first); custom resources answer a
+//!   protobuf body 415 and protobuf-only `Accept` 406. `Status` bodies are Go's bytes.
 //! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);
 //!   custom resources are pruned, defaulted and validated against their CRD version's
 //!   `openAPIV3Schema` (422). `fieldValidation` is upstream's: unknown fields of custom
@@ -104,7 +104,8 @@
 //!   an established CRD keeps its scope and kind, and JSON-patch `copy` may add 3 MiB at most.
 //! * The transport is `ctrl_net`'s, shared with ctrl's other servers: system-maximum listen
 //!   backlog, accept back-off when out of file descriptors, TCP keepalive, and a request-head
-//!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s).
+//!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s). TLS offers ALPN `h2`
+//!   and `http/1.1`; HTTP/2 has kube-apiserver's stream limits (`ctrl_net::http2`).
 //! * **Authentication and RBAC are on**, as in Go's envtest: every request needs a bearer
 //!   token the server knows (401 otherwise; `/healthz`, `/readyz`, `/livez` and `/version`
 //!   stay public). [`Environment::client`], [`Environment::config`] and the kubeconfig are the

@@ -6,7 +6,7 @@
 //! * [`meta`]: metadata accessors and rules (typed decoding, create/update invariants).
 //! * [`selector`]: label and field selector grammars; [`validation`]: names, labels,
 //!   annotations, data limits and the [`validation::FieldCause`]s of a 422.
-//! * [`protobuf`]: the protobuf bodies kubectl's generators send.
+//! * [`protobuf`]: the Kubernetes protobuf wire format of every built-in kind (one descriptor-driven codec).
 //! * [`patch`]: the one place a JSON, merge or strategic merge patch is decoded and applied,
 //!   with upstream's limits — every write path (the PATCH verb, `/scale`, admission,
 //!   conversion) goes through it.

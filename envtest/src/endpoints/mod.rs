@@ -132,7 +132,7 @@ fn status_or_json(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
-/// A `Status` error response, in JSON.
+/// A `Status` error response, in JSON (Go's bytes: `api::status::render`).
 pub(crate) fn error(e: &ApiError) -> Response<Body> {
     error_as(e, false)
 }
