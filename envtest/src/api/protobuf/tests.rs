@@ -30,7 +30,7 @@ fn sample_message(d: &MessageDescriptor, depth: usize) -> Option<Value> {
             Special::MicroTime => json!("2024-01-02T03:04:05.123456Z"),
             Special::Duration => json!("1m30s"),
             Special::Quantity => json!("250m"),
-            Special::IntOrString if depth % 2 == 0 => json!(8080),
+            Special::IntOrString if depth.is_multiple_of(2) => json!(8080),
             Special::IntOrString => json!("http"),
             Special::RawJson => json!({"a": [1, "b"], "c": {"d": true}}),
             Special::OrArray => json!({"type": "string"}),
