@@ -1,4 +1,5 @@
-//! ctrl-envtest bench: start → first successful request, creates/s from one client over HTTP,
+//! ctrl-envtest bench: start → first successful request, creates/s from one client over HTTP
+//! (and, on the TLS port, by wire: HTTP/1.1 vs h2, JSON vs protobuf bodies, `wire`),
 //! watch events/s fanned out to 10 watchers, and memory per stored ConfigMap — printed as a
 //! table beside the aims of the envtest issue, with a bare hyper server as the HTTP baseline
 //! (same client, fixed response, no storage) so the server's own cost can be read off.
@@ -20,6 +21,9 @@ use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[path = "envtest/wire.rs"]
+mod wire;
 
 /// Sizes for one run.
 struct Sizes {
@@ -385,6 +389,58 @@ fn row(what: &str, result: &str, aim: &str, ok: Option<bool>) {
     println!("| {what:<58} | {result:>22} | {aim:>12} | {verdict:>4} |");
 }
 
+/// Creates/s and CPU per create on the TLS port for each wire, side by side, and the ratios.
+async fn wire_rows(env: &Environment, n: usize) {
+    use wire::{Body, Proto};
+    let mut rates = Vec::new();
+    for (proto, kind, label) in [
+        (Proto::H1, Body::Json, "HTTP/1.1, 16 connections, JSON"),
+        (
+            Proto::H1,
+            Body::Protobuf,
+            "HTTP/1.1, 16 connections, protobuf",
+        ),
+        (Proto::H2, Body::Json, "h2, 1 connection, 16 streams, JSON"),
+        (
+            Proto::H2,
+            Body::Protobuf,
+            "h2, 1 connection, 16 streams, protobuf",
+        ),
+    ] {
+        let prefix = format!("wire-{}", rates.len());
+        let (t, cpu) = wire::creates(env, proto, kind, &prefix, n, 16).await;
+        let r = rate(n, t);
+        row(
+            &format!("TLS creates/s, {label}"),
+            &format!("{} ({:.0} µs CPU)", fmt_rate(r), cpu_per(n, cpu)),
+            "",
+            None,
+        );
+        rates.push(r);
+    }
+    let ratio = |a: f64, b: f64| format!("{:.2}×", a / b.max(1e-9));
+    row(
+        "  h2 / HTTP/1.1 (JSON, protobuf)",
+        &format!(
+            "{}, {}",
+            ratio(rates[2], rates[0]),
+            ratio(rates[3], rates[1])
+        ),
+        "",
+        None,
+    );
+    row(
+        "  protobuf / JSON (HTTP/1.1, h2)",
+        &format!(
+            "{}, {}",
+            ratio(rates[1], rates[0]),
+            ratio(rates[3], rates[2])
+        ),
+        "",
+        None,
+    );
+}
+
 fn main() {
     if let Some(n) = std::env::var(MEMORY_CHILD)
         .ok()
@@ -444,6 +500,7 @@ fn main() {
             "≥ 5,000/s",
             Some(par_rate >= 5_000.0),
         );
+        wire_rows(&env, sizes.creates / 2).await;
         drop(env);
 
         let (addr, bare) = bare_server().await;
