@@ -3,17 +3,14 @@
 //! application/vnd.kubernetes.protobuf, application/json`) over one HTTP/2 connection (ALPN
 //! `h2`). Bodies are k8s-pb messages in the `k8s\0` + `runtime.Unknown` envelope, as Go's
 //! protobuf serializer writes them; answers are decoded with k8s-pb and compared with what the
-//! kube client (JSON) reads back.
+//! kube client (JSON) reads back. `tests/h2.rs` has the transport's own tests.
 
 mod common;
-
-use std::sync::Arc;
 
 use bytes::Bytes;
 use ctrl_envtest::Environment;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::SendRequest;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -26,8 +23,6 @@ use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Api;
 use prost::Message;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
 
 const PB: &str = "application/vnd.kubernetes.protobuf";
 
@@ -58,42 +53,6 @@ fn unwrap<T: Message + Default>(body: &[u8]) -> (String, String, T) {
         tm.kind.unwrap_or_default(),
         msg,
     )
-}
-
-/// One HTTP/2 connection to the TLS port, as client-go holds one.
-async fn h2(env: &Environment) -> SendRequest<Full<Bytes>> {
-    let (io, alpn) = tls(env, vec![b"h2".to_vec(), b"http/1.1".to_vec()]).await;
-    assert_eq!(alpn.as_deref(), Some(&b"h2"[..]), "the server picks h2");
-    let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-        .await
-        .expect("h2 handshake");
-    tokio::spawn(conn);
-    send
-}
-
-type TlsIo = TokioIo<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
-
-async fn tls(env: &Environment, alpn: Vec<Vec<u8>>) -> (TlsIo, Option<Vec<u8>>) {
-    let mut roots = rustls::RootCertStore::empty();
-    let ca = CertificateDer::from_pem_slice(env.ca_pem().as_bytes()).expect("the CA");
-    roots.add(ca).expect("a root");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = alpn;
-    let tcp = tokio::net::TcpStream::connect(env.addr())
-        .await
-        .expect("tcp");
-    let name = ServerName::try_from("127.0.0.1").expect("a name");
-    let s = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
-        .await
-        .expect("TLS handshake");
-    let alpn = s.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
-    (TokioIo::new(s), alpn)
 }
 
 /// A request as client-go's typed clients send it; returns code, content type and body.
@@ -152,7 +111,7 @@ fn delete_options() -> Vec<u8> {
 #[tokio::test]
 async fn leader_election_lease_in_protobuf() {
     let env = common::env().await;
-    let mut c = h2(&env).await;
+    let mut c = common::tls::h2(&env).await;
     let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
     let renew = meta::MicroTime {
         seconds: Some(1_700_000_000),
@@ -225,7 +184,7 @@ async fn leader_election_lease_in_protobuf() {
 #[tokio::test]
 async fn events_api_event_in_protobuf() {
     let env = common::env().await;
-    let mut c = h2(&env).await;
+    let mut c = common::tls::h2(&env).await;
     let ev = events::Event {
         metadata: om("ev.1"),
         event_time: Some(meta::MicroTime {
@@ -300,6 +259,9 @@ fn pod_spec() -> core::PodSpec {
             ..Default::default()
         }],
         termination_grace_period_seconds: Some(0),
+        // Go writes non-pointer fields unset too; Go's JSON leaves their zero out.
+        host_network: Some(false),
+        node_name: Some(String::new()),
         ..Default::default()
     }
 }
@@ -307,7 +269,7 @@ fn pod_spec() -> core::PodSpec {
 #[tokio::test]
 async fn workloads_create_update_and_delete_in_protobuf() {
     let env = common::env().await;
-    let mut c = h2(&env).await;
+    let mut c = common::tls::h2(&env).await;
     let deploys = "/apis/apps/v1/namespaces/default/deployments";
     let body = wrap("apps/v1", "Deployment", &deployment("web"));
     let (code, _, out) = go(&env, &mut c, "POST", deploys, Some(body)).await;
@@ -427,7 +389,7 @@ fn event_pod(ev: &meta::WatchEvent) -> (String, core::Pod) {
 #[tokio::test]
 async fn protobuf_watch_frames_with_bookmarks_and_requests_on_one_h2_connection() {
     let env = common::env().await;
-    let mut c = h2(&env).await;
+    let mut c = common::tls::h2(&env).await;
     let pods = "/api/v1/namespaces/default/pods";
     let pod = core::Pod {
         metadata: om("first"),
@@ -499,7 +461,7 @@ async fn custom_resources_stay_json_and_status_bytes_are_gos() {
     let (env, _) = common::env_with_widget().await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
     let body = wrap("example.com/v1", "Widget", &meta::ObjectMeta::default());
-    let mut c = h2(&env).await;
+    let mut c = common::tls::h2(&env).await;
     let (code, _, out) = go(&env, &mut c, "POST", widgets, Some(body)).await;
     assert_eq!(code, 415, "{out:?}");
     let (code, ct, _) = go(&env, &mut c, "GET", widgets, None).await;
@@ -525,22 +487,4 @@ async fn custom_resources_stay_json_and_status_bytes_are_gos() {
         text,
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"configmaps \\\"nope\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"nope\",\"kind\":\"configmaps\"},\"code\":404}\n"
     );
-}
-
-#[tokio::test]
-async fn curl_negotiates_h2() {
-    let env = common::env().await;
-    let out = tokio::process::Command::new("curl")
-        .args(["--http2", "-sk", "-o", "/dev/null", "-w", "%{http_version}"])
-        .arg(format!("{}/version", env.https_url()))
-        .output()
-        .await;
-    let Ok(out) = out else {
-        eprintln!("curl is not installed; skipped");
-        return;
-    };
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "2");
-    // An HTTP/1.1-only client still gets HTTP/1.1 on the same port.
-    let (_, alpn) = tls(&env, vec![b"http/1.1".to_vec()]).await;
-    assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
 }

@@ -1,6 +1,8 @@
 //! Shared helpers of the envtest integration tests.
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::collections::BTreeMap;
 
 use ctrl_envtest::Environment;

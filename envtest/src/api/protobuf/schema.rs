@@ -2,10 +2,11 @@
 //! by `build.rs`), indexed by group, version and kind, and the few places where Kubernetes' JSON
 //! is not the plain field-for-field image of its protobuf message: the types with their own
 //! JSON form ([`Special`]), embedded Go structs whose fields JSON inlines ([`inline`]) and field
-//! names that differ ([`json_name`]). Everything else follows from the descriptors.
+//! names that differ ([`json_name`]), and which scalar fields are Go pointers or always written
+//! ([`keeps_zero`], from `proto/presence.txt`). Everything else follows from the descriptors.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
@@ -179,6 +180,49 @@ fn kebab(camel: &str) -> String {
         }
     }
     out
+}
+
+/// `proto/presence.txt` (written by `proto/presence.py` from `k8s.io/api`'s `types.go`).
+static PRESENCE_TXT: &str = include_str!("../../../proto/presence.txt");
+
+/// Messages the presence table covers, and their fields that keep a zero value.
+struct Presence {
+    messages: HashSet<&'static str>,
+    keep: HashSet<String>,
+}
+
+static PRESENCE: LazyLock<Presence> = LazyLock::new(|| {
+    let mut p = Presence {
+        messages: HashSet::new(),
+        keep: HashSet::new(),
+    };
+    for line in PRESENCE_TXT.lines() {
+        let mut parts = line.split(' ');
+        let Some(msg) = parts.next().filter(|m| !m.is_empty()) else {
+            continue;
+        };
+        p.messages.insert(msg);
+        for list in parts {
+            let names = list.split_once('=').map(|(_, v)| v).unwrap_or("");
+            for f in names.split(',').filter(|f| !f.is_empty()) {
+                p.keep.insert(format!("{msg}.{f}"));
+            }
+        }
+    }
+    p
+});
+
+/// Whether a zero value (`""`, `0`, `false`) of scalar field `f` that is present on the wire is
+/// kept in JSON: `Some(true)` for Go pointers (`replicas: 0` means something) and fields Go's
+/// JSON always writes (no `omitempty`), `Some(false)` for the other fields of a message the
+/// presence table covers (Go's encoder writes every non-pointer field; its JSON leaves their
+/// zero out), `None` for messages it does not cover.
+pub(super) fn keeps_zero(f: &FieldDescriptor) -> Option<bool> {
+    let p = &*PRESENCE;
+    if !p.messages.contains(f.parent_message().full_name()) {
+        return None;
+    }
+    Some(p.keep.contains(f.full_name()))
 }
 
 /// Whether the descriptors have `kind` at exactly `api_version` (no `meta.k8s.io` fallback).

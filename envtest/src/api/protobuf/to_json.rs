@@ -2,12 +2,13 @@
 //! has: fields under their JSON names ([`schema::json_name`]), embedded structs inlined,
 //! special types in their own JSON form, bytes as base64, maps as objects.
 //!
-//! Presence: Go's encoder writes every non-pointer field, set or not, so an empty string, an
-//! empty list or map and a zero `Time` mean "unset" and are left out (as Go's `omitempty` JSON
-//! leaves them out). Numbers and booleans that are present are kept even when zero: `replicas:
-//! 0` (a pointer) means something, and a non-pointer `false` or `0` reads the same as an absent
-//! one everywhere in this server. Messages that are present are kept even when empty, as Go's
-//! JSON writes `status: {}` for a non-pointer struct.
+//! Presence: Go's encoder writes every non-pointer field, set or not, so an empty list or map and
+//! a zero `Time` mean "unset" and are left out (as Go's `omitempty` JSON leaves them out). A
+//! zero scalar (`""`, `0`, `false`) is kept where Go's JSON keeps it — Go pointers (`replicas:
+//! 0`) and fields without `omitempty` — and left out elsewhere, by `schema::keeps_zero` (the
+//! presence table of `k8s.io/api`'s types); in messages the table does not cover, empty strings
+//! are left out and zero numbers and booleans kept. Messages that are present are kept even
+//! when empty, as Go's JSON writes `status: {}` for a non-pointer struct.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -42,11 +43,40 @@ fn fields_into(m: &DynamicMessage, out: &mut Map<String, Value>) {
         let json = match &*v {
             P::List(items) => list(items),
             P::Map(entries) => map(entries),
+            single if is_zero(single) => match schema::keeps_zero(&f) {
+                Some(true) => zero(single),
+                Some(false) => None,
+                None => scalar(single),
+            },
             single => scalar(single),
         };
         if let Some(j) = json {
             out.insert(schema::json_name(&f).into_owned(), j);
         }
+    }
+}
+
+/// `""`, `0`, `false` or empty bytes.
+fn is_zero(v: &P) -> bool {
+    match v {
+        P::String(s) => s.is_empty(),
+        P::Bytes(b) => b.is_empty(),
+        P::Bool(b) => !b,
+        P::I32(n) => *n == 0,
+        P::I64(n) => *n == 0,
+        P::U32(n) => *n == 0,
+        P::U64(n) => *n == 0,
+        P::F32(n) => *n == 0.0,
+        P::F64(n) => *n == 0.0,
+        _ => false,
+    }
+}
+
+/// The JSON of a zero scalar that is kept.
+fn zero(v: &P) -> Option<Value> {
+    match v {
+        P::String(_) | P::Bytes(_) => Some(json!("")),
+        other => scalar(other),
     }
 }
 
