@@ -339,7 +339,11 @@ async fn workloads_create_update_and_delete_in_protobuf() {
     let read = p.get("web-0").await.expect("pod");
     let spec = read.spec.expect("spec");
     assert_eq!(spec.containers[0].image.as_deref(), Some("nginx:1.27"));
-    assert_eq!(spec.termination_grace_period_seconds, Some(0), "a pointer's zero");
+    assert_eq!(
+        spec.termination_grace_period_seconds,
+        Some(0),
+        "a pointer's zero"
+    );
     assert_eq!(spec.host_network, None, "a non-pointer omitempty zero");
     assert_eq!(spec.node_name, None);
 

@@ -51,6 +51,9 @@ async fn tls(env: &Environment, proto: Proto) -> TlsIo {
     let tcp = tokio::net::TcpStream::connect(env.addr())
         .await
         .expect("tcp");
+    // As Go's net package does: an h2 request is a HEADERS and a DATA write, which Nagle
+    // would hold until the first is acknowledged (a delayed ACK, ~40 ms).
+    tcp.set_nodelay(true).expect("nodelay");
     let name = ServerName::try_from("127.0.0.1").expect("a name");
     let s = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)

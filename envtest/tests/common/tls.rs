@@ -33,6 +33,9 @@ pub async fn connect(
     let tcp = tokio::net::TcpStream::connect(env.addr())
         .await
         .expect("tcp");
+    // As Go's net package does: an h2 request is a HEADERS and a DATA write, which Nagle
+    // would hold until the first is acknowledged (a delayed ACK, ~40 ms).
+    tcp.set_nodelay(true).expect("nodelay");
     let name = ServerName::try_from("127.0.0.1").expect("a name");
     let s = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
@@ -46,9 +49,10 @@ pub async fn connect(
 pub async fn h2(env: &Environment) -> SendRequest<Full<Bytes>> {
     let (io, alpn) = connect(env, &[b"h2", b"http/1.1"]).await;
     assert_eq!(alpn.as_deref(), Some(&b"h2"[..]), "the server picks h2");
-    let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
-        .await
-        .expect("h2 handshake");
+    let (send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+            .await
+            .expect("h2 handshake");
     tokio::spawn(conn);
     send
 }
