@@ -9,6 +9,7 @@ pub mod cache;
 pub mod certwatcher;
 pub mod client;
 pub mod conditions;
+pub mod error;
 pub mod config;
 pub mod controller;
 pub mod controllerutil;

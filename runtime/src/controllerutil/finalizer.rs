@@ -11,7 +11,7 @@
 use async_trait::async_trait;
 use kube::Resource;
 
-use super::BoxError;
+use crate::error::BoxError;
 use super::finalizers::{add_finalizer, contains_finalizer, remove_finalizer};
 
 /// What a finalize changed on the object (Go's `finalizer.Result`).

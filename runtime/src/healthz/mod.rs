@@ -19,8 +19,9 @@ pub use handler::Handler;
 
 use crate::http::Request;
 
-/// The error a check fails with.
-pub type CheckError = Box<dyn std::error::Error + Send + Sync + 'static>;
+/// The error a check fails with: the crate's one boxed error ([`BoxError`](crate::error::BoxError)),
+/// under the name Go's `healthz.Checker` signature suggests.
+pub use crate::error::BoxError as CheckError;
 
 /// One health or readiness check (Go's `healthz.Checker`). It gets the probe request
 /// and fails with an error whose text is shown only on the check's own endpoint

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxError, Group, Runnable};
+use super::{Group, Runnable};
+use crate::error::BoxError;
 use crate::cache::Cache;
 use crate::controller::Controller;
 use crate::http::Server;

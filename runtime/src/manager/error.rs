@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::BoxError;
+use crate::error::BoxError;
 use crate::metrics::server::ExtraHandlerError;
 
 /// Why the manager could not be built, refused a call, or stopped.

@@ -67,7 +67,9 @@ pub use options::{
     CACHE_SYNC_CHECK, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, DEFAULT_LIVENESS_ENDPOINT,
     DEFAULT_READINESS_ENDPOINT, Options,
 };
-pub use runnable::{BoxError, Group, Runnable, RunnableFunc};
+/// The error a runnable fails with (the crate's one boxed error, [`crate::error::BoxError`]).
+pub use crate::error::BoxError;
+pub use runnable::{Group, Runnable, RunnableFunc};
 pub use signals::shutdown_signal;
 
 use group::RunnableGroup;

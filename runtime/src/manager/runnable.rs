@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-/// The error a runnable fails with.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+use crate::error::BoxError;
+
 
 /// The manager's runnable groups, in start order (controller-runtime's `runnables`).
 /// They stop in the order Others, LeaderElection, Warmup, Caches, Webhooks,

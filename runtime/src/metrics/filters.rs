@@ -30,7 +30,7 @@ use kube::api::{Api, PostParams};
 use parking_lot::Mutex;
 
 use crate::http::{Handler, Request, Response, text};
-use crate::manager::BoxError;
+use crate::error::BoxError;
 
 /// Wraps a handler (Go's `metricsserver.Filter`).
 pub type Filter = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync>;

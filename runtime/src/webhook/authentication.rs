@@ -17,7 +17,8 @@ use http::{HeaderValue, StatusCode, header};
 use http_body_util::Full;
 pub use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus, UserInfo};
 
-use super::admission::{MAX_REQUEST_BYTES, not_json, panic_message};
+use super::admission::{MAX_REQUEST_BYTES, not_json};
+use crate::error::panic_message;
 use super::metrics;
 use crate::http as h;
 
@@ -84,7 +85,7 @@ impl TokenReviewWebhook {
             Ok(status) => status,
             Err(panic) => {
                 metrics::panic_observed();
-                let what = panic_message(&panic);
+                let what = panic_message(&*panic);
                 tracing::error!(panic = %what, "panic in token review handler");
                 errored(format!("panic: {what} [recovered]"))
             }

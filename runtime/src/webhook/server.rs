@@ -35,7 +35,8 @@ use super::metrics::{self, InFlight};
 use crate::certwatcher::CertWatcher;
 use crate::healthz::{CheckError, Checker};
 use crate::http::{self as h, Handler};
-use crate::manager::{BoxError, Group, Runnable};
+use crate::error::BoxError;
+use crate::manager::{Group, Runnable};
 use crate::tls::{self, TlsOptions};
 
 /// controller-runtime's default webhook port.

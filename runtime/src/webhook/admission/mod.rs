@@ -15,7 +15,7 @@
 
 mod defaulter;
 mod http;
-pub(crate) use http::{not_json, panic_message};
+pub(crate) use http::not_json;
 mod multi;
 mod review;
 mod validator;
