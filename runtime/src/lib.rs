@@ -21,6 +21,7 @@ pub mod leaderelection;
 pub mod log;
 pub mod manager;
 pub mod metrics;
+pub mod metricsserver;
 pub mod pprof;
 pub mod predicate;
 pub mod rbac;

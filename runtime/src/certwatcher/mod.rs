@@ -25,6 +25,14 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio_util::sync::CancellationToken;
 
+/// The certificate file a serving directory holds by default (the name cert-manager and
+/// kubebuilder's kustomize scaffolding write; Go's `CertName` default in `webhook.Options`
+/// and `metricsserver.Options`).
+pub const DEFAULT_CERT_NAME: &str = "tls.crt";
+
+/// The key file a serving directory holds by default (Go's `KeyName` default).
+pub const DEFAULT_KEY_NAME: &str = "tls.key";
+
 /// How often the files are re-read whatever their metadata says (Go's poll interval).
 pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_secs(10);
 

@@ -1,7 +1,7 @@
 //! A small HTTP/1.1 server for the manager's own endpoints (controller-runtime's
 //! `pkg/internal/httpserver` and `manager.Server`).
 //!
-//! The metrics server (`crate::metrics::server`) and the health probe server
+//! The metrics server (`crate::metricsserver`) and the health probe server
 //! (`crate::healthz`) are both a [`Server`] with a [`Router`] of [`Handler`]s; the
 //! manager (`crate::manager`) runs each server as a runnable in its HTTP-servers
 //! group. Limits follow controller-runtime's servers: headers must arrive within

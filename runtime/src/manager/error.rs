@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::BoxError;
-use crate::metrics::server::ExtraHandlerError;
+use crate::metricsserver::ExtraHandlerError;
 
 /// Why the manager could not be built, refused a call, or stopped.
 #[derive(Debug, thiserror::Error)]

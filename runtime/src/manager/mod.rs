@@ -3,7 +3,7 @@
 //! (controller-runtime's `pkg/manager`).
 //!
 //! A [`Manager`] is built from a `kube::Client` and [`Options`]; it makes the shared
-//! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metrics::server`),
+//! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metricsserver`),
 //! health probes (`crate::healthz`) and, if asked, profiles (`crate::pprof`) on
 //! listeners bound in [`Manager::new`].
 //! Everything it runs is a [`Runnable`] in one of six [`Group`]s — HTTP servers,
@@ -57,7 +57,7 @@ use crate::cache::Cache;
 use crate::client::{ApiReader, Client};
 use crate::healthz::{self, Checker};
 use crate::http::{self, Handler};
-use crate::metrics::server::ExtraHandlers;
+use crate::metricsserver::ExtraHandlers;
 use crate::recorder;
 use crate::webhook;
 

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Error, Group, Inner, Manager, leader};
 use crate::http::{Router, Server};
-use crate::metrics::server::{self as metrics_server, ExtraHandlers};
+use crate::metricsserver::{self as metrics_server, ExtraHandlers};
 
 impl Manager {
     /// Runs the manager until `ctx` is cancelled (then returns `Ok`) or a runnable

@@ -37,6 +37,6 @@ mod metrics;
 mod server;
 
 pub use server::{
-    CONVERT_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_PORT, Error, Options, Server,
+    CONVERT_PATH, DEFAULT_PORT, Error, Options, Server,
     StartedChecker, default_cert_dir,
 };

@@ -4,7 +4,7 @@
 //! the request's path (a `SubjectAccessReview` of the non-resource URL, e.g.
 //! `/metrics`), both asked of the API server the manager talks to.
 //!
-//! The metrics server (`super::server`) wraps `/metrics` and every extra handler in
+//! The metrics server ([`super`]) wraps `/metrics` and every extra handler in
 //! the filter its [`FilterProvider`] builds from the manager's client. Answers are
 //! Go's: no or a rejected token `401 Unauthorized`, a user without the permission
 //! `403 Authorization denied for user <name>`, a review that could not be made `500`.
