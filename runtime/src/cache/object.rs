@@ -1,7 +1,7 @@
 //! What the cache can hold: [`CacheObject`], a resource kube's watcher can stream, and
 //! [`Scoped`], which builds the right `Api` for the resource's scope.
 //!
-//! Every informer (`super::informer`) and every client call (`crate::client`) is
+//! Every informer (`super::informer`) and every client call is
 //! generic over `K: CacheObject`. Typed resources (`ConfigMap`, a `CustomResource`),
 //! `DynamicObject` (with an `ApiResource` as its dynamic type) and metadata-only
 //! `PartialObjectMeta<K>` all qualify.

@@ -1,7 +1,7 @@
 //! [`CertWatcher`]: a serving certificate and key read from files and re-read when
 //! they change (controller-runtime's `pkg/certwatcher`).
 //!
-//! The webhook server (`crate::webhook`) hands a watcher to rustls as its certificate
+//! The webhook server and the secure metrics server hand a watcher to rustls as its certificate
 //! resolver, so every new TLS connection gets the certificate currently on disk:
 //! cert-manager can rotate `tls.crt`/`tls.key` and no restart is needed. The watcher
 //! checks the files' size and modification time every [`DEFAULT_CHANGE_CHECK`] and

@@ -1,7 +1,7 @@
 //! Event handlers: turn an event about one object into reconcile requests in a work
 //! queue (controller-runtime's `pkg/handler`).
 //!
-//! Sources (`crate::source`) call a handler for each event (`crate::event`) that the
+//! Sources call a handler for each event (`crate::event`) that the
 //! watch's predicates (`crate::predicate`) let through; the handler adds
 //! [`Request`](crate::reconcile::Request)s to the controller's queue
 //! (`crate::workqueue`). The stock handlers:

@@ -5,7 +5,7 @@
 //! serves them with controller-runtime's bodies and codes: the aggregate at its root
 //! (`ok`, or the verbose list with `?verbose`, `?exclude=<name>` to skip a check,
 //! always verbose and `500` on failure) and each check at `/<name>`. The manager
-//! (`crate::manager`) mounts one handler at `/healthz` and one at `/readyz` on its
+//! mounts one handler at `/healthz` and one at `/readyz` on its
 //! health probe server (an [`http::Server`](crate::http::Server)), and registers the
 //! cache's sync as a readiness check.
 

@@ -13,7 +13,7 @@
 //! minutes and never cached for good. Denials are not cached (upstream keeps them 30 s):
 //! a permission just granted works on the next scrape. The manager's own ServiceAccount needs `create` on `tokenreviews`
 //! (`authentication.k8s.io`) and `subjectaccessreviews` (`authorization.k8s.io`);
-//! see [`crate::rbac`].
+//! the `rbac` module lists them.
 
 use std::collections::HashMap;
 use std::hash::Hash;

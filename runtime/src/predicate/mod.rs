@@ -1,8 +1,8 @@
 //! Predicates: filters that decide which events reach an event handler
 //! (controller-runtime's `pkg/predicate`).
 //!
-//! Sources (`crate::source`) ask every predicate of a watch before they pass an event
-//! (`crate::event`) to its handler (`crate::handler`); one `false` drops it. Predicates
+//! Sources ask every predicate of a watch before they pass an event ([`crate::event`])
+//! to its handler; one `false` drops it. Predicates
 //! are stateless functions of the event, as in controller-runtime (kube-runtime's
 //! predicates remember objects for a TTL; these do not).
 

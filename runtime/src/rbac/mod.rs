@@ -4,7 +4,7 @@
 //! [`Manifest`] turns a manager's [`Rules`] into the ServiceAccount, ClusterRole,
 //! Role and bindings to deploy it with.
 //!
-//! The manager (`crate::manager::Manager::rbac_rules`) gathers the rules: get, list,
+//! The manager (`Manager::rbac_rules`) gathers the rules: get, list,
 //! watch on every resource its cache is asked to watch (the builder's `For`, `Owns`,
 //! `Watches`, informers got directly), create and patch on `events.k8s.io` Events once
 //! a recorder is handed out, Leases for leader election, TokenReviews and

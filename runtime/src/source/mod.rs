@@ -1,6 +1,6 @@
 //! Sources: where a controller's events come from (controller-runtime's `pkg/source`).
 //!
-//! A [`Source`] is started by a controller (`crate::controller`) with the controller's
+//! A [`Source`] is started by a controller with the controller's
 //! work queue. It produces events (`crate::event`), filters them through predicates
 //! (`crate::predicate`) and hands them to an event handler (`crate::handler`), which
 //! adds requests to the queue. [`Channel`] turns a stream of generic events into a

@@ -1,5 +1,5 @@
-//! TLS for every server the manager runs over TLS — the webhook server
-//! (`crate::webhook`) and the secure metrics server (`crate::metricsserver`): the
+//! TLS for every server the manager runs over TLS — the webhook server and the secure
+//! metrics server, both above this module: the
 //! hardening options ([`TlsOptions`]: HTTP/2 off unless enabled, a minimum TLS
 //! version, hooks that adjust the rustls configuration, as Go's `TLSOpts
 //! []func(*tls.Config)`), the rustls [`ServerConfig`] built from them, an in-memory
