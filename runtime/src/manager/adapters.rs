@@ -15,9 +15,9 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::{Group, Runnable};
-use crate::error::BoxError;
 use crate::cache::Cache;
 use crate::controller::Controller;
+use crate::error::BoxError;
 use crate::http::Server;
 use crate::reconcile::TypedRequest;
 use crate::webhook;

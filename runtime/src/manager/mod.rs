@@ -61,14 +61,14 @@ use crate::metricsserver::ExtraHandlers;
 use crate::recorder;
 use crate::webhook;
 
+/// The error a runnable fails with (the crate's one boxed error, [`crate::error::BoxError`]).
+pub use crate::error::BoxError;
 pub use error::Error;
 pub use flags::{Args, ConfigError, load_config};
 pub use options::{
     CACHE_SYNC_CHECK, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, DEFAULT_LIVENESS_ENDPOINT,
     DEFAULT_READINESS_ENDPOINT, Options,
 };
-/// The error a runnable fails with (the crate's one boxed error, [`crate::error::BoxError`]).
-pub use crate::error::BoxError;
 pub use runnable::{Group, Runnable, RunnableFunc};
 pub use signals::shutdown_signal;
 

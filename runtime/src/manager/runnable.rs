@@ -11,7 +11,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::BoxError;
 
-
 /// The manager's runnable groups, in start order (controller-runtime's `runnables`).
 /// They stop in the order Others, LeaderElection, Warmup, Caches, Webhooks,
 /// HttpServers.

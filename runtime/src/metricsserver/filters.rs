@@ -29,8 +29,8 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 use parking_lot::Mutex;
 
-use crate::http::{Handler, Request, Response, text};
 use crate::error::BoxError;
+use crate::http::{Handler, Request, Response, text};
 
 /// Wraps a handler (Go's `metricsserver.Filter`).
 pub type Filter = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync>;

@@ -22,8 +22,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::LABEL_CONTROLLER_RING;
-use crate::leaderelection::{ElectorConfig, LeaderElector, LeaseLock, Lock};
 use crate::error::BoxError;
+use crate::leaderelection::{ElectorConfig, LeaderElector, LeaseLock, Lock};
 use crate::manager::{Group, Runnable};
 
 /// How long a dead lease lingers before it is Orphaned and deleted (upstream's `leaseTTL`).

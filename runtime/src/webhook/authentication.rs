@@ -18,8 +18,8 @@ use http_body_util::Full;
 pub use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus, UserInfo};
 
 use super::admission::{MAX_REQUEST_BYTES, not_json};
-use crate::error::panic_message;
 use super::metrics;
+use crate::error::panic_message;
 use crate::http as h;
 
 /// Decides who a token belongs to (Go's `authentication.Handler`).

@@ -37,6 +37,5 @@ mod metrics;
 mod server;
 
 pub use server::{
-    CONVERT_PATH, DEFAULT_PORT, Error, Options, Server,
-    StartedChecker, default_cert_dir,
+    CONVERT_PATH, DEFAULT_PORT, Error, Options, Server, StartedChecker, default_cert_dir,
 };
