@@ -6,9 +6,9 @@
 //! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metricsserver`),
 //! health probes (`crate::healthz`) and, if asked, profiles (`crate::pprof`) on
 //! listeners bound in [`Manager::new`].
-//! Everything it runs is a [`Runnable`] in one of six [`Group`]s — HTTP servers,
-//! webhooks, caches, others, warmup, leader-election — started in that order (`start`) and
-//! stopped in reverse dependency order within the grace period. Controllers
+//! Everything it runs is a [`Runnable`] in one of six [`Group`]s, started in
+//! [`Group::START_ORDER`] (`start`) and stopped in [`Group::STOP_ORDER`] within the
+//! grace period. Controllers
 //! (`crate::controller`) are runnables; the builder adds them for you. The webhook
 //! server (`crate::webhook`) is [`Options::webhook_server`], handed out by
 //! [`Manager::webhook_server`] and run in the webhooks group. Leader
