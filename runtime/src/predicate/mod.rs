@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 
-pub use changed::{AnnotationChanged, GenerationChanged, LabelChanged, ResourceVersionChanged};
+pub use changed::{
+    AnnotationChanged, GenerationChanged, LabelChanged, MetadataChanged, ResourceVersionChanged,
+};
 pub use label_selector::{LabelSelectorPredicate, SelectorError};
 
 /// Filters events before they reach an event handler. Each method defaults to `true`
