@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use fanout::{HandlerRegistration, InformerHandler, Notification};
 pub use informer::{IndexConflict, Informer};
+pub(crate) use object::typed_form;
 pub use object::{CacheObject, Scoped, gvk_string, object_key};
 pub use options::{
     ByObject, DEFAULT_HANDLER_BUFFER, DEFAULT_SYNC_PERIOD, MetaTransform, NAMESPACE_ALL,

@@ -11,7 +11,9 @@
 //!
 //! Creates and updates also come as `*_opts` forms taking [`WriteOptions`] (dry-run,
 //! field manager, field validation; `super::options`); patches take them in kube's
-//! `PatchParams`, deletes in `DeleteParams`. A dry-run client dry-runs them all.
+//! `PatchParams`, deletes in `DeleteParams`. A dry-run client dry-runs them all. Creates,
+//! updates, patches and applies go through the one writer (`super::writer`) the status
+//! and subresource clients use too.
 
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -21,8 +23,9 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::writer::Writer;
 use super::{Client, Error, WriteOptions};
-use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
+use crate::cache::{CacheObject, Scoped, gvk_string, object_key, typed_form};
 
 /// A resource the client can write given its dynamic type: typed resources (`()`),
 /// `DynamicObject` (`ApiResource`).
@@ -101,15 +104,17 @@ pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchPar
 }
 
 impl Client {
-    /// Creates `obj` in its namespace; returns the stored object.
-    pub async fn create<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.create_with_opts(&(), obj, &WriteOptions::new()).await
+    typed_form! {
+        /// Creates `obj` in its namespace; returns the stored object.
+        pub async fn create<K>(&self, obj: &K) -> Result<K, Error> = create_with
+        where K: Writable
     }
 
-    /// [`create`](Self::create) with per-call options (dry-run, field manager, field
-    /// validation).
-    pub async fn create_opts<K: Writable>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> {
-        self.create_with_opts(&(), obj, opts).await
+    typed_form! {
+        /// [`create`](Self::create) with per-call options (dry-run, field manager, field
+        /// validation).
+        pub async fn create_opts<K>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> = create_with_opts
+        where K: Writable
     }
 
     /// Creates `obj` of dynamic type `dt` (e.g. a `DynamicObject` and its
@@ -129,23 +134,22 @@ impl Client {
         obj: &K,
         opts: &WriteOptions,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let data = body_bytes(dt, obj).map_err(|e| t.fail("create", e))?;
-        let req = kube::core::Request::new(t.api.resource_url());
-        self.send_json(opts, |pp| req.create(pp, data))
+        Writer::object(self)
+            .create(dt, obj, body_bytes(dt, obj), opts)
             .await
-            .map_err(|e| t.fail("create", e))
     }
 
-    /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
-    /// fails with 409 Conflict).
-    pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.update_with_opts(&(), obj, &WriteOptions::new()).await
+    typed_form! {
+        /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
+        /// fails with 409 Conflict).
+        pub async fn update<K>(&self, obj: &K) -> Result<K, Error> = update_with
+        where K: Writable
     }
 
-    /// [`update`](Self::update) with per-call options.
-    pub async fn update_opts<K: Writable>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> {
-        self.update_with_opts(&(), obj, opts).await
+    typed_form! {
+        /// [`update`](Self::update) with per-call options.
+        pub async fn update_opts<K>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> = update_with_opts
+        where K: Writable
     }
 
     /// Replaces `obj` of dynamic type `dt`, guarded by its `resourceVersion`.
@@ -164,23 +168,16 @@ impl Client {
         obj: &K,
         opts: &WriteOptions,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let data = body_bytes(dt, obj).map_err(|e| t.fail("update", e))?;
-        let req = kube::core::Request::new(t.api.resource_url());
-        self.send_json(opts, |pp| req.replace(&t.name, pp, data))
+        Writer::object(self)
+            .update(dt, obj, body_bytes(dt, obj), opts)
             .await
-            .map_err(|e| t.fail("update", e))
     }
 
-    /// Patches the object `obj` names with `patch` (merge, JSON, strategic or apply;
-    /// `pp` carries the field manager, force and dry-run).
-    pub async fn patch<K: Writable, P: Serialize + std::fmt::Debug>(
-        &self,
-        obj: &K,
-        patch: &Patch<P>,
-        pp: PatchParams,
-    ) -> Result<K, Error> {
-        self.patch_with(&(), obj, patch, pp).await
+    typed_form! {
+        /// Patches the object `obj` names with `patch` (merge, JSON, strategic or apply;
+        /// `pp` carries the field manager, force and dry-run).
+        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
+        where K: Writable, P: Serialize + std::fmt::Debug
     }
 
     /// Patches the object of dynamic type `dt` that `obj` names with `patch`.
@@ -191,23 +188,14 @@ impl Client {
         patch: &Patch<P>,
         pp: PatchParams,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let pp = self.patch_params(pp);
-        t.api
-            .patch(&t.name, &pp, patch)
-            .await
-            .map_err(|e| t.fail("patch", e))
+        Writer::object(self).patch(dt, obj, patch, pp).await
     }
 
-    /// Server-side applies `obj` as `field_manager` (falling back to the client's
-    /// field owner), taking over conflicting fields when `force` is set.
-    pub async fn apply<K: Writable>(
-        &self,
-        obj: &K,
-        field_manager: Option<&str>,
-        force: bool,
-    ) -> Result<K, Error> {
-        self.apply_with(&(), obj, field_manager, force).await
+    typed_form! {
+        /// Server-side applies `obj` as `field_manager` (falling back to the client's
+        /// field owner), taking over conflicting fields when `force` is set.
+        pub async fn apply<K>(&self, obj: &K, field_manager: Option<&str>, force: bool) -> Result<K, Error> = apply_with
+        where K: Writable
     }
 
     /// Server-side applies `obj` of dynamic type `dt` as `field_manager`.
@@ -218,21 +206,16 @@ impl Client {
         field_manager: Option<&str>,
         force: bool,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let intent = body(dt, obj).map_err(|e| t.fail("patch", e))?;
-        self.patch_with(
-            dt,
-            obj,
-            &Patch::Apply(&*intent),
-            apply_params(field_manager, force),
-        )
-        .await
+        Writer::object(self)
+            .apply(dt, obj, field_manager, force)
+            .await
     }
 
-    /// Deletes the object `obj` names; `dp` sets propagation, grace period and
-    /// preconditions (uid, resourceVersion).
-    pub async fn delete<K: Writable>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> {
-        self.delete_with(&(), obj, dp).await
+    typed_form! {
+        /// Deletes the object `obj` names; `dp` sets propagation, grace period and
+        /// preconditions (uid, resourceVersion).
+        pub async fn delete<K>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> = delete_with
+        where K: Writable
     }
 
     /// Deletes the object of dynamic type `dt` that `obj` names.
@@ -250,15 +233,11 @@ impl Client {
             .map_err(|e| t.fail("delete", e))
     }
 
-    /// Deletes every object of `K` in `namespace` (`None`: all namespaces, or the
-    /// cluster) that `lp` selects (controller-runtime's `DeleteAllOf`).
-    pub async fn delete_all_of<K: Writable>(
-        &self,
-        namespace: Option<&str>,
-        lp: &ListParams,
-        dp: &DeleteParams,
-    ) -> Result<(), Error> {
-        self.delete_all_of_with::<K>(&(), namespace, lp, dp).await
+    typed_form! {
+        /// Deletes every object of `K` in `namespace` (`None`: all namespaces, or the
+        /// cluster) that `lp` selects (controller-runtime's `DeleteAllOf`).
+        pub async fn delete_all_of<K>(&self, namespace: Option<&str>, lp: &ListParams, dp: &DeleteParams) -> Result<(), Error> = delete_all_of_with
+        where K: Writable
     }
 
     /// Deletes every object of `K` with dynamic type `dt` in `namespace` that `lp`
