@@ -12,7 +12,7 @@ use std::sync::Arc;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde::Serialize;
 
-use super::write::{Writable, WritableWith};
+use super::writer::{Writable, WritableWith};
 use super::{Client, Error, Source, WriteOptions};
 use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key, typed_form};
 

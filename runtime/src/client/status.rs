@@ -7,8 +7,7 @@
 use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 
-use super::write::{Writable, WritableWith, body_bytes};
-use super::writer::Writer;
+use super::writer::{Writable, WritableWith, Writer, body_bytes};
 use super::{Client, Error, WriteOptions};
 use crate::cache::typed_form;
 

@@ -12,8 +12,7 @@ use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::write::{Writable, WritableWith};
-use super::writer::Writer;
+use super::writer::{Writable, WritableWith, Writer};
 use super::{Client, Error, WriteOptions};
 use crate::cache::typed_form;
 

@@ -15,93 +15,12 @@
 //! updates, patches and applies go through the one writer (`super::writer`) the status
 //! and subresource clients use too.
 
-use std::any::TypeId;
-use std::borrow::Cow;
-
-use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
-use super::writer::Writer;
+use super::writer::{Target, Writable, WritableWith, Writer, body_bytes};
 use super::{Client, Error, WriteOptions};
-use crate::cache::{CacheObject, Scoped, gvk_string, object_key, typed_form};
-
-/// A resource the client can write given its dynamic type: typed resources (`()`),
-/// `DynamicObject` (`ApiResource`).
-pub trait WritableWith: CacheObject + Serialize + DeserializeOwned {}
-impl<K: CacheObject + Serialize + DeserializeOwned> WritableWith for K {}
-
-/// A typed resource the client can write (no dynamic type needed).
-pub trait Writable: WritableWith<DynamicType = ()> {}
-impl<K: WritableWith<DynamicType = ()>> Writable for K {}
-
-/// The target of one write: the `Api` for the object's namespace, its name, and the
-/// `apiVersion/Kind` and `namespace/name` that name it in errors.
-pub(crate) struct Target<K> {
-    pub(crate) api: Api<K>,
-    pub(crate) name: String,
-    kind: String,
-    key: String,
-}
-
-impl<K: CacheObject> Target<K> {
-    pub(crate) fn of(kube: &kube::Client, dt: &K::DynamicType, obj: &K) -> Self {
-        let m = obj.meta();
-        let ns = m.namespace.as_deref().filter(|n| !n.is_empty());
-        let name = m.name.clone().unwrap_or_default();
-        Self {
-            api: <K::Scope as Scoped>::api::<K>(kube.clone(), ns, dt),
-            key: object_key(ns, &name),
-            name,
-            kind: gvk_string::<K>(dt),
-        }
-    }
-
-    /// A client error for `verb` on this target.
-    pub(crate) fn fail(&self, verb: &str, e: impl Into<super::Source>) -> Error {
-        Error::new(verb, self.kind.clone(), self.key.clone(), e)
-    }
-}
-
-/// `obj` as the body of a write: a typed resource as is (its serializer writes
-/// `apiVersion`/`kind`); a dynamic one with `apiVersion`/`kind` from `dt` when it
-/// lacks them.
-pub(crate) fn body<'a, K: WritableWith>(
-    dt: &K::DynamicType,
-    obj: &'a K,
-) -> Result<Cow<'a, K>, serde_json::Error> {
-    if TypeId::of::<K::DynamicType>() == TypeId::of::<()>() {
-        return Ok(Cow::Borrowed(obj));
-    }
-    let mut v = serde_json::to_value(obj)?;
-    let Some(map) = v.as_object_mut() else {
-        return Ok(Cow::Borrowed(obj));
-    };
-    if map.contains_key("apiVersion") && map.contains_key("kind") {
-        return Ok(Cow::Borrowed(obj));
-    }
-    map.insert("apiVersion".into(), K::api_version(dt).into());
-    map.insert("kind".into(), K::kind(dt).into());
-    serde_json::from_value(v).map(Cow::Owned)
-}
-
-/// The JSON bytes of [`body`].
-pub(crate) fn body_bytes<K: WritableWith>(
-    dt: &K::DynamicType,
-    obj: &K,
-) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&*body(dt, obj)?)
-}
-
-/// Patch parameters for a server-side apply.
-pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchParams {
-    PatchParams {
-        field_manager: field_manager.map(str::to_string),
-        force,
-        ..Default::default()
-    }
-}
+use crate::cache::{Scoped, gvk_string, typed_form};
 
 impl Client {
     typed_form! {
@@ -261,39 +180,5 @@ impl Client {
                     e,
                 )
             })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
-
-    fn gizmos() -> ApiResource {
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("x.io", "v2", "Gizmo"), "gizmos")
-    }
-
-    #[test]
-    fn a_dynamic_body_gets_its_type_from_the_api_resource() {
-        let ar = gizmos();
-        let mut obj = DynamicObject::new("g", &ar);
-        obj.types = None;
-        let sent = body(&ar, &obj).unwrap();
-        let want = TypeMeta {
-            api_version: "x.io/v2".into(),
-            kind: "Gizmo".into(),
-        };
-        assert_eq!(sent.types.as_ref(), Some(&want));
-        assert!(matches!(sent, Cow::Owned(_)));
-    }
-
-    #[test]
-    fn bodies_that_carry_their_type_are_sent_as_they_are() {
-        let ar = gizmos();
-        let obj = DynamicObject::new("g", &ar);
-        assert!(matches!(body(&ar, &obj).unwrap(), Cow::Borrowed(_)));
-        let cm = ConfigMap::default();
-        assert!(matches!(body(&(), &cm).unwrap(), Cow::Borrowed(_)));
     }
 }
