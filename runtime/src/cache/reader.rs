@@ -1,6 +1,6 @@
 //! Reads from the cache: [`Cache::get`] and [`Cache::list`] with [`ListOptions`]
 //! (controller-runtime's `CacheReader`), and the [`ObjectGetter`] that typed
-//! reconcilers (`crate::reconcile::as_reconciler`) fetch their objects through.
+//! reconcilers ([`crate::reconcile::as_reconciler`]) fetch their objects through.
 //!
 //! A read of a type nobody watched yet starts its informer and waits for it to sync
 //! (unless `reader_fail_on_missing_informer` is set). Label selectors filter in

@@ -9,7 +9,7 @@
 //! [`DEFAULT_WATCH_INTERVAL`] (Go's 10 s poll). A pair that fails to load is logged and
 //! counted, and the last good certificate keeps being served. Reads are counted in
 //! `certwatcher_read_certificate_total` / `certwatcher_read_certificate_errors_total`
-//! in the process registry (`crate::metrics`).
+//! in the process registry ([`crate::metrics`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

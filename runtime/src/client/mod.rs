@@ -2,7 +2,7 @@
 //! `pkg/client` as the manager builds it).
 //!
 //! [`Client::get`] and [`Client::list`] read the shared informer cache
-//! (`crate::cache`), starting an informer on a type's first read. Writes (`write`) go
+//! ([`crate::cache`]), starting an informer on a type's first read. Writes (`write`) go
 //! straight to the server through kube's `Api`: create, update, patch (merge, JSON,
 //! strategic, server-side apply with field manager and force), delete (propagation,
 //! preconditions) and delete-all-of. [`Client::status`] writes the status subresource

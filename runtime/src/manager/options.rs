@@ -61,7 +61,7 @@ pub struct Options {
     /// waits forever.
     pub graceful_shutdown_timeout: Duration,
     /// Whether to elect a leader before starting leader-election runnables (the
-    /// `--leader-elect` flag); default off. See `crate::leaderelection`.
+    /// `--leader-elect` flag); default off. See [`crate::leaderelection`].
     pub leader_election: bool,
     /// The name of the Lease used for leader election; required when
     /// `leader_election` is on.

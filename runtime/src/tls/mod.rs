@@ -7,8 +7,8 @@
 //! and the accept step both servers share (`accept`: plain HTTP on the TLS port gets
 //! Go's `400`, the handshake is bounded in time).
 //!
-//! Certificates on disk come from `crate::certwatcher`, which keeps them current; the
-//! crypto provider is ring (`crate::certwatcher::crypto_provider`).
+//! Certificates on disk come from [`crate::certwatcher`], which keeps them current; the
+//! crypto provider is ring ([`crate::certwatcher::crypto_provider`]).
 
 mod accept;
 mod insecure;

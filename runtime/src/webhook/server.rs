@@ -1,5 +1,5 @@
 //! [`Server`]: the webhook server (controller-runtime's `webhook.Server`): a
-//! path -> handler map served over TLS (rustls, ring; hardened by `crate::tls`:
+//! path -> handler map served over TLS (rustls, ring; hardened by [`crate::tls`]:
 //! HTTP/1.1 only unless [`Options::tls`] enables h2, TLS 1.2+), run by the manager as
 //! a runnable in its Webhooks group.
 //!
