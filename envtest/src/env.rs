@@ -24,7 +24,7 @@ use crate::faults::Faults;
 use crate::registry::Registry;
 use crate::registry::builtins::builtin_types;
 use crate::registry::context::Apiserver;
-use crate::registry::rest::create_object;
+use crate::registry::hooks::create_object;
 use crate::storage::Store;
 use crate::{controllers, server};
 

@@ -16,26 +16,30 @@
 //!
 //! # Inside: the layers
 //!
-//! The modules are cut like kube-apiserver's, and an import may only point down (checked by
-//! `tests/layers.rs`: no import cycle between top-level modules, no function over 80 lines):
+//! The modules are cut like kube-apiserver's, highest layer first; a reference from one
+//! top-level module to another may only point down this list (checked by `tests/layers.rs`,
+//! whose `LAYERS` is this list: no upward reference, no circle between files, no function over
+//! 80 lines, and this diagram and `docs/envtest.md`'s name exactly these modules in this order):
 //!
 //! ```text
 //! env            builds every layer, seeds, starts the server and the controllers
 //! controllers/   gc, namespaces, crd_cleanup (write observers of the registry), kubelet
-//!                (watches pods) — clients of registry::rest, never of HTTP
+//!                (watches pods) — clients of the registry (registry::hooks), never of HTTP
 //! server         hyper listener (HTTP and, on the same port, HTTPS: `tls`), the auth filter,
 //!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
 //!                admit), filter, table, discovery, openapi
 //! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
 //!                write (no request rewriting)
-//! registry/      served types, rest (generic create/update/delete), strategy, crd, hooks,
-//!                fieldmanager, schema, conversion, builtins, the shared State
+//! registry/      served types, hooks (writes, then the write observers), rest (generic
+//!                create/update/delete), strategy, crd, fieldmanager, schema, conversion,
+//!                builtins, context (the Apiserver: types, store, observers)
 //! auth/          authentication (tokens, ServiceAccount JWTs), impersonation, RBAC, the
 //!                review answers, the bootstrap policy — reads storage, used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
 //! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
+//! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
 //! ```
@@ -44,10 +48,9 @@
 //! against the `registry` snapshot and dispatches to discovery or, through
 //! `endpoints::handlers::versioned` (custom resources served at a non-storage version), to a
 //! handler. A write handler decodes the object (or computes it from a patch), hands old and new
-//! to `admission` (webhooks), and writes through `registry::rest`, which reads and writes the
-//! `storage`, applies the per-kind strategy and then runs the write observers
-//! (`registry::hooks`): the controllers react with writes of their own, queued until none is
-//! left. The store fans change events out to watch streams. Every patch — PATCH, `/scale`,
+//! to `admission` (webhooks), and writes through `registry::hooks`: `registry::rest` reads and
+//! writes the `storage` and applies the per-kind strategy, then `hooks` runs the write
+//! observers: the controllers react with writes of their own, queued until none is left. The store fans change events out to watch streams. Every patch — PATCH, `/scale`,
 //! admission's review of a patched object, a converted patch — is decoded and applied by
 //! `api::patch`, with one set of limits.
 //!

@@ -86,7 +86,7 @@ pub(crate) fn seed(api: &Arc<Apiserver>, configs: &[WebhookConfiguration]) -> Re
         let rt = config_type(api, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
         let mut obj = obj.take();
         crate::registry::objects::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
-        crate::registry::rest::create_object(api, &rt, None, obj, Default::default())
+        crate::registry::hooks::create_object(api, &rt, None, obj, Default::default())
             .map_err(|e| e.message)?;
     }
     Ok(())

@@ -16,7 +16,7 @@
 //!
 //! Like `gc` and `namespaces` it is a client of the registry, not of HTTP: it watches the
 //! pods collection through `Store::watch` (re-subscribing with a full re-evaluation if its
-//! stream is dropped) and writes through `registry::rest`, so every step is an ordinary write
+//! stream is dropped) and writes through `registry::hooks`, so every step is an ordinary write
 //! with a resourceVersion and a watch event. It stops with the server.
 
 use std::collections::HashSet;
@@ -32,7 +32,8 @@ use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
-use crate::registry::rest::{self, DeleteOpts};
+use crate::registry::hooks;
+use crate::registry::rest::DeleteOpts;
 use crate::registry::strategy::{finished, node_name, phase};
 use crate::storage::Start;
 
@@ -102,7 +103,7 @@ fn create_node(api: &Arc<Apiserver>) {
                 "systemUUID": ""}
         }
     });
-    if let Err(e) = rest::create_object(api, &rt, None, node, Default::default()) {
+    if let Err(e) = hooks::create_object(api, &rt, None, node, Default::default()) {
         tracing::warn!(node = NODE_NAME, error = %e.message, "simulated node not created");
     }
 }
@@ -237,7 +238,7 @@ impl Kubelet {
             ..Default::default()
         };
         let ns = meta::namespace(pod);
-        let _ = rest::delete_object(&self.api, &self.rt, Some(ns), meta::name(pod), &opts);
+        let _ = hooks::delete_object(&self.api, &self.rt, Some(ns), meta::name(pod), &opts);
         tracing::debug!(namespace = ns, name = meta::name(pod), "pod stopped");
     }
 
@@ -250,7 +251,7 @@ impl Kubelet {
     ) -> Result<(), ApiError> {
         let uid = meta::meta_str(pod, "uid").map(String::from);
         let ns = meta::namespace(pod);
-        rest::update_object(
+        hooks::update_object(
             &self.api,
             &self.rt,
             Some(ns),

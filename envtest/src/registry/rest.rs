@@ -2,15 +2,15 @@
 //! update and delete of one object with preconditions, dryRun and finalizers, over the store's
 //! atomic `commit`, with the per-kind rules of [`strategy`] and [`crd`] and the managedFields of
 //! [`fieldmanager`](super::fieldmanager). Every committed write then runs the registry's own
-//! effects (a CRD's types, [`crd::after_commit`]) and, through [`hooks`], the write observers
-//! (the controllers). The HTTP handlers, admission, the controllers and `env` write through
-//! here; it calls `api`, `storage` and the registry only.
+//! effects (a CRD's types, [`crd::after_commit`]). The write observers (the controllers) run
+//! after it, in [`super::hooks`], through which the HTTP handlers, admission, the controllers
+//! and `env` write (the observers' own follow-up writes call here directly). It calls `api`,
+//! `storage` and the registry below it only.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::hooks::{self, Verb, Written};
 use super::{ResourceType, context::Apiserver, crd, objects, strategy};
 use crate::api::meta;
 use crate::api::status::ApiError;
@@ -41,23 +41,8 @@ pub(crate) struct DeleteOpts {
     pub grace: Option<i64>,
 }
 
-/// Creates `obj` (already type-checked) in `url_ns`, then runs the write observers.
-pub(crate) fn create_object(
-    api: &Apiserver,
-    rt: &Arc<ResourceType>,
-    url_ns: Option<&str>,
-    obj: Value,
-    w: WriteOpts<'_>,
-) -> Result<Arc<Value>, ApiError> {
-    let out = create(api, rt, url_ns, obj, w)?;
-    if !w.dry_run {
-        hooks::settle(api, Written::new(Verb::Create, rt, &out, false));
-    }
-    Ok(out)
-}
-
-/// The create itself: identity, strategy, validation, commit and the registry's own effects
-/// (no observers).
+/// Creates `obj` (already type-checked) in `url_ns`: identity, strategy, validation, commit and
+/// the registry's own effects (no observers; [`super::hooks::create_object`] runs them after it).
 pub(crate) fn create(
     api: &Apiserver,
     rt: &Arc<ResourceType>,
@@ -154,28 +139,9 @@ fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<
     }
     Ok(ns)
 }
-/// The shared update path, then the write observers. `make` builds the new object from the
-/// stored one. `put` marks a PUT (custom resources then require `metadata.resourceVersion`).
-/// Returns the resulting object and whether it was removed.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn update_object(
-    api: &Apiserver,
-    rt: &Arc<ResourceType>,
-    ns: Option<&str>,
-    name: &str,
-    sub: Option<&str>,
-    w: WriteOpts<'_>,
-    put: bool,
-    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
-) -> Result<(Arc<Value>, bool), ApiError> {
-    let (obj, removed) = update(api, rt, ns, name, sub, w, put, make)?;
-    if !w.dry_run {
-        hooks::settle(api, Written::new(Verb::Update, rt, &obj, removed));
-    }
-    Ok((obj, removed))
-}
-
-/// The update itself (no observers): see [`update_object`].
+/// The shared update path (no observers; [`super::hooks::update_object`] runs them after it).
+/// `make` builds the new object from the stored one. `put` marks a PUT (custom resources then
+/// require `metadata.resourceVersion`). Returns the resulting object and whether it was removed.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn update(
     api: &Apiserver,
@@ -322,23 +288,7 @@ fn check_preconditions(
     Ok(())
 }
 
-/// Deletes or marks one object, then runs the write observers; returns it and whether it is
-/// gone.
-pub(crate) fn delete_object(
-    api: &Apiserver,
-    rt: &Arc<ResourceType>,
-    ns: Option<&str>,
-    name: &str,
-    opts: &DeleteOpts,
-) -> Result<(Arc<Value>, bool), ApiError> {
-    let (obj, removed) = delete(api, rt, ns, name, opts)?;
-    if !opts.dry_run {
-        hooks::settle(api, Written::new(Verb::Delete, rt, &obj, removed));
-    }
-    Ok((obj, removed))
-}
-
-/// The delete itself (no observers): preconditions, the propagation policy's finalizer, the
+/// The delete itself (no observers; [`super::hooks::delete_object`] runs them after it): preconditions, the propagation policy's finalizer, the
 /// kind's deletion rules, then the object is removed or marked.
 pub(crate) fn delete(
     api: &Apiserver,

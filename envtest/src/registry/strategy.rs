@@ -231,7 +231,7 @@ fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     if grace < 0 { 1 } else { grace }
 }
 
-/// The pods part of a delete (`rest::delete_object`): with pod simulation on (`simulated`),
+/// The pods part of a delete ([`super::hooks::delete_object`]): with pod simulation on (`simulated`),
 /// what deleting Pod `cur` does (`new` is `cur` with the propagation policy's finalizer added).
 /// `None` when the ordinary delete path applies (simulation off, not a Pod).
 pub(crate) fn pod_graceful_delete(

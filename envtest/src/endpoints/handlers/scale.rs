@@ -14,7 +14,8 @@ use crate::api::status::ApiError;
 use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{self, Body, Req};
-use crate::registry::rest::{WriteOpts, update_object};
+use crate::registry::hooks::update_object;
+use crate::registry::rest::WriteOpts;
 use crate::registry::{ResourceType, ScaleSpec};
 
 /// `.spec.replicas` → `/spec/replicas`.

@@ -17,7 +17,8 @@ use crate::endpoints::Req;
 use crate::endpoints::State;
 use crate::endpoints::handlers::admit;
 use crate::endpoints::router::ResourceRoute;
-use crate::registry::rest::{self, WriteOpts};
+use crate::registry::hooks;
+use crate::registry::rest::WriteOpts;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -69,10 +70,10 @@ pub(crate) fn store(
     let ns = r.namespace.as_deref();
     if create {
         meta::remove_meta(&mut obj, "resourceVersion");
-        let out = rest::create_object(state, &r.rt, ns, obj, w)?;
+        let out = hooks::create_object(state, &r.rt, ns, obj, w)?;
         return Ok((201, out));
     }
-    let (out, _) = rest::update_object(
+    let (out, _) = hooks::update_object(
         state,
         &r.rt,
         ns,
