@@ -32,17 +32,13 @@ impl Observer for Namespaces {
     }
 }
 
-fn is_namespace(rt: &ResourceType) -> bool {
-    rt.group.is_empty() && rt.plural == "namespaces" && rt.crd.is_none()
-}
-
 fn namespace_type(api: &Apiserver) -> Option<Arc<ResourceType>> {
     api.registry.snapshot().get("", "v1", "namespaces").cloned()
 }
 
 /// A namespace was just marked for deletion: delete its contents, then finish if empty.
 fn after_mark(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Value) {
-    if !is_namespace(rt) {
+    if !rt.is("", "namespaces") {
         return;
     }
     let ns = meta::name(obj).to_string();

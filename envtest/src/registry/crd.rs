@@ -25,9 +25,7 @@ use crate::api::validation::FieldCause;
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 pub(crate) fn is_crd_type(rt: &ResourceType) -> bool {
-    rt.crd.is_none()
-        && rt.group == "apiextensions.k8s.io"
-        && rt.plural == "customresourcedefinitions"
+    rt.is("apiextensions.k8s.io", "customresourcedefinitions")
 }
 
 fn s<'a>(v: &'a Value, path: &str) -> &'a str {
@@ -49,9 +47,7 @@ pub(crate) fn on_write(
     if let Some(old) = old {
         causes.extend(update_causes(old, obj));
     }
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
-    }
+    rt.invalid_if_any(&name, &causes)?;
     complete(obj, old);
     Ok(())
 }
@@ -373,15 +369,7 @@ pub(crate) fn validate_custom(
     }
     schema::apply_defaults(sch, obj);
     let causes = schema_and_rules(sch, obj, old);
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            &rt.group,
-            &rt.kind,
-            meta::name(obj),
-            &causes,
-        ));
-    }
-    Ok(())
+    rt.invalid_if_any(meta::name(obj), &causes)
 }
 
 /// The schema's checks and then its CEL rules (`crate::cel::rules`), as apiextensions' strategy

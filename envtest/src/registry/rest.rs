@@ -344,7 +344,7 @@ pub(crate) fn delete(
         if crd::is_crd_type(rt) {
             crd::mark_terminating(&mut new);
         }
-        if rt.group.is_empty() && rt.plural == "namespaces" {
+        if rt.is("", "namespaces") {
             new["status"] = json!({"phase": "Terminating"});
         }
         Ok(Change::Put(new))

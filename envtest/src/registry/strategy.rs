@@ -19,13 +19,9 @@ use crate::storage::{Change, Store};
 /// Upstream's default `terminationGracePeriodSeconds`.
 const DEFAULT_GRACE: i64 = 30;
 
-pub(crate) fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
-    rt.group == group && rt.plural == plural && rt.crd.is_none()
-}
-
 /// Normalises a built-in object before it is stored (create and update).
 pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
-    if is(rt, "", "secrets") {
+    if rt.is("", "secrets") {
         if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) {
             if !obj.get("data").is_some_and(Value::is_object) {
                 obj["data"] = json!({});
@@ -39,7 +35,7 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
             obj["type"] = json!("Opaque");
         }
     }
-    if is(rt, "", "namespaces") {
+    if rt.is("", "namespaces") {
         let name = crate::api::meta::name(obj).to_string();
         let m = crate::api::meta::meta_mut(obj);
         if !m.get("labels").is_some_and(Value::is_object) {
@@ -139,19 +135,11 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
         rt.namespaced,
         obj,
     );
-    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+    if super::crd::is_crd_type(rt) {
         causes.extend(crd_schema_causes(obj));
     }
     causes.extend(cel_causes(rt, obj, &causes));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            &rt.group,
-            &rt.kind,
-            meta::name(obj),
-            &causes,
-        ));
-    }
-    Ok(())
+    rt.invalid_if_any(meta::name(obj), &causes)
 }
 /// The status subresource rules: a `/status` write changes only status (and managedFields);
 /// a write of the main resource of a type with a status subresource keeps the stored status.
@@ -191,8 +179,7 @@ pub(crate) fn status_rules(
 
 /// A namespace is held by its `spec.finalizers` too.
 pub(crate) fn namespace_finalizers(rt: &ResourceType, obj: &Value) -> bool {
-    rt.group.is_empty()
-        && rt.plural == "namespaces"
+    rt.is("", "namespaces")
         && obj
             .get("spec")
             .and_then(|s| s.get("finalizers"))
@@ -241,7 +228,7 @@ pub(crate) fn pod_graceful_delete(
     new: &Value,
     requested: Option<i64>,
 ) -> Option<Change> {
-    if !simulated || !is(rt, "", "pods") {
+    if !simulated || !rt.is("", "pods") {
         return None;
     }
     let mut new = new.clone();

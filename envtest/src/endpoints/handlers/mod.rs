@@ -81,22 +81,15 @@ pub(crate) async fn dispatch(
 }
 
 /// The subresources served by their own handlers (`/scale`, `/eviction`, `/token`), or an error for one
-/// the type does not have; `None` for `/status` (served by the ordinary verbs).
+/// the type does not have ([`ResourceType::subresources`]); `None` for `/status` (served by the
+/// ordinary verbs).
 fn subresource(
     state: &Arc<State>,
     r: &ResourceRoute,
     sub: &str,
     req: &Req,
 ) -> Option<Result<Response<Body>, ApiError>> {
-    let rt = &r.rt;
-    let ok = match sub {
-        "status" => rt.status,
-        "scale" => rt.scale.is_some(),
-        "eviction" => rt.group.is_empty() && rt.plural == "pods",
-        "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
-        _ => false,
-    };
-    if !ok {
+    if !r.rt.subresources().any(|s| s.name == sub) {
         return Some(Err(ApiError::unknown_path()));
     }
     let name = r.name.as_deref();
