@@ -1,9 +1,11 @@
-//! Namespace lifecycle (spec §1.16), kube-controller-manager's namespace controller in
-//! miniature: once a Namespace is marked for deletion (the registry's delete sets
-//! `Terminating`), every namespaced object in it is deleted (finalizers honoured: marked objects
-//! wait for their clients), and when the namespace is empty its `kubernetes` spec finalizer is
-//! removed, which removes the namespace. A write observer ([`Namespaces`], `registry::hooks`)
-//! registered with the garbage collector, so it shares the `controllers` switch.
+//! Namespace lifecycle
+//! (`k8s.io/kubernetes/pkg/controller/namespace/deletion/namespaced_resources_deleter.go`),
+//! kube-controller-manager's namespace controller in miniature: once a Namespace is marked for
+//! deletion (the registry's delete sets `Terminating`), every namespaced object in it is deleted
+//! (finalizers honoured: marked objects wait for their clients), and when the namespace is empty
+//! its `kubernetes` spec finalizer is removed, which removes the namespace. A write observer
+//! ([`Namespaces`], `registry::hooks`) registered with the garbage collector, so it shares the
+//! `controllers` switch.
 
 use std::sync::Arc;
 

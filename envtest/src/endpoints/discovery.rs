@@ -1,7 +1,9 @@
 //! Discovery documents, all derived from one `registry` snapshot: `/version`, legacy discovery
-//! (`/api`, `/apis`, `/api/v1`, `/apis/G/V`), aggregated discovery v2 (when the Accept header
-//! asks for it) and the OpenAPI v3 root (every group-version with a content hash in its URL,
-//! spec §1.4); the per-group-version documents come from `openapi`.
+//! (`/api`, `/apis`, `/api/v1`, `/apis/G/V`), aggregated discovery v2 (when the Accept header asks
+//! for it) and the OpenAPI v3 root (every group-version with a content hash in its URL,
+//! `k8s.io/apiserver/pkg/endpoints/discovery/{root,version}.go`, `discovery/aggregated/handler.go`,
+//! `k8s.io/kube-openapi/pkg/handler3/handler.go`); the per-group-version documents come from
+//! `openapi`.
 
 use std::sync::Arc;
 

@@ -1,15 +1,15 @@
-//! The CustomResourceDefinition strategy (spec §1.15, apiextensions-apiserver's part of the
-//! registry). Creating or updating a CRD validates it, defaults its names, sets its status
-//! (NamesAccepted, Established, acceptedNames, storedVersions) and — before the response is
-//! written — registers its served versions in the registry ([`after_commit`]), so routing,
-//! discovery and OpenAPI see them at once. Deleting a CRD marks it `Terminating`
-//! ([`mark_terminating`]); it is held by the [`CLEANUP_FINALIZER`] until the CRD cleanup
-//! controller (`controllers::crd_cleanup`) has deleted its custom resources, and when it is
-//! removed its watches end and its routes go away. Custom objects are validated against the
-//! version's `openAPIV3Schema` ([`validate_custom`], `super::schema`) and its CEL rules
-//! (`crate::cel`). `spec.conversion` is
-//! validated as upstream does (`super::conversion::validate`); a CRD with `strategy: Webhook`
-//! registers its `Conversion` with its types. Calls `api`, `storage` and the registry only.
+//! The CustomResourceDefinition strategy
+//! (`k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition/strategy.go`). Creating
+//! or updating a CRD validates it, defaults its names, sets its status (NamesAccepted, Established,
+//! acceptedNames, storedVersions) and — before the response is written — registers its served
+//! versions in the registry ([`after_commit`]), so routing, discovery and OpenAPI see them at once.
+//! Deleting a CRD marks it `Terminating` ([`mark_terminating`]); it is held by the
+//! [`CLEANUP_FINALIZER`] until the CRD cleanup controller (`controllers::crd_cleanup`) has deleted
+//! its custom resources, and when it is removed its watches end and its routes go away. Custom
+//! objects are validated against the version's `openAPIV3Schema` ([`validate_custom`],
+//! `super::schema`) and its CEL rules (`crate::cel`). `spec.conversion` is validated as upstream
+//! does (`super::conversion::validate`); a CRD with `strategy: Webhook` registers its `Conversion`
+//! with its types. Calls `api`, `storage` and the registry only.
 
 use std::sync::Arc;
 
@@ -173,10 +173,11 @@ fn complete(obj: &mut Value, old: Option<&Value>) {
     }
 }
 
-/// The rules upstream adds for a CRD update (apiextensions' `ValidateCustomResourceDefinitionUpdate`):
-/// `spec.group` and `spec.names.plural` never change (they name the storage), an established
-/// CRD keeps its `spec.scope` and `spec.names.kind` (objects stored under them would become
-/// unreadable), and every version in `status.storedVersions` stays in `spec.versions`.
+/// The rules upstream adds for a CRD update (apiextensions'
+/// `ValidateCustomResourceDefinitionUpdate`): `spec.group` and `spec.names.plural` never change
+/// (they name the storage), an established CRD keeps its `spec.scope` and `spec.names.kind`
+/// (objects stored under them would become unreadable), and every version in
+/// `status.storedVersions` stays in `spec.versions`.
 fn update_causes(old: &Value, new: &Value) -> Vec<FieldCause> {
     let established = old
         .pointer("/status/conditions")

@@ -1,11 +1,12 @@
 //! Per-kind rules of the generic write path (kube-apiserver's `RESTCreateStrategy` /
-//! `RESTUpdateStrategy` / `RESTDeleteStrategy` of a few kinds, spec §1.6.1 item 7, §1.16):
-//! generic metadata and data validation ([`validate`]) and the CRD schema checks, Secret
-//! `stringData` folded into `data`, Namespace label / finalizer / phase ([`normalize`]), the
-//! namespace a create needs ([`ensure_namespace`]), the status subresource rules
-//! ([`status_rules`]) and the graceful deletion of Pods when the kubelet is simulated
-//! ([`pod_graceful_delete`]). CRDs have their own strategy (`super::crd`). Used by
-//! `super::rest`; calls `api` and `storage` only.
+//! `RESTUpdateStrategy` / `RESTDeleteStrategy` of a few kinds:
+//! `k8s.io/apiserver/pkg/registry/rest/{create,update,delete}.go`,
+//! `k8s.io/kubernetes/pkg/registry/core/{namespace,secret,pod}/strategy.go`): generic metadata and
+//! data validation ([`validate`]) and the CRD schema checks, Secret `stringData` folded into
+//! `data`, Namespace label / finalizer / phase ([`normalize`]), the namespace a create needs
+//! ([`ensure_namespace`]), the status subresource rules ([`status_rules`]) and the graceful
+//! deletion of Pods when the kubelet is simulated ([`pod_graceful_delete`]). CRDs have their own
+//! strategy (`super::crd`). Used by `super::rest`; calls `api` and `storage` only.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -218,9 +219,9 @@ fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     if grace < 0 { 1 } else { grace }
 }
 
-/// The pods part of a delete ([`super::hooks::delete_object`]): with pod simulation on (`simulated`),
-/// what deleting Pod `cur` does (`new` is `cur` with the propagation policy's finalizer added).
-/// `None` when the ordinary delete path applies (simulation off, not a Pod).
+/// The pods part of a delete ([`super::hooks::delete_object`]): with pod simulation on
+/// (`simulated`), what deleting Pod `cur` does (`new` is `cur` with the propagation policy's
+/// finalizer added). `None` when the ordinary delete path applies (simulation off, not a Pod).
 pub(crate) fn pod_graceful_delete(
     simulated: bool,
     rt: &ResourceType,

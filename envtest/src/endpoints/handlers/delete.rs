@@ -1,7 +1,7 @@
-//! Delete and deletecollection (spec §1.6.5–1.6.6): the DeleteOptions of the request, then the
-//! registry's delete (`registry::hooks::delete_object`: preconditions, propagation-policy
-//! finalizers, marking an object with finalizers as deleting or removing it; the controllers
-//! react to it, e.g. a CRD's deletion cleans up its custom resources).
+//! Delete and deletecollection (`k8s.io/apiserver/pkg/endpoints/handlers/delete.go`): the
+//! DeleteOptions of the request, then the registry's delete (`registry::hooks::delete_object`:
+//! preconditions, propagation-policy finalizers, marking an object with finalizers as deleting or
+//! removing it; the controllers react to it, e.g. a CRD's deletion cleans up its custom resources).
 
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
-//! Server-side apply (spec §1.10): `PATCH` with `application/apply-patch+yaml`. The request is
-//! checked here (fieldManager required, no managedFields in the body, kind and name), the
-//! applied configuration's field set is computed (`registry::fieldmanager::fieldset`), and the
-//! apply step (`registry::fieldmanager::managed`: conflicts, merge, removal of fields the
-//! manager dropped, the managedFields entries) runs inside the registry's update path
-//! (`registry::hooks::update_object`), so it sees the
-//! committed object under the store lock. A missing object is created through
-//! `registry::hooks::create_object` (201).
+//! Server-side apply (`applyPatcher` in `k8s.io/apiserver/pkg/endpoints/handlers/patch.go`):
+//! `PATCH` with `application/apply-patch+yaml`. The request is checked here (fieldManager required,
+//! no managedFields in the body, kind and name), the applied configuration's field set is computed
+//! (`registry::fieldmanager::fieldset`), and the apply step (`registry::fieldmanager::managed`:
+//! conflicts, merge, removal of fields the manager dropped, the managedFields entries) runs inside
+//! the registry's update path (`registry::hooks::update_object`), so it sees the committed object
+//! under the store lock. A missing object is created through `registry::hooks::create_object`
+//! (201).
 
 mod admit;
 mod scale;
@@ -292,7 +292,8 @@ impl Step<'_> {
     }
 }
 
-/// 409 Conflict naming every conflicting field and its manager (spec §1.9).
+/// 409 Conflict naming every conflicting field and its manager
+/// (`k8s.io/apimachinery/pkg/util/managedfields/internal/conflict.go`).
 pub(crate) fn conflict_error(found: &[managed::Conflict]) -> ApiError {
     let causes: Vec<Value> = found
         .iter()
