@@ -10,7 +10,7 @@
 //! * JSON-patch `copy` operations may add [`JSON_PATCH_MAX_COPY_BYTES`] in all (422 beyond).
 //!
 //! Server-side apply (`application/apply-patch+yaml`) is not a patch here:
-//! `endpoints::handlers::apply` owns it.
+//! [`endpoints::handlers::apply`](crate::endpoints::handlers::apply) owns it.
 
 use serde_json::Value;
 

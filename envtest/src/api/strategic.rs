@@ -8,9 +8,9 @@
 //! Upstream reads the strategy of each field from the Go struct tags; here the common fields'
 //! strategies are a table keyed by field name and the path that leads to it ([`list_strategy`]).
 //! Every other list is replaced wholesale (tolerations and args are atomic upstream too). The one
-//! patch module (`super::patch`) calls [`apply`] for every path that patches; custom resources
+//! patch module ([`super::patch`]) calls [`apply`] for every path that patches; custom resources
 //! never reach it (they get a 415 there). The same table gives server-side apply
-//! (`registry::fieldmanager`) its associative lists for built-ins.
+//! ([`registry::fieldmanager`](crate::registry::fieldmanager)) its associative lists for built-ins.
 
 use serde_json::{Map, Value};
 

@@ -6,11 +6,11 @@
 //! `foregroundDeletion` has its dependents deleted and keeps the finalizer until no dependent with
 //! `blockOwnerDeletion: true` is left.
 //!
-//! It is a write observer of the registry ([`Gc`], `registry::hooks`): it sees every committed
-//! write and acts through the registry's generic write path (`FollowUps`), so every action is an
-//! ordinary write (new resourceVersion, watch event) whose own consequences are observed in
-//! turn. `super::namespaces` does the namespace lifecycle the same way. Both are off with
-//! `EnvironmentBuilder::controllers(false)` (Go envtest parity).
+//! It is a write observer of the registry ([`Gc`], [`registry::hooks`](crate::registry::hooks)): it
+//! sees every committed write and acts through the registry's generic write path (`FollowUps`), so
+//! every action is an ordinary write (new resourceVersion, watch event) whose own consequences are
+//! observed in turn. [`super::namespaces`] does the namespace lifecycle the same way. Both are off
+//! with `EnvironmentBuilder::controllers(false)` (Go envtest parity).
 
 use std::sync::Arc;
 

@@ -4,8 +4,8 @@
 //! deletion (the registry's delete sets `Terminating`), every namespaced object in it is deleted
 //! (finalizers honoured: marked objects wait for their clients), and when the namespace is empty
 //! its `kubernetes` spec finalizer is removed, which removes the namespace. A write observer
-//! ([`Namespaces`], `registry::hooks`) registered with the garbage collector, so it shares the
-//! `controllers` switch.
+//! ([`Namespaces`], [`registry::hooks`](crate::registry::hooks)) registered with the garbage
+//! collector, so it shares the `controllers` switch.
 
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
-//! What the registry works on for one API server ([`Apiserver`]): the table of served types,
-//! the store, the per-kind options fixed at start and the write observers (the controllers),
-//! with the interface they are held by: [`Observer`], the [`Written`] event it is given and the
-//! [`FollowUps`] queue its writes go to. How observers are run, and the writes that run them,
-//! are [`super::hooks`], above [`super::rest`] (which this file sits below). Built once by
-//! `env`; the registry's functions, admission and the controllers take it by reference, and
-//! the HTTP side holds it inside its own state (`endpoints::State`), which adds what only HTTP
-//! needs.
+//! What the registry works on for one API server ([`Apiserver`]): the table of served types, the
+//! store, the per-kind options fixed at start and the write observers (the controllers), with the
+//! interface they are held by: [`Observer`], the [`Written`] event it is given and the
+//! [`FollowUps`] queue its writes go to. How observers are run, and the writes that run them, are
+//! [`super::hooks`], above [`super::rest`] (which this file sits below). Built once by `env`; the
+//! registry's functions, admission and the controllers take it by reference, and the HTTP side
+//! holds it inside its own state ([`endpoints::State`](crate::endpoints::State)), which adds what
+//! only HTTP needs.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,8 +22,9 @@ pub(crate) struct Apiserver {
     pub registry: Registry,
     /// Where objects are kept.
     pub store: Arc<Store>,
-    /// Pods are scheduled, run and stopped by the simulated kubelet (`controllers::kubelet`);
-    /// the pods strategy then deletes them gracefully.
+    /// Pods are scheduled, run and stopped by the simulated kubelet
+    /// ([`controllers::kubelet`](crate::controllers::kubelet)); the pods strategy then deletes them
+    /// gracefully.
     pub kubelet: Option<KubeletConfig>,
     /// Run after every committed write, in order ([`super::hooks::settle`]).
     pub observers: Vec<Arc<dyn Observer>>,

@@ -4,11 +4,12 @@
 //! acceptedNames, storedVersions) and — before the response is written — registers its served
 //! versions in the registry ([`after_commit`]), so routing, discovery and OpenAPI see them at once.
 //! Deleting a CRD marks it `Terminating` ([`mark_terminating`]); it is held by the
-//! [`CLEANUP_FINALIZER`] until the CRD cleanup controller (`controllers::crd_cleanup`) has deleted
-//! its custom resources, and when it is removed its watches end and its routes go away. Custom
-//! objects are validated against the version's `openAPIV3Schema` ([`validate_custom`],
-//! `super::schema`) and its CEL rules (`crate::cel`). `spec.conversion` is validated as upstream
-//! does (`super::conversion::validate`); a CRD with `strategy: Webhook` registers its `Conversion`
+//! [`CLEANUP_FINALIZER`] until the CRD cleanup controller
+//! ([`controllers::crd_cleanup`](crate::controllers::crd_cleanup)) has deleted its custom
+//! resources, and when it is removed its watches end and its routes go away. Custom objects are
+//! validated against the version's `openAPIV3Schema` ([`validate_custom`], [`super::schema`]) and
+//! its CEL rules ([`crate::cel`]). `spec.conversion` is validated as upstream does
+//! ([`super::conversion::validate`]); a CRD with `strategy: Webhook` registers its `Conversion`
 //! with its types. Calls `api`, `storage` and the registry only.
 
 use std::sync::Arc;
@@ -373,9 +374,9 @@ pub(crate) fn validate_custom(
     rt.invalid_if_any(meta::name(obj), &causes)
 }
 
-/// The schema's checks and then its CEL rules (`crate::cel::rules`), as apiextensions' strategy
+/// The schema's checks and then its CEL rules ([`crate::cel::rules`]), as apiextensions' strategy
 /// runs them: on update, errors about values left unchanged are ratcheted away
-/// (`crate::cel::ratchet`); rules are not run on an object with type or required-field errors.
+/// ([`crate::cel::ratchet`]); rules are not run on an object with type or required-field errors.
 fn schema_and_rules(sch: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     let mut causes = schema::validate(sch, obj);
     if let Some(old) = old {

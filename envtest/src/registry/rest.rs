@@ -17,15 +17,17 @@ use crate::api::status::ApiError;
 use crate::api::validation::{self, FieldCause};
 use crate::storage::{Change, Outcome};
 
-/// Options of a write: `dryRun=All`, `fieldValidation=Strict`, and who writes (the handlers
-/// build them from the query, `endpoints::handlers::write_opts`).
+/// Options of a write: `dryRun=All`, `fieldValidation=Strict`, and who writes (the handlers build
+/// them from the query,
+/// [`endpoints::handlers::write_opts`](crate::endpoints::handlers::write_opts)).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct WriteOpts<'a> {
     pub dry_run: bool,
     /// Unknown fields of custom resources are an error (400) instead of being dropped.
     pub strict: bool,
-    /// The field manager whose `Update` entry records the write (`super::fieldmanager::record_update`);
-    /// `None` for server-side apply (which keeps its own entries) and the server's own writes.
+    /// The field manager whose `Update` entry records the write
+    /// ([`super::fieldmanager::record_update`]); `None` for server-side apply (which keeps its own
+    /// entries) and the server's own writes.
     pub manager: Option<super::fieldmanager::Writer<'a>>,
 }
 
@@ -288,8 +290,9 @@ fn check_preconditions(
     Ok(())
 }
 
-/// The delete itself (no observers; [`super::hooks::delete_object`] runs them after it): preconditions, the propagation policy's finalizer, the
-/// kind's deletion rules, then the object is removed or marked.
+/// The delete itself (no observers; [`super::hooks::delete_object`] runs them after it):
+/// preconditions, the propagation policy's finalizer, the kind's deletion rules, then the object is
+/// removed or marked.
 pub(crate) fn delete(
     api: &Apiserver,
     rt: &Arc<ResourceType>,

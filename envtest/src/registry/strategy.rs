@@ -6,7 +6,7 @@
 //! `data`, Namespace label / finalizer / phase ([`normalize`]), the namespace a create needs
 //! ([`ensure_namespace`]), the status subresource rules ([`status_rules`]) and the graceful
 //! deletion of Pods when the kubelet is simulated ([`pod_graceful_delete`]). CRDs have their own
-//! strategy (`super::crd`). Used by `super::rest`; calls `api` and `storage` only.
+//! strategy ([`super::crd`]). Used by [`super::rest`]; calls `api` and `storage` only.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -105,8 +105,8 @@ fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
         .collect()
 }
 
-/// The CEL expressions of a CRD (`crate::cel::crd`, once its schemas are structural) or of a
-/// ValidatingAdmissionPolicy (`crate::cel::policy`) that do not compile or cost too much.
+/// The CEL expressions of a CRD ([`crate::cel::crd`], once its schemas are structural) or of a
+/// ValidatingAdmissionPolicy ([`crate::cel::policy`]) that do not compile or cost too much.
 fn cel_causes(rt: &ResourceType, obj: &Value, so_far: &[FieldCause]) -> Vec<FieldCause> {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("apiextensions.k8s.io", "customresourcedefinitions") if so_far.is_empty() => {

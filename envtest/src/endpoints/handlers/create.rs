@@ -1,6 +1,7 @@
 //! Create (POST on a collection, `k8s.io/apiserver/pkg/endpoints/handlers/create.go`): decode,
-//! check type and fields, then the registry's create (`registry::hooks::create_object`: namespace,
-//! name or generateName, server-set metadata, type rules, validation, store and emit ADDED).
+//! check type and fields, then the registry's create
+//! ([`registry::hooks::create_object`](crate::registry::hooks::create_object): namespace, name or
+//! generateName, server-set metadata, type rules, validation, store and emit ADDED).
 
 use std::sync::Arc;
 

@@ -1,7 +1,8 @@
 //! Delete and deletecollection (`k8s.io/apiserver/pkg/endpoints/handlers/delete.go`): the
-//! DeleteOptions of the request, then the registry's delete (`registry::hooks::delete_object`:
-//! preconditions, propagation-policy finalizers, marking an object with finalizers as deleting or
-//! removing it; the controllers react to it, e.g. a CRD's deletion cleans up its custom resources).
+//! DeleteOptions of the request, then the registry's delete
+//! ([`registry::hooks::delete_object`](crate::registry::hooks::delete_object): preconditions,
+//! propagation-policy finalizers, marking an object with finalizers as deleting or removing it; the
+//! controllers react to it, e.g. a CRD's deletion cleans up its custom resources).
 
 use std::sync::Arc;
 

@@ -3,8 +3,9 @@
 //! `metadata.managedFields`. [`fieldset`] holds the field paths and their `fieldsV1` form,
 //! [`managed`] the entries and the apply step (conflicts, merge, removal of dropped fields),
 //! [`compare`] the difference of two objects, and [`update`] the `Update` entries of non-apply
-//! writes ([`record_update`], called by `super::rest`). Server-side apply
-//! (`endpoints::handlers::apply`) drives `managed`. Calls `api` and the registry's types only.
+//! writes ([`record_update`], called by [`super::rest`]). Server-side apply
+//! ([`endpoints::handlers::apply`](crate::endpoints::handlers::apply)) drives `managed`. Calls
+//! `api` and the registry's types only.
 
 pub(crate) mod compare;
 pub(crate) mod fieldset;

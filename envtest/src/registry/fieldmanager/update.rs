@@ -8,8 +8,8 @@
 //! decode, and reset tracking when they are `[]` or `[{}]` (upstream's `isResetManagedFields`);
 //! subresource writes always start from the stored entries. At most ten `Update` entries are kept:
 //! older ones merge into `ancient-changes` (upstream's `capManagersManager`). The generic write
-//! path (`registry::rest`) calls [`record_update`] from create and update; server-side apply keeps
-//! its own `Apply` entries.
+//! path ([`registry::rest`](crate::registry::rest)) calls [`record_update`] from create and update;
+//! server-side apply keeps its own `Apply` entries.
 
 use serde_json::Value;
 

@@ -1,10 +1,10 @@
-//! Server-side apply through the admission webhooks, as the API server runs them: the apply
-//! is computed first (a dry run of `super::Apply::run`), the result goes to
-//! admission (`super::super::admit::object`) as the CREATE or UPDATE it amounts to — mutating webhooks may
-//! patch it, a validating denial stops the write with nothing stored — and a mutated result
-//! is then stored as it came back (pinned to the resourceVersion it was computed from, so a
-//! concurrent write makes it a 409). The managedFields entries are the ones the apply
-//! computed; fields a webhook added are owned by no one, as upstream.
+//! Server-side apply through the admission webhooks, as the API server runs them: the apply is
+//! computed first (a dry run of [`super::Apply::run`]), the result goes to admission
+//! ([`super::super::admit::object`]) as the CREATE or UPDATE it amounts to — mutating webhooks may
+//! patch it, a validating denial stops the write with nothing stored — and a mutated result is then
+//! stored as it came back (pinned to the resourceVersion it was computed from, so a concurrent
+//! write makes it a 409). The managedFields entries are the ones the apply computed; fields a
+//! webhook added are owned by no one, as upstream.
 
 use std::sync::Arc;
 

@@ -1,11 +1,13 @@
 //! Server-side apply (`applyPatcher` in `k8s.io/apiserver/pkg/endpoints/handlers/patch.go`):
 //! `PATCH` with `application/apply-patch+yaml`. The request is checked here (fieldManager required,
 //! no managedFields in the body, kind and name), the applied configuration's field set is computed
-//! (`registry::fieldmanager::fieldset`), and the apply step (`registry::fieldmanager::managed`:
-//! conflicts, merge, removal of fields the manager dropped, the managedFields entries) runs inside
-//! the registry's update path (`registry::hooks::update_object`), so it sees the committed object
-//! under the store lock. A missing object is created through `registry::hooks::create_object`
-//! (201).
+//! ([`registry::fieldmanager::fieldset`](crate::registry::fieldmanager::fieldset)), and the apply
+//! step ([`registry::fieldmanager::managed`](crate::registry::fieldmanager::managed): conflicts,
+//! merge, removal of fields the manager dropped, the managedFields entries) runs inside the
+//! registry's update path
+//! ([`registry::hooks::update_object`](crate::registry::hooks::update_object)), so it sees the
+//! committed object under the store lock. A missing object is created through
+//! [`registry::hooks::create_object`](crate::registry::hooks::create_object) (201).
 
 mod admit;
 mod scale;
