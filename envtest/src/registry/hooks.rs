@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::ResourceType;
 use super::context::Apiserver;
 pub(crate) use super::context::{FollowUps, Observer, Verb, Written};
-use super::rest::{self, DeleteOpts, WriteOpts};
+use super::rest::{self, DeleteOpts, Target, WriteOpts};
 use crate::api::status::ApiError;
 
 /// A bound on the reactions one client write may cause (a safety net against observers that
@@ -43,9 +43,8 @@ pub(crate) fn create_object(
     Ok(out)
 }
 
-/// [`rest::update`], then the write observers. `make` builds the new object from the stored
-/// one. `put` marks a PUT (custom resources then require `metadata.resourceVersion`). Returns
-/// the resulting object and whether it was removed.
+/// [`rest::update`] of the object `name` (or of its subresource `sub`; `put` marks a PUT), then
+/// the write observers.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn update_object(
     api: &Apiserver,
@@ -57,7 +56,7 @@ pub(crate) fn update_object(
     put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
-    let (obj, removed) = rest::update(api, rt, ns, name, sub, w, put, make)?;
+    let (obj, removed) = rest::update(api, rt, Target { ns, name, sub, put }, w, make)?;
     if !w.dry_run {
         settle(api, Written::new(Verb::Update, rt, &obj, removed));
     }
@@ -92,7 +91,7 @@ impl FollowUps {
         make: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Arc<Value>, ApiError> {
         let w = WriteOpts::default();
-        let (obj, removed) = rest::update(api, rt, ns, name, None, w, false, make)?;
+        let (obj, removed) = rest::update(api, rt, Target::object(ns, name), w, make)?;
         self.push(Written::new(Verb::Update, rt, &obj, removed));
         Ok(obj)
     }

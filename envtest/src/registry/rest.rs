@@ -141,20 +141,40 @@ fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<
     }
     Ok(ns)
 }
+
+/// The object an update writes: its namespace and name, the subresource written (`status`), and
+/// whether the write is a PUT (custom resources then require `metadata.resourceVersion`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target<'a> {
+    pub ns: Option<&'a str>,
+    pub name: &'a str,
+    pub sub: Option<&'a str>,
+    pub put: bool,
+}
+
+impl<'a> Target<'a> {
+    /// The object itself, not by a PUT (the server's own updates).
+    pub fn object(ns: Option<&'a str>, name: &'a str) -> Self {
+        Target {
+            ns,
+            name,
+            sub: None,
+            put: false,
+        }
+    }
+}
+
 /// The shared update path (no observers; [`super::hooks::update_object`] runs them after it).
-/// `make` builds the new object from the stored one. `put` marks a PUT (custom resources then
-/// require `metadata.resourceVersion`). Returns the resulting object and whether it was removed.
-#[allow(clippy::too_many_arguments)]
+/// `make` builds the new object from the stored one. Returns the resulting object and whether it
+/// was removed.
 pub(crate) fn update(
     api: &Apiserver,
     rt: &Arc<ResourceType>,
-    ns: Option<&str>,
-    name: &str,
-    sub: Option<&str>,
+    at: Target<'_>,
     w: WriteOpts<'_>,
-    put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
+    let Target { ns, name, sub, put } = at;
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
