@@ -1,128 +1,127 @@
-//! The layering rule of `runtime/src` (issue 28), checked from the source text: the layer
-//! order drawn in `src/lib.rs` names exactly the top-level modules, every import (and every
-//! `crate::` path in a doc comment) points down that order, no two files of a module import
-//! each other in a circle (in code), and no function is over 80 lines. Run with `--nocapture` to see
-//! the module graph and the longest functions.
+//! The layering rule of `runtime/src` (issue 28), checked from the source text by the checker
+//! ctrl-envtest's `tests/layers.rs` uses too (`envtest/tests/layers/check.rs`): the top-level
+//! modules in the order [`LAYERS`] declares, every reference between them pointing down, no
+//! circle between files, no function over 80 lines, and the layer diagram of `src/lib.rs`
+//! naming exactly these modules in this order. One rule more than envtest's: a `crate::` path
+//! in a doc comment points down too (a module names the modules above it in prose), so that
+//! not even the docs tie the layers into a knot. Run with `--nocapture` for the report.
 
-mod layers_common;
+#[path = "../../envtest/tests/layers/check.rs"]
+mod check;
 
 use std::path::{Path, PathBuf};
 
-use layers_common as check;
+/// ctrl-runtime's top-level modules, highest layer first (the order of the diagram in
+/// `src/lib.rs`).
+const LAYERS: &[&str] = &[
+    "sharding",
+    "manager",
+    "rbac",
+    "metricsserver",
+    "webhook",
+    "leaderelection",
+    "recorder",
+    "conditions",
+    "controllerutil",
+    "controller",
+    "config",
+    "source",
+    "client",
+    "cache",
+    "handler",
+    "predicate",
+    "workqueue",
+    "event",
+    "reconcile",
+    "log",
+    "pprof",
+    "healthz",
+    "http",
+    "tls",
+    "certwatcher",
+    "metrics",
+    "error",
+];
 
-fn src_dir() -> PathBuf {
+fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-fn declared() -> Vec<String> {
-    let lib = std::fs::read_to_string(src_dir().join("lib.rs")).expect("lib.rs");
-    check::declared_layers(&lib)
+fn report() -> check::Report {
+    check::check(&src(), LAYERS)
 }
 
 #[test]
-fn the_layer_diagram_names_the_real_modules() {
-    let files = check::read(&src_dir());
-    let real: std::collections::BTreeSet<String> = check::top_graph(&files).into_keys().collect();
-    let layers = declared();
-    let drawn: std::collections::BTreeSet<String> = layers.iter().cloned().collect();
-    assert_eq!(
-        drawn.len(),
-        layers.len(),
-        "a module drawn twice: {layers:?}"
-    );
-    assert_eq!(drawn, real, "lib.rs's layer diagram against src/");
+fn top_level_modules_import_down_the_declared_layers() {
+    report().assert_layers();
 }
 
 #[test]
-fn imports_point_down_the_layers() {
-    let graph = check::top_graph(&check::read(&src_dir()));
-    let layers = declared();
-    for module in &layers {
-        let deps: Vec<&str> = graph
-            .get(module)
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
-            .collect();
-        println!("  {module} -> {}", deps.join(" "));
-    }
-    let knots = check::knots(&graph);
-    assert!(knots.is_empty(), "modules in import cycles: {knots:?}");
-    let up = check::upward_imports(&graph, &layers);
-    assert!(
-        up.is_empty(),
-        "imports that do not point down the layers of lib.rs: {up:?}"
-    );
-}
-
-#[test]
-fn no_file_imports_in_a_circle() {
-    let files = check::read(&src_dir());
-    let circles = check::file_circles(&files);
-    let graph = check::file_graph(&files, false);
-    for circle in &circles {
-        for node in circle {
-            let deps = graph[node].iter().filter(|d| circle.contains(d));
-            println!(
-                "  {node} -> {}",
-                deps.cloned().collect::<Vec<_>>().join(" ")
-            );
-        }
-    }
-    assert!(
-        circles.is_empty(),
-        "files importing each other in a circle: {circles:?}"
-    );
+fn no_circle_between_files() {
+    report().assert_no_file_circle();
 }
 
 #[test]
 fn functions_fit_on_a_screen() {
-    let long = check::long_functions(&check::read(&src_dir()));
-    for (file, name, line, len) in &long {
-        println!("  {len:4} {file}:{line} {name}");
-    }
-    assert!(
-        long.is_empty(),
-        "{} functions over {} lines: {long:?}",
-        long.len(),
-        check::MAX_FN_LINES
-    );
+    report().assert_functions_fit();
 }
 
 #[test]
-fn the_checker_sees_paths_circles_and_order() {
-    let module = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let code = check::strip(
-        "use crate::{b::X, c::{self, d::Y}};\nuse super::e::Z;\n",
-        true,
-    );
-    let refs = check::references(&code, &module(&["a", "f"]));
-    let want: Vec<Vec<String>> = vec![
-        module(&["b", "X"]),
-        module(&["c"]),
-        module(&["c", "d", "Y"]),
-        module(&["a", "e", "Z"]),
-    ];
-    assert_eq!(refs, want);
-    let lib = "//! x\n//! ```text\n//! top/   the top\n//! leaf   the leaf\n//! ```\n";
-    assert_eq!(check::declared_layers(lib), module(&["top", "leaf"]));
-    let mut g = std::collections::BTreeMap::new();
-    g.insert("top".to_string(), ["leaf".to_string()].into());
-    g.insert("leaf".to_string(), ["top".to_string()].into());
+fn the_layer_diagram_names_the_real_modules_in_order() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
     assert_eq!(
-        check::upward_imports(&g, &module(&["top", "leaf"])),
-        vec![("leaf".to_string(), "top".to_string())]
+        check::diagram(&lib, "# The layers"),
+        report().declared(),
+        "src/lib.rs"
     );
-    let file = |rel: &str, m: &[&str], text: &str| check::File {
-        rel: rel.into(),
-        module: module(m),
-        code: check::strip(text, true),
-        bare: check::strip(text, false),
-    };
-    let files = [
-        file("a/mod.rs", &["a"], "use b::X;"),
-        file("a/b.rs", &["a", "b"], "use super::c::Y; use super::Z;"),
-        file("a/c.rs", &["a", "c"], "use crate::a::b::X;"),
-    ];
-    assert_eq!(check::file_circles(&files), vec![module(&["a::b", "a::c"])]);
+}
+
+/// The top-level modules a doc comment line names by a `crate::` path.
+fn doc_paths(line: &str) -> Vec<&str> {
+    let doc = line.trim_start();
+    if !(doc.starts_with("///") || doc.starts_with("//!")) {
+        return Vec::new();
+    }
+    doc.match_indices("crate::")
+        .map(|(at, _)| {
+            let rest = &doc[at + "crate::".len()..];
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .collect()
+}
+
+#[test]
+fn doc_comments_point_down_the_layers_too() {
+    let report = report();
+    let mut up = Vec::new();
+    for module in report.files.keys() {
+        let (dir, file) = (
+            src().join(module.join("/")),
+            src().join(module.join("/") + ".rs"),
+        );
+        let path = if file.exists() {
+            file
+        } else {
+            dir.join("mod.rs")
+        };
+        let text = std::fs::read_to_string(&path).expect("readable source");
+        let from = report.layer_of(&module[0]);
+        for (n, line) in text.lines().enumerate() {
+            for to in doc_paths(line) {
+                let lower = report.layer_of(to).zip(from).is_none_or(|(t, f)| t > f);
+                if to != module[0] && !lower {
+                    up.push(format!("{}:{}: {to}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(up.is_empty(), "doc comments naming a higher layer: {up:#?}");
+    assert_eq!(
+        doc_paths("/// see [`crate::cache::Cache`], `crate::x`"),
+        ["cache", "x"]
+    );
+    assert!(doc_paths("let p = \"crate::manager\";").is_empty());
 }
