@@ -7,7 +7,7 @@
 use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 
-use super::writer::{Writable, WritableWith, Writer, body_bytes};
+use super::writer::{BodyWrite, Writable, WritableWith, Writer, body_bytes};
 use super::{Client, Error, WriteOptions};
 use crate::cache::typed_form;
 
@@ -40,7 +40,7 @@ impl<'a> StatusClient<'a> {
     ) -> Result<K, Error> {
         let data = body_bytes(dt, obj);
         self.writer()
-            .update(dt, obj, data, &WriteOptions::new())
+            .send(BodyWrite::Update, dt, obj, data, &WriteOptions::new())
             .await
     }
 

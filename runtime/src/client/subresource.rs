@@ -12,7 +12,7 @@ use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::writer::{Writable, WritableWith, Writer};
+use super::writer::{BodyWrite, Writable, WritableWith, Writer};
 use super::{Client, Error, WriteOptions};
 use crate::cache::typed_form;
 
@@ -70,7 +70,9 @@ impl<'a> SubResourceClient<'a> {
         opts: &WriteOptions,
     ) -> Result<S, Error> {
         let data = serde_json::to_vec(body);
-        self.writer().create(dt, obj, data, opts).await
+        self.writer()
+            .send(BodyWrite::Create, dt, obj, data, opts)
+            .await
     }
 
     typed_form! {
@@ -89,7 +91,9 @@ impl<'a> SubResourceClient<'a> {
         opts: &WriteOptions,
     ) -> Result<B, Error> {
         let data = serde_json::to_vec(body);
-        self.writer().update(dt, obj, data, opts).await
+        self.writer()
+            .send(BodyWrite::Update, dt, obj, data, opts)
+            .await
     }
 
     typed_form! {

@@ -18,7 +18,7 @@
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde::Serialize;
 
-use super::writer::{Target, Writable, WritableWith, Writer, body_bytes};
+use super::writer::{BodyWrite, Target, Writable, WritableWith, Writer, body_bytes};
 use super::{Client, Error, WriteOptions};
 use crate::cache::{Scoped, gvk_string, typed_form};
 
@@ -54,7 +54,7 @@ impl Client {
         opts: &WriteOptions,
     ) -> Result<K, Error> {
         Writer::object(self)
-            .create(dt, obj, body_bytes(dt, obj), opts)
+            .send(BodyWrite::Create, dt, obj, body_bytes(dt, obj), opts)
             .await
     }
 
@@ -88,7 +88,7 @@ impl Client {
         opts: &WriteOptions,
     ) -> Result<K, Error> {
         Writer::object(self)
-            .update(dt, obj, body_bytes(dt, obj), opts)
+            .send(BodyWrite::Update, dt, obj, body_bytes(dt, obj), opts)
             .await
     }
 

@@ -18,9 +18,8 @@ use std::any::TypeId;
 use std::borrow::Cow;
 
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use kube::core::Request;
-use kube::core::request::Error as BuildError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -103,6 +102,15 @@ pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchPar
     }
 }
 
+/// A write with a body: a create (POST) or an update (PUT).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BodyWrite {
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+}
+
 /// Writes to the objects it is given, or to the subresource `sub` of each.
 pub(crate) struct Writer<'a> {
     client: &'a Client,
@@ -152,73 +160,32 @@ impl<'a> Writer<'a> {
             .map_err(|e| t.fail(&verb, e))
     }
 
-    /// POSTs `data` (the JSON of `body`, or why it has none): a new object to its
-    /// collection, or a body to the object's subresource (an `Eviction`).
-    pub(crate) async fn create<K: WritableWith, S: DeserializeOwned>(
+    /// Sends `data` (the JSON of the body, or why it has none) with `how`: a new object
+    /// POSTed to its collection or a body to the object's subresource (an `Eviction`), or a
+    /// PUT of the object or of its subresource.
+    pub(crate) async fn send<K: WritableWith, S: DeserializeOwned>(
         &self,
+        how: BodyWrite,
         dt: &K::DynamicType,
         obj: &K,
         data: serde_json::Result<Vec<u8>>,
         opts: &WriteOptions,
-    ) -> Result<S, Error> {
-        self.send(
-            "create",
-            dt,
-            obj,
-            data,
-            opts,
-            |req, name, pp, data| match self.sub {
-                Some(sub) => req.create_subresource(sub, name, pp, data),
-                None => req.create(pp, data),
-            },
-        )
-        .await
-    }
-
-    /// PUTs `data` to the object `obj` names, or to its subresource.
-    pub(crate) async fn update<K: WritableWith, S: DeserializeOwned>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        data: serde_json::Result<Vec<u8>>,
-        opts: &WriteOptions,
-    ) -> Result<S, Error> {
-        self.send(
-            "update",
-            dt,
-            obj,
-            data,
-            opts,
-            |req, name, pp, data| match self.sub {
-                Some(sub) => req.replace_subresource(sub, name, pp, data),
-                None => req.replace(name, pp, data),
-            },
-        )
-        .await
-    }
-
-    /// Sends the create or update `build` makes of the target's request builder, its
-    /// name, the `PostParams` of `opts` and `data`; errors name `verb`.
-    async fn send<K: WritableWith, S: DeserializeOwned>(
-        &self,
-        verb: &'static str,
-        dt: &K::DynamicType,
-        obj: &K,
-        data: serde_json::Result<Vec<u8>>,
-        opts: &WriteOptions,
-        build: impl FnOnce(
-            &Request,
-            &str,
-            &PostParams,
-            Vec<u8>,
-        ) -> Result<http::Request<Vec<u8>>, BuildError>,
     ) -> Result<S, Error> {
         let t = Target::of(self.client.kube_client(), dt, obj);
-        let verb = self.verb(verb);
+        let verb = self.verb(match how {
+            BodyWrite::Create => "create",
+            BodyWrite::Update => "update",
+        });
         let data = data.map_err(|e| t.fail(&verb, e))?;
         let req = Request::new(t.api.resource_url());
+        let name = t.name.as_str();
         self.client
-            .send_json(opts, |pp| build(&req, &t.name, pp, data))
+            .send_json(opts, |pp| match (how, self.sub) {
+                (BodyWrite::Create, Some(sub)) => req.create_subresource(sub, name, pp, data),
+                (BodyWrite::Create, None) => req.create(pp, data),
+                (BodyWrite::Update, Some(sub)) => req.replace_subresource(sub, name, pp, data),
+                (BodyWrite::Update, None) => req.replace(name, pp, data),
+            })
             .await
             .map_err(|e| t.fail(&verb, e))
     }
