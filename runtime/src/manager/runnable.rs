@@ -235,3 +235,18 @@ impl Runnable for RunnableFunc {
         self.name.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Group;
+
+    #[test]
+    fn each_order_lists_every_group_once() {
+        for (i, g) in Group::START_ORDER.into_iter().enumerate() {
+            assert_eq!(g.start_index(), i, "{g:?}");
+        }
+        let mut stop = Group::STOP_ORDER.to_vec();
+        stop.sort_by_key(|g| g.start_index());
+        assert_eq!(stop, Group::START_ORDER);
+    }
+}
