@@ -15,32 +15,19 @@ pub use ctrl_runtime::{rbac, tls};
 /// (tokio-util's), so that an operator needs no dependency of its own for it.
 pub use tokio_util::sync::CancellationToken;
 
-/// The attribute for implementing ctrl's async traits (`Reconciler`, `Runnable`, `Source`,
-/// `healthz::Checker`, ...) by hand: `#[ctrl::async_trait]`. (`EventHandler` and
-/// `Predicate` are plain traits: they only decide, they never wait.)
+/// The attribute for implementing ctrl's async traits (`Reconciler`, `Runnable`,
+/// `Source`, ...) by hand: `#[ctrl::async_trait]`.
 pub use async_trait::async_trait;
-
-/// Metrics (Go's `pkg/metrics`): the process-wide registry and its collectors, and, under
-/// Go's names, the metrics server (`metrics::server`, Go's `pkg/metrics/server`) and its
-/// authentication filters (`metrics::filters`, Go's `pkg/metrics/filters`), which live in
-/// [`ctrl_runtime::metricsserver`] (above the HTTP layers the registry knows nothing of).
-pub mod metrics {
-    pub use ctrl_runtime::metrics::*;
-    pub use ctrl_runtime::metricsserver as server;
-    pub use ctrl_runtime::metricsserver::filters;
-}
 
 /// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,
 /// `ctrl.SetupSignalHandler`).
 pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
-/// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`) and the builder crate,
-/// whose options and reconciler adapters it uses.
-pub use ctrl_builder::{self as builder, ControllerBuilder};
-
-/// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`): registers a type's defaulting,
-/// validating and conversion webhooks on the manager's webhook server.
+/// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
 pub use ctrl_builder::webhook::WebhookBuilder;
+/// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
+/// crate itself as `ctrl::builder`.
+pub use ctrl_builder::{self as builder, ControllerBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;` — the
 /// manager, the builder, reconcilers (of requests, typed requests or objects:
@@ -69,6 +56,16 @@ pub mod prelude {
         self, BoxError, Manager, Runnable, RunnableFunc, shutdown_signal,
     };
     pub use ctrl_runtime::recorder::{self, EventType, Recorder};
+}
+
+/// Metrics (Go's `pkg/metrics`): the process-wide registry and its collectors, and, under
+/// Go's names, the metrics server (`metrics::server`, Go's `pkg/metrics/server`) and its
+/// authentication filters (`metrics::filters`, Go's `pkg/metrics/filters`), which live in
+/// [`ctrl_runtime::metricsserver`] (above the HTTP layers the registry knows nothing of).
+pub mod metrics {
+    pub use ctrl_runtime::metrics::*;
+    pub use ctrl_runtime::metricsserver as server;
+    pub use ctrl_runtime::metricsserver::filters;
 }
 
 /// The quickstart's code blocks (`docs/quickstart.md`), compiled and run as doc
