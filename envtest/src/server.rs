@@ -3,14 +3,15 @@
 //! back-off, keepalive, head/idle timeout, HTTP/2 stream limits) that ctrl's other servers
 //! share. HTTPS on the same port (`tls`: a connection that starts with a handshake), HTTP/2
 //! there when the client picks `h2` in ALPN, else HTTP/1.1; the body limit, authentication and
-//! every filter below are the same for both. Each request is
-//! authenticated and authorized first (`auth`: bearer tokens, impersonation, RBAC; health and
-//! version are public, as upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit
-//! (413 with `Connection: close`, without buffering more), recorded in the request log, routed
-//! (`endpoints::router`) and handed to `endpoints::serve` (resource handlers, discovery,
-//! OpenAPI, health). Every failure is answered with a `Status` body (`api::status`); warnings raised
-//! while serving become `Warning` headers. It calls `endpoints`, `auth`, `tls`, `registry` (the
-//! shared state), `faults` and `api`; only `env` is above it.
+//! every filter below are the same for both. Each request is authenticated and
+//! authorized first (`auth`: bearer tokens, impersonation, RBAC; health and version are public, as
+//! upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit (413
+//! with `Connection: close`, without buffering more), recorded in the request log, routed
+//! ([`endpoints::router`]) and handed to [`endpoints::serve`] (resource handlers, discovery,
+//! OpenAPI, health). Every failure is answered with a `Status` body
+//! ([`api::status`](crate::api::status)); warnings raised while serving become `Warning` headers.
+//! It calls `endpoints`, `auth`, `tls`, `registry` (the shared state), `faults` and `api`; only
+//! `env` is above it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
