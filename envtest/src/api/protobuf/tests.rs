@@ -118,6 +118,10 @@ fn special_types_have_their_go_json_form() {
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
                         "data": {"k": "dmFsdWU=", "empty": ""}});
     assert_eq!(round_trip(&secret), Ok(secret));
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                      "metadata": {"name": "r"},
+                      "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+    assert_eq!(round_trip(&role), Ok(role));
 }
 
 #[test]

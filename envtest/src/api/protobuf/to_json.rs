@@ -81,9 +81,13 @@ fn zero(v: &P) -> Option<Value> {
 }
 
 fn list(items: &[P]) -> Option<Value> {
+    // A list element is written even when empty (`apiGroups: [""]`, the core group).
     let out: Vec<Value> = items
         .iter()
-        .map(|x| scalar(x).unwrap_or(Value::Null))
+        .map(|x| match x {
+            P::String(s) => json!(s),
+            other => scalar(other).unwrap_or(Value::Null),
+        })
         .collect();
     (!out.is_empty()).then_some(Value::Array(out))
 }
