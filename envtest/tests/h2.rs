@@ -1,7 +1,7 @@
 //! HTTP/2 on the TLS port, as kube-apiserver serves it (`k8s.io/apiserver/pkg/server/
 //! secure_serving.go`): ALPN `h2` and `http/1.1`, curl negotiates h2, the server advertises 250
-//! concurrent streams, and the request limits of HTTP/1.1 hold per stream (a body over 3 MiB is
-//! a 413 and the connection goes on serving).
+//! concurrent streams, the request limits of HTTP/1.1 hold per stream (a body over 3 MiB is
+//! a 413 and the connection goes on serving), and a rapid-reset flood ends its connection.
 
 mod common;
 
@@ -117,4 +117,50 @@ async fn the_body_limit_holds_per_stream_and_the_connection_goes_on() {
     let resp = get(&mut c).await.expect("a response");
     assert_eq!(resp.status().as_u16(), 404);
     let _ = resp.into_body().collect().await;
+}
+
+#[tokio::test]
+async fn rapid_reset_closes_the_connection_and_the_server_serves_on() {
+    let env = common::env().await;
+    let (io, _) = common::tls::connect(&env, &[b"h2"]).await;
+    let (mut send, conn) = h2::client::handshake(io).await.expect("h2 handshake");
+    let conn = tokio::spawn(conn);
+    // CVE-2023-44487: open a stream and reset it at once, over and over. More than
+    // ctrl_net::HTTP2_MAX_PENDING_RESETS (20) not yet served ends the connection (GOAWAY).
+    let mut sent = 0;
+    for _ in 0..10_000 {
+        let Ok(ready) = send.ready().await else {
+            break;
+        };
+        send = ready;
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "https://127.0.0.1:{}/api/v1/namespaces/default/configmaps",
+                env.addr().port()
+            ))
+            .body(())
+            .expect("a request");
+        let Ok((_, mut stream)) = send.send_request(req, false) else {
+            break;
+        };
+        stream.send_reset(h2::Reason::CANCEL);
+        sent += 1;
+    }
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), conn)
+        .await
+        .expect("the server ends the connection");
+    // The client queues its frames; it sees the GOAWAY, or the closed socket when it was still
+    // writing. Without the bound the connection would stay open and the timeout above fail.
+    let err = ended
+        .expect("the connection task")
+        .expect_err("the server closed it");
+    assert!(
+        err.reason() == Some(h2::Reason::ENHANCE_YOUR_CALM) || err.is_io(),
+        "{err} after {sent} resets"
+    );
+    // Other clients are served as before.
+    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(env.client(), "default");
+    cms.list(&Default::default()).await.expect("a list");
 }
