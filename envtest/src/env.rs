@@ -76,6 +76,7 @@ pub struct EnvironmentBuilder {
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
     simulate_pods: bool,
+    simulate_workloads: Option<bool>,
     kubelet: controllers::kubelet::Config,
     authorization: Authorization,
 }
@@ -96,6 +97,7 @@ impl Default for EnvironmentBuilder {
             controllers: true,
             webhooks: Vec::new(),
             simulate_pods: false,
+            simulate_workloads: None,
             kubelet: controllers::kubelet::Config::default(),
             authorization: Authorization::Rbac,
         }
@@ -214,6 +216,35 @@ impl EnvironmentBuilder {
         self
     }
 
+    /// Runs kube-controller-manager's workload controllers (default: on when
+    /// [`simulate_pods`](Self::simulate_pods) is, and only with
+    /// [`controllers`](Self::controllers) on): Deployments roll out through ReplicaSets,
+    /// ReplicaSets and Jobs make Pods (which the simulated kubelet runs), with upstream's
+    /// status fields and conditions, and every namespace gets its `default` ServiceAccount and
+    /// `kube-root-ca.crt` ConfigMap. docs/envtest.md says what each controller does and does
+    /// not simulate.
+    pub fn simulate_workloads(mut self, on: bool) -> Self {
+        self.simulate_workloads = Some(on);
+        self
+    }
+
+    /// With [`simulate_pods`](Self::simulate_pods): how many Nodes the kubelet runs (default
+    /// 1: [`SIMULATED_NODE`](crate::SIMULATED_NODE); then `envtest-node-2`, ...). Pods are
+    /// spread over them in turn unless they name one.
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.kubelet.nodes = n.max(1);
+        self
+    }
+
+    /// With [`simulate_pods`](Self::simulate_pods): how long a Pod that runs to completion
+    /// (`restartPolicy` `Never` or `OnFailure`, as Job Pods) runs before its containers exit
+    /// (default 1 s; a Pod's `envtest.ctrl/run-seconds` annotation overrides it, and its
+    /// `envtest.ctrl/exit-code` annotation makes it fail).
+    pub fn pod_run_time(mut self, d: Duration) -> Self {
+        self.kubelet.run_time = d;
+        self
+    }
+
     /// How requests are authorized: [`Authorization::Rbac`] (the default, as Go's envtest:
     /// Roles, ClusterRoles and their bindings decide; the admin is in `system:masters`) or
     /// [`Authorization::AlwaysAllow`] (every authenticated request may do anything).
@@ -254,12 +285,20 @@ impl EnvironmentBuilder {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Io { path: bind, source })?;
+        let tls = crate::tls::Tls::self_signed().map_err(|message| Error::Parse {
+            path: "serving certificate".into(),
+            message,
+        })?;
+        let workloads = self.controllers && self.simulate_workloads.unwrap_or(self.simulate_pods);
         let store = Arc::new(Store::new(self.history, self.watch_buffer));
         let api = Arc::new(Apiserver {
             registry: Registry::new(builtin_types()),
             store: store.clone(),
             kubelet: self.simulate_pods.then_some(self.kubelet),
-            observers: controllers::observers(self.controllers),
+            observers: controllers::observers(
+                self.controllers,
+                workloads.then_some(tls.cert_pem.as_str()),
+            ),
         });
         let token = self
             .token
@@ -287,10 +326,9 @@ impl EnvironmentBuilder {
         if let Some(cfg) = api.kubelet {
             controllers::kubelet::start(&api, state.shutdown.clone(), cfg);
         }
-        let tls = crate::tls::Tls::self_signed().map_err(|message| Error::Parse {
-            path: "serving certificate".into(),
-            message,
-        })?;
+        if workloads {
+            controllers::start_workloads(&api, &state.shutdown);
+        }
         let ca_pem = tls.cert_pem.clone();
         tokio::spawn(server::serve(listener, state.clone(), Arc::new(tls)));
         Ok(Environment {

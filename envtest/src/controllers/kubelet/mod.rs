@@ -36,16 +36,26 @@ use crate::registry::rest::{self, DeleteOpts};
 use crate::registry::strategy::{finished, node_name, phase};
 use crate::storage::Start;
 
+mod status;
+
 /// The simulated Node every Pod is bound to.
 pub const NODE_NAME: &str = "envtest-node";
-
-/// The simulated Node's `InternalIP`, every running Pod's `hostIP`.
-const NODE_IP: &str = "10.0.0.10";
 
 pub(crate) use crate::registry::context::KubeletConfig as Config;
 
 fn pod_type(api: &Apiserver) -> Option<Arc<ResourceType>> {
     api.registry.snapshot().get("", "v1", "pods").cloned()
+}
+
+/// What the kubelet does to a Pod after a delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Step {
+    /// Bound: its containers start (`Running`, `Ready`).
+    Run,
+    /// Running to completion: its containers exit.
+    Finish,
+    /// Marked for deletion: its containers stop and it goes.
+    Stop,
 }
 
 /// The running kubelet's bookkeeping: Pods (by uid) with a start or stop already pending,
@@ -55,14 +65,20 @@ struct Kubelet {
     shutdown: CancellationToken,
     cfg: Config,
     rt: Arc<ResourceType>,
-    starting: Mutex<HashSet<String>>,
-    stopping: Mutex<HashSet<String>>,
+    /// Steps already scheduled, by Pod uid.
+    pending: Mutex<HashSet<(String, Step)>>,
     next_ip: AtomicU32,
+    /// The simulated Nodes, and the next one to schedule on (round robin).
+    nodes: Vec<String>,
+    next_node: AtomicU32,
 }
 
-/// Creates the simulated Node and starts the kubelet task (until the server shuts down).
+/// Creates the simulated Nodes and starts the kubelet task (until the server shuts down).
 pub(crate) fn start(api: &Arc<Apiserver>, shutdown: CancellationToken, cfg: Config) {
-    create_node(api);
+    let nodes: Vec<String> = (0..cfg.nodes.max(1)).map(node_name_of).collect();
+    for (i, n) in nodes.iter().enumerate() {
+        create_node(api, n, i);
+    }
     let Some(rt) = pod_type(api) else {
         return;
     };
@@ -71,31 +87,57 @@ pub(crate) fn start(api: &Arc<Apiserver>, shutdown: CancellationToken, cfg: Conf
         shutdown,
         cfg,
         rt,
-        starting: Mutex::new(HashSet::new()),
-        stopping: Mutex::new(HashSet::new()),
+        nodes,
+        pending: Mutex::new(HashSet::new()),
         next_ip: AtomicU32::new(2),
+        next_node: AtomicU32::new(0),
     });
     tokio::spawn(kubelet.run());
 }
 
-/// The Node object: Ready, with an address, capacity and node info.
-fn create_node(api: &Arc<Apiserver>) {
+/// The name of simulated Node `i`: [`NODE_NAME`], then `envtest-node-2`, `envtest-node-3`...
+pub(crate) fn node_name_of(i: usize) -> String {
+    if i == 0 {
+        NODE_NAME.to_string()
+    } else {
+        format!("{NODE_NAME}-{}", i + 1)
+    }
+}
+
+/// The `InternalIP` of simulated Node `i`.
+fn node_ip(i: usize) -> String {
+    format!("10.0.0.{}", 10 + i % 240)
+}
+
+/// The Node object as a kubelet registers it: labels, the `Ready`, `MemoryPressure`,
+/// `DiskPressure` and `PIDPressure` conditions, addresses, capacity, allocatable, node info.
+fn create_node(api: &Arc<Apiserver>, name: &str, i: usize) {
     let Some(rt) = api.registry.snapshot().get("", "v1", "nodes").cloned() else {
         return;
     };
     let now = meta::now();
+    let cond = |t: &str, s: &str, reason: &str, msg: &str| {
+        json!({"type": t, "status": s, "reason": reason, "message": msg,
+            "lastHeartbeatTime": now, "lastTransitionTime": now})
+    };
+    let resources = json!({"cpu": "32", "memory": "256Gi", "pods": "110",
+        "ephemeral-storage": "100Gi", "hugepages-1Gi": "0", "hugepages-2Mi": "0"});
     let node = json!({
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": NODE_NAME, "labels": {
-            "kubernetes.io/hostname": NODE_NAME, "kubernetes.io/os": "linux", "type": "envtest"}},
+        "metadata": {"name": name, "labels": {
+            "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux", "type": "envtest"}},
+        "spec": {"podCIDR": format!("10.244.{i}.0/24"), "podCIDRs": [format!("10.244.{i}.0/24")]},
         "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                "message": "simulated kubelet is posting ready status",
-                "lastHeartbeatTime": now, "lastTransitionTime": now}],
-            "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": NODE_NAME}],
-            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "1000"},
-            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "1000"},
+            "conditions": [
+                cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                cond("Ready", "True", "KubeletReady", "kubelet is posting ready status")],
+            "addresses": [{"type": "InternalIP", "address": node_ip(i)}, {"type": "Hostname", "address": name}],
+            "capacity": resources, "allocatable": resources,
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {"architecture": "amd64", "bootID": "", "containerRuntimeVersion": "envtest://simulated",
                 "kernelVersion": "", "kubeProxyVersion": "", "kubeletVersion": "v1.33.0-envtest",
                 "machineID": "", "operatingSystem": "linux", "osImage": "ctrl-envtest simulated node",
@@ -103,7 +145,7 @@ fn create_node(api: &Arc<Apiserver>) {
         }
     });
     if let Err(e) = rest::create_object(api, &rt, None, node, Default::default()) {
-        tracing::warn!(node = NODE_NAME, error = %e.message, "simulated node not created");
+        tracing::warn!(node = name, error = %e.message, "simulated node not created");
     }
 }
 
@@ -135,22 +177,26 @@ impl Kubelet {
         }
     }
 
-    /// Decides what Pod `pod` needs next: binding, a start, or a stop.
+    /// Decides what Pod `pod` needs next: binding, a start, an end, or a stop.
     fn observe(self: &Arc<Self>, pod: &Value) {
         let uid = meta::meta_str(pod, "uid").unwrap_or("").to_string();
         if meta::meta_str(pod, "deletionTimestamp").is_some() {
-            if self.stopping.lock().insert(uid.clone()) {
-                self.later(self.stop_after(pod), pod, uid, true);
-            }
+            self.later(Step::Stop, self.stop_after(pod), pod, uid);
             return;
         }
-        let waiting = phase(pod) != "Running" && !finished(pod);
-        match node_name(pod) {
-            "" => self.bind(pod),
-            NODE_NAME if waiting && self.starting.lock().insert(uid.clone()) => {
-                self.later(self.cfg.start_delay, pod, uid, false);
-            }
-            _ => {}
+        let node = node_name(pod);
+        if node.is_empty() {
+            self.bind(pod);
+        } else if !self.nodes.iter().any(|n| n == node) || finished(pod) {
+        } else if phase(pod) != "Running" {
+            self.later(Step::Run, self.cfg.start_delay, pod, uid);
+        } else if status::runs_to_completion(pod) {
+            self.later(
+                Step::Finish,
+                status::run_time(pod, self.cfg.run_time),
+                pod,
+                uid,
+            );
         }
     }
 
@@ -166,9 +212,12 @@ impl Kubelet {
             .min(Duration::from_secs(grace.unsigned_abs()))
     }
 
-    /// After `delay`, stops (or runs) the Pod with `uid` as it is then, if it still exists,
-    /// and forgets that this was pending.
-    fn later(self: &Arc<Self>, delay: Duration, pod: &Value, uid: String, stop: bool) {
+    /// After `delay`, takes `step` on the Pod with `uid` as it is then, if it still exists,
+    /// and forgets that this was pending; nothing if that step is already pending.
+    fn later(self: &Arc<Self>, step: Step, delay: Duration, pod: &Value, uid: String) {
+        if !self.pending.lock().insert((uid.clone(), step)) {
+            return;
+        }
         let me = self.clone();
         let key =
             crate::registry::objects::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
@@ -177,15 +226,14 @@ impl Kubelet {
                 _ = me.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}
             }
-            let pending = if stop { &me.stopping } else { &me.starting };
             if let Some(pod) = me.find(&key, &uid) {
-                if stop {
-                    me.stop(&pod);
-                } else {
-                    me.run_pod(&pod);
+                match step {
+                    Step::Stop => me.stop(&pod),
+                    Step::Run => me.run_pod(&pod),
+                    Step::Finish => me.finish(&pod),
                 }
             }
-            pending.lock().remove(&uid);
+            me.pending.lock().remove(&(uid, step));
         });
     }
 
@@ -195,25 +243,26 @@ impl Kubelet {
         (meta::meta_str(&pod, "uid") == Some(uid)).then_some(pod)
     }
 
-    /// The scheduler's part: `spec.nodeName`, then phase `Pending` with `PodScheduled`.
+    /// The scheduler's part, as the `pods/binding` subresource writes it: `spec.nodeName`
+    /// and the `PodScheduled` condition in one write. The Node is the one the Pod's required
+    /// node affinity (`matchFields` on `metadata.name`, as DaemonSets set it) or
+    /// `kubernetes.io/hostname` node selector names, else the next in turn.
     fn bind(&self, pod: &Value) {
-        let bound = self.write(pod, None, |v| {
-            v["spec"]["nodeName"] = json!(NODE_NAME);
+        let node = status::wanted_node(pod, &self.nodes).unwrap_or_else(|| {
+            let n = self.next_node.fetch_add(1, Ordering::Relaxed) as usize;
+            self.nodes[n % self.nodes.len()].clone()
         });
-        if bound.is_err() {
-            return;
-        }
         let now = meta::now();
-        let _ = self.write(pod, Some("status"), |v| {
-            v["status"] =
-                json!({"phase": "Pending", "conditions": [condition("PodScheduled", &now)]});
+        let bound = self.write(pod, Some("binding"), |v| {
+            v["spec"]["nodeName"] = json!(node);
+            status::set_condition(v, status::condition("PodScheduled", &now));
+            if v.pointer("/status/phase").is_none() {
+                v["status"]["phase"] = json!("Pending");
+            }
         });
-        tracing::debug!(
-            namespace = meta::namespace(pod),
-            name = meta::name(pod),
-            node = NODE_NAME,
-            "pod bound"
-        );
+        if bound.is_ok() {
+            tracing::debug!(namespace = meta::namespace(pod), name = meta::name(pod), node = %node, "pod bound");
+        }
     }
 
     /// The kubelet's part: the Pod's containers are running and ready.
@@ -221,11 +270,34 @@ impl Kubelet {
         if meta::meta_str(pod, "deletionTimestamp").is_some() || phase(pod) == "Running" {
             return;
         }
+        let node = self
+            .nodes
+            .iter()
+            .position(|n| n == node_name(pod))
+            .unwrap_or(0);
         let n = self.next_ip.fetch_add(1, Ordering::Relaxed);
-        let ip = format!("10.244.{}.{}", (n >> 8) & 0xff, n & 0xff);
-        let status = running_status(pod, &ip, &meta::now());
+        let ip = format!("10.244.{node}.{}", 2 + n % 250);
+        let status = status::running(pod, &ip, &node_ip(node), &meta::now());
         let _ = self.write(pod, Some("status"), move |v| v["status"] = status);
         tracing::debug!(namespace = meta::namespace(pod), name = meta::name(pod), pod_ip = %ip, "pod running");
+    }
+
+    /// A Pod that runs to completion (`restartPolicy` `Never` or `OnFailure`) after its run
+    /// time: its containers exit with the Pod's exit code (`status::EXIT_CODE`), the phase is
+    /// `Succeeded` or `Failed`.
+    fn finish(&self, pod: &Value) {
+        if meta::meta_str(pod, "deletionTimestamp").is_some() || phase(pod) != "Running" {
+            return;
+        }
+        let code = status::exit_code(pod);
+        let status = status::finished(pod, code, &meta::now());
+        let _ = self.write(pod, Some("status"), move |v| v["status"] = status);
+        tracing::debug!(
+            namespace = meta::namespace(pod),
+            name = meta::name(pod),
+            exit_code = code,
+            "pod finished"
+        );
     }
 
     /// The containers have stopped: delete the Pod with grace 0 (it goes unless finalizers
@@ -270,55 +342,4 @@ impl Kubelet {
         )
         .map(|_| ())
     }
-}
-
-/// A `True` Pod condition that changed at `now`.
-fn condition(type_: &str, now: &str) -> Value {
-    json!({"type": type_, "status": "True", "lastTransitionTime": now})
-}
-
-/// The status of a running Pod: every container started and ready, init containers done.
-fn running_status(pod: &Value, ip: &str, now: &str) -> Value {
-    let uid = meta::meta_str(pod, "uid").unwrap_or("");
-    let short = uid.get(..8).unwrap_or(uid);
-    let container = |c: &Value, state: Value, ready: bool| {
-        let name = c.get("name").and_then(Value::as_str).unwrap_or("");
-        let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-        json!({"name": name, "image": image, "imageID": format!("envtest://{image}"),
-            "containerID": format!("envtest://{short}-{name}"), "ready": ready, "started": ready,
-            "restartCount": 0, "state": state})
-    };
-    let list = |path: &str| -> Vec<Value> {
-        pod.pointer(path)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let running = json!({"running": {"startedAt": now}});
-    let done = json!({"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}});
-    let scheduled = pod
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled").cloned())
-        .unwrap_or_else(|| condition("PodScheduled", now));
-    let mut status = json!({
-        "phase": "Running",
-        "conditions": [condition("Initialized", now), condition("Ready", now),
-            condition("ContainersReady", now), scheduled],
-        "hostIP": NODE_IP, "hostIPs": [{"ip": NODE_IP}],
-        "podIP": ip, "podIPs": [{"ip": ip}],
-        "startTime": now,
-        "qosClass": "BestEffort",
-        "containerStatuses": list("/spec/containers").iter().map(|c| container(c, running.clone(), true)).collect::<Vec<_>>(),
-    });
-    let inits = list("/spec/initContainers");
-    if !inits.is_empty() {
-        status["initContainerStatuses"] = json!(
-            inits
-                .iter()
-                .map(|c| container(c, done.clone(), false))
-                .collect::<Vec<_>>()
-        );
-    }
-    status
 }

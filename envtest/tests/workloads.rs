@@ -1,0 +1,560 @@
+//! The workload controllers (`EnvironmentBuilder::simulate_workloads`, on with the simulated
+//! kubelet) against the real clients: `kubectl rollout status` / `set image` / `rollout undo`
+//! on a Deployment, `kubectl wait --for=condition=complete` on a Job, kube-runtime's
+//! `is_deployment_completed` and `is_job_completed`, ReplicaSet adoption and release, a
+//! failing Job, and each namespace's `default` ServiceAccount and `kube-root-ca.crt`.
+
+#[path = "common/kubectl_cli.rs"]
+mod kubectl_cli;
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use serde_json::json;
+
+use ctrl_envtest::Environment;
+use kubectl_cli::Kubectl;
+
+/// How long a test waits for the controllers.
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn env() -> Environment {
+    Environment::builder()
+        .simulate_pods(true)
+        .pod_start_delay(Duration::from_millis(100))
+        .pod_stop_delay(Duration::from_millis(100))
+        .pod_run_time(Duration::from_millis(300))
+        .start()
+        .await
+        .expect("start envtest")
+}
+
+/// Polls `get` until `ok` holds; returns that value.
+async fn eventually<T: std::fmt::Debug, F, Fut>(
+    what: &str,
+    mut get: F,
+    ok: impl Fn(&T) -> bool,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let got = get().await;
+        if ok(&got) {
+            return got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {WAIT:?}; last: {got:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: d}
+  template:
+    metadata:
+      labels: {app: d}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+";
+
+/// The ReplicaSets of `default`, by revision.
+async fn replicasets(client: &kube::Client) -> Vec<ReplicaSet> {
+    let api: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let mut rss = api
+        .list(&ListParams::default())
+        .await
+        .expect("list rs")
+        .items;
+    rss.sort_by_key(|rs| revision(rs));
+    rss
+}
+
+fn revision(rs: &ReplicaSet) -> i64 {
+    (rs.metadata.annotations.as_ref())
+        .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+fn replicas(rs: &ReplicaSet) -> i32 {
+    rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(-1)
+}
+
+fn image(rs: &ReplicaSet) -> String {
+    (rs.spec.as_ref())
+        .and_then(|s| s.template.as_ref())
+        .and_then(|t| t.spec.as_ref())
+        .map(|s| s.containers[0].image.clone().unwrap_or_default())
+        .unwrap_or_default()
+}
+
+async fn rollout_status(k: &Kubectl) {
+    let out = k
+        .run(&["rollout", "status", "deployment/d", "--timeout=60s"])
+        .await;
+    assert!(out.ok, "rollout status: {out:?}");
+    assert!(out.stdout.contains("successfully rolled out"), "{out:?}");
+}
+
+/// The status of a rolled-out Deployment of 3 replicas, as upstream writes it.
+fn assert_rolled_out(d: &Deployment) {
+    let s = d.status.as_ref().expect("status");
+    assert_eq!(s.observed_generation, d.metadata.generation);
+    assert_eq!(
+        (
+            s.replicas,
+            s.updated_replicas,
+            s.ready_replicas,
+            s.available_replicas
+        ),
+        (Some(3), Some(3), Some(3), Some(3))
+    );
+    assert_eq!(s.unavailable_replicas, None);
+    let cond = |t: &str| {
+        s.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == t)
+            .cloned()
+            .expect(t)
+    };
+    let available = cond("Available");
+    assert_eq!(
+        (available.status.as_str(), available.reason.as_deref()),
+        ("True", Some("MinimumReplicasAvailable"))
+    );
+    assert_eq!(
+        available.message.as_deref(),
+        Some("Deployment has minimum availability.")
+    );
+    let progressing = cond("Progressing");
+    assert_eq!(
+        (progressing.status.as_str(), progressing.reason.as_deref()),
+        ("True", Some("NewReplicaSetAvailable"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_rolls_out_updates_and_rolls_back_under_kubectl() {
+    let env = env().await;
+    let Some(k) = Kubectl::new(&env) else { return };
+    let client = env.client();
+    let file = k.file("d.yaml", DEPLOYMENT);
+    let out = k.run(&["apply", "-f", file.to_str().expect("path")]).await;
+    assert!(out.ok, "apply: {out:?}");
+    rollout_status(&k).await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let done = await_condition(
+        deployments.clone(),
+        "d",
+        conditions::is_deployment_completed(),
+    );
+    let d = tokio::time::timeout(WAIT, done)
+        .await
+        .expect("in time")
+        .expect("watch")
+        .expect("exists");
+    assert_rolled_out(&d);
+    let rss = replicasets(&client).await;
+    assert_eq!(rss.len(), 1, "{rss:#?}");
+    let hash = rss[0]
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("pod-template-hash"))
+        .cloned()
+        .expect("hash label");
+    assert_eq!(
+        rss[0].metadata.name.as_deref(),
+        Some(format!("d-{hash}").as_str())
+    );
+    assert_eq!((revision(&rss[0]), replicas(&rss[0])), (1, 3));
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let listed = pods
+        .list(&ListParams::default().labels(&format!("pod-template-hash={hash}")))
+        .await
+        .expect("pods");
+    assert_eq!(listed.items.len(), 3);
+
+    let out = k
+        .run(&["set", "image", "deployment/d", "app=nginx:1.28"])
+        .await;
+    assert!(out.ok, "set image: {out:?}");
+    rollout_status(&k).await;
+    let rss = replicasets(&client).await;
+    assert_eq!(rss.len(), 2, "{rss:#?}");
+    assert_eq!(
+        (
+            revision(&rss[0]),
+            replicas(&rss[0]),
+            image(&rss[0]).as_str()
+        ),
+        (1, 0, "nginx:1.27")
+    );
+    assert_eq!(
+        (
+            revision(&rss[1]),
+            replicas(&rss[1]),
+            image(&rss[1]).as_str()
+        ),
+        (2, 3, "nginx:1.28")
+    );
+    let d = deployments.get("d").await.expect("get");
+    assert_eq!(
+        d.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+            .map(String::as_str),
+        Some("2")
+    );
+    assert_rolled_out(&d);
+
+    let out = k.run(&["rollout", "undo", "deployment/d"]).await;
+    assert!(out.ok, "rollout undo: {out:?}");
+    rollout_status(&k).await;
+    let rss = replicasets(&client).await;
+    assert_eq!(rss.len(), 2, "{rss:#?}");
+    assert_eq!(
+        (
+            revision(&rss[0]),
+            replicas(&rss[0]),
+            image(&rss[0]).as_str()
+        ),
+        (2, 0, "nginx:1.28")
+    );
+    assert_eq!(
+        (
+            revision(&rss[1]),
+            replicas(&rss[1]),
+            image(&rss[1]).as_str()
+        ),
+        (3, 3, "nginx:1.27")
+    );
+    let history = rss[1]
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("deployment.kubernetes.io/revision-history"))
+        .cloned();
+    assert_eq!(history.as_deref(), Some("1"));
+    let out = k.run(&["rollout", "history", "deployment/d"]).await;
+    assert!(
+        out.ok && out.stdout.contains('2') && out.stdout.contains('3'),
+        "history: {out:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recreate_scales_the_old_replicaset_down_before_the_new_one_up() {
+    let env = env().await;
+    let client = env.client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let mut d = deployment();
+    d.spec.as_mut().expect("spec").strategy =
+        Some(serde_json::from_value(json!({"type": "Recreate"})).expect("strategy"));
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    let done = await_condition(
+        deployments.clone(),
+        "d",
+        conditions::is_deployment_completed(),
+    );
+    tokio::time::timeout(WAIT, done)
+        .await
+        .expect("in time")
+        .expect("watch");
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.28"}]}}}});
+    deployments
+        .patch("d", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("patch");
+    let rss = eventually(
+        "the new ReplicaSet up",
+        || replicasets(&client),
+        |rss| rss.len() == 2 && replicas(&rss[1]) == 3,
+    )
+    .await;
+    assert_eq!(replicas(&rss[0]), 0);
+    let d = eventually(
+        "rolled out",
+        || async { deployments.get("d").await.expect("get") },
+        |d| {
+            d.status.as_ref().and_then(|s| s.updated_replicas) == Some(3)
+                && d.status.as_ref().and_then(|s| s.available_replicas) == Some(3)
+        },
+    )
+    .await;
+    assert_eq!(d.status.as_ref().and_then(|s| s.replicas), Some(3));
+}
+
+/// `DEPLOYMENT` as a typed object.
+fn deployment() -> Deployment {
+    serde_json::from_value(
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}),
+    )
+    .expect("deployment")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_completes_and_kubectl_wait_returns() {
+    let env = env().await;
+    let Some(k) = Kubectl::new(&env) else { return };
+    let file = k.file(
+        "j.yaml",
+        "apiVersion: batch/v1
+kind: Job
+metadata:
+  name: j
+spec:
+  completions: 2
+  parallelism: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: work
+        image: busybox
+",
+    );
+    let out = k.run(&["apply", "-f", file.to_str().expect("path")]).await;
+    assert!(out.ok, "apply: {out:?}");
+    let out = k
+        .run(&["wait", "--for=condition=complete", "job/j", "--timeout=60s"])
+        .await;
+    assert!(out.ok, "wait: {out:?}");
+    let jobs: Api<Job> = Api::default_namespaced(env.client());
+    let done = await_condition(jobs.clone(), "j", conditions::is_job_completed());
+    let job = tokio::time::timeout(WAIT, done)
+        .await
+        .expect("in time")
+        .expect("watch")
+        .expect("exists");
+    let s = job.status.expect("status");
+    assert_eq!(
+        (s.succeeded, s.failed, s.active, s.ready, s.terminating),
+        (Some(2), None, None, Some(0), Some(0))
+    );
+    assert!(s.start_time.is_some() && s.completion_time.is_some());
+    let types: Vec<(String, String, Option<String>)> = (s.conditions.iter().flatten())
+        .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone()))
+        .collect();
+    let reached = Some("CompletionsReached".to_string());
+    assert_eq!(
+        types,
+        vec![
+            ("SuccessCriteriaMet".into(), "True".into(), reached.clone()),
+            ("Complete".into(), "True".into(), reached),
+        ]
+    );
+    let pods: Api<Pod> = Api::default_namespaced(env.client());
+    let listed = pods
+        .list(&ListParams::default().labels("batch.kubernetes.io/job-name=j"))
+        .await
+        .expect("pods");
+    assert_eq!(listed.items.len(), 2);
+    assert!(
+        listed
+            .items
+            .iter()
+            .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_pods_fail_fails_past_its_backoff_limit_and_goes_after_its_ttl() {
+    let env = env().await;
+    let jobs: Api<Job> = Api::default_namespaced(env.client());
+    let job: Job = serde_json::from_value(json!({"metadata": {"name": "f"}, "spec": {
+        "backoffLimit": 0, "ttlSecondsAfterFinished": 1,
+        "template": {"metadata": {"annotations": {"envtest.ctrl/exit-code": "2"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "busybox"}]}}}}))
+    .expect("job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    let failed = eventually(
+        "Failed",
+        || async { jobs.get_opt("f").await.expect("get") },
+        |j| {
+            j.as_ref()
+                .and_then(|j| j.status.as_ref())
+                .is_some_and(|s| s.conditions.iter().flatten().any(|c| c.type_ == "Failed"))
+        },
+    )
+    .await
+    .expect("job");
+    let s = failed.status.expect("status");
+    assert_eq!(s.failed, Some(1));
+    let conds: Vec<(String, Option<String>)> = (s.conditions.iter().flatten())
+        .map(|c| (c.type_.clone(), c.reason.clone()))
+        .collect();
+    let why = Some("BackoffLimitExceeded".to_string());
+    assert_eq!(
+        conds,
+        vec![
+            ("FailureTarget".into(), why.clone()),
+            ("Failed".into(), why)
+        ]
+    );
+    eventually(
+        "deleted after its TTL",
+        || async { jobs.get_opt("f").await.expect("get") },
+        Option::is_none,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicaset_adopts_orphans_and_releases_pods_it_no_longer_selects() {
+    let env = env().await;
+    let client = env.client();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let orphan: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "orphan", "labels": {"app": "r"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+    )
+    .expect("pod");
+    pods.create(&PostParams::default(), &orphan)
+        .await
+        .expect("create pod");
+    let rs: ReplicaSet = serde_json::from_value(json!({"metadata": {"name": "r"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": {"app": "r"}},
+        "template": {"metadata": {"labels": {"app": "r"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}))
+    .expect("rs");
+    let rss: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    rss.create(&PostParams::default(), &rs)
+        .await
+        .expect("create rs");
+    let owned = |p: &Pod| {
+        p.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.name == "r" && r.controller == Some(true))
+    };
+    let list = || async {
+        pods.list(&ListParams::default().labels("app=r"))
+            .await
+            .expect("list")
+            .items
+    };
+    let got = eventually("orphan adopted, 2 Pods", list, |ps: &Vec<Pod>| {
+        ps.len() == 2 && ps.iter().all(owned)
+    })
+    .await;
+    assert!(
+        got.iter()
+            .any(|p| p.metadata.name.as_deref() == Some("orphan"))
+    );
+    let other = got
+        .iter()
+        .find(|p| p.metadata.name.as_deref() != Some("orphan"))
+        .expect("created pod");
+    assert!(
+        other
+            .metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("r-") && n.len() == 7),
+        "{other:?}"
+    );
+    let relabel = json!({"metadata": {"labels": {"app": "elsewhere"}}});
+    pods.patch("orphan", &PatchParams::default(), &Patch::Merge(relabel))
+        .await
+        .expect("relabel");
+    eventually(
+        "orphan released",
+        || async { pods.get("orphan").await.expect("get") },
+        |p| !owned(p),
+    )
+    .await;
+    eventually("replaced", list, |ps: &Vec<Pod>| {
+        ps.len() == 2 && ps.iter().all(owned)
+    })
+    .await;
+    let rs = eventually(
+        "status",
+        || async { rss.get("r").await.expect("get") },
+        |rs| {
+            rs.status
+                .as_ref()
+                .is_some_and(|s| s.ready_replicas == Some(2) && s.available_replicas == Some(2))
+        },
+    )
+    .await;
+    let s = rs.status.expect("status");
+    assert_eq!(
+        (s.replicas, s.fully_labeled_replicas, s.observed_generation),
+        (2, Some(2), Some(1))
+    );
+}
+
+#[tokio::test]
+async fn every_namespace_gets_its_default_service_account_and_root_ca() {
+    let env = env().await;
+    let client = env.client();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team"}})).expect("ns");
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("create ns");
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "team");
+    sas.get("default")
+        .await
+        .expect("the default ServiceAccount is there when the create returns");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+    let ca = cms.get("kube-root-ca.crt").await.expect("root CA");
+    assert_eq!(
+        ca.data
+            .as_ref()
+            .and_then(|d| d.get("ca.crt"))
+            .map(String::as_str),
+        Some(env.ca_pem())
+    );
+    let seeded: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
+    seeded.get("default").await.expect("seeded namespaces too");
+    sas.delete("default", &DeleteParams::default())
+        .await
+        .expect("delete");
+    sas.get("default").await.expect("made again");
+    let tamper = json!({"data": {"ca.crt": "x"}});
+    cms.patch(
+        "kube-root-ca.crt",
+        &PatchParams::default(),
+        &Patch::Merge(tamper),
+    )
+    .await
+    .expect("patch");
+    let ca = cms.get("kube-root-ca.crt").await.expect("root CA");
+    assert_eq!(
+        ca.data
+            .as_ref()
+            .and_then(|d| d.get("ca.crt"))
+            .map(String::as_str),
+        Some(env.ca_pem())
+    );
+}
