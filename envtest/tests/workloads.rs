@@ -82,7 +82,7 @@ async fn replicasets(client: &kube::Client) -> Vec<ReplicaSet> {
         .await
         .expect("list rs")
         .items;
-    rss.sort_by_key(|rs| revision(rs));
+    rss.sort_by_key(revision);
     rss
 }
 

@@ -257,7 +257,7 @@ fn terminal(job: &Value, pods: &[Value], status: &mut Value) {
     let succeeded = count(status, "succeeded");
     let complete = match spec_i64(job, "completions") {
         Some(n) => succeeded >= n,
-        None => succeeded > 0 && !pods.iter().any(|p| pod_active(p)),
+        None => succeeded > 0 && !pods.iter().any(pod_active),
     };
     if complete && !has_condition(status, "FailureTarget") {
         set_condition(status, "SuccessCriteriaMet", "True", COMPLETIONS_REACHED);

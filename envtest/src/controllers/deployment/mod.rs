@@ -151,7 +151,7 @@ impl<'a> Sync<'a> {
             |rs| client::selects(sel, rs),
             all,
         );
-        owned.sort_by(|a, b| created(a).cmp(&created(b)));
+        owned.sort_by_key(created);
         owned
     }
 
