@@ -126,18 +126,24 @@ async fn a_pod_is_bound_then_runs_ready() {
     }
     let node_of = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone());
     assert_eq!(node_of(&seen[0]), None, "created unscheduled");
-    let pending = seen
-        .iter()
-        .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
-        .expect("a Pending state before Running");
-    assert_eq!(node_of(pending).as_deref(), Some(SIMULATED_NODE));
-    assert_eq!(true_conditions(pending), ["PodScheduled"]);
+    // The binding is one write, as `pods/binding`: nodeName and PodScheduled together.
+    let bound = &seen[1];
+    assert_eq!(node_of(bound).as_deref(), Some(SIMULATED_NODE));
+    assert_eq!(true_conditions(bound), ["PodScheduled"]);
+    let phase = bound.status.as_ref().and_then(|s| s.phase.as_deref());
+    assert_eq!(phase, Some("Pending"));
 
     let run = seen.last().expect("running");
     assert_eq!(node_of(run).as_deref(), Some(SIMULATED_NODE));
     assert_eq!(
         true_conditions(run),
-        ["ContainersReady", "Initialized", "PodScheduled", "Ready"]
+        [
+            "ContainersReady",
+            "Initialized",
+            "PodReadyToStartContainers",
+            "PodScheduled",
+            "Ready"
+        ]
     );
     let s = run.status.as_ref().expect("status");
     assert!(
