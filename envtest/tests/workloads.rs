@@ -9,9 +9,11 @@ mod kubectl_cli;
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, PersistentVolumeClaim, Pod, ServiceAccount,
+};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use serde_json::json;
@@ -557,4 +559,225 @@ async fn every_namespace_gets_its_default_service_account_and_root_ca() {
             .map(String::as_str),
         Some(env.ca_pem())
     );
+}
+
+/// The `web` StatefulSet of 3 with a claim template; `image` for its container.
+fn stateful_set(image: &str, partition: i32) -> StatefulSet {
+    serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {
+        "replicas": 3, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}},
+        "template": {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": image}]}},
+        "volumeClaimTemplates": [{"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}))
+    .expect("statefulset")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateful_set_pods_come_in_ordinal_order_each_after_the_last_is_ready() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{WatchEvent, WatchParams};
+    let env = env().await;
+    let client = env.client();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let rv = pods
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let mut events = pods
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .expect("watch")
+        .boxed();
+    let sets: Api<StatefulSet> = Api::default_namespaced(client.clone());
+    sets.create(&PostParams::default(), &stateful_set("nginx:1.27", 0))
+        .await
+        .expect("create");
+    // Each ADDED Pod, with whether every Pod added before it was Ready at that moment.
+    let mut ready: std::collections::BTreeMap<String, bool> = Default::default();
+    let mut added: Vec<(String, bool)> = Vec::new();
+    while added.len() < 3 || ready.values().any(|r| !r) {
+        let ev = tokio::time::timeout(WAIT, events.try_next())
+            .await
+            .expect("event in time")
+            .expect("ok")
+            .expect("open");
+        let (p, is_add) = match ev {
+            WatchEvent::Added(p) => (p, true),
+            WatchEvent::Modified(p) => (p, false),
+            other => panic!("unexpected {other:?}"),
+        };
+        let name = p.metadata.name.clone().unwrap_or_default();
+        if is_add {
+            added.push((name.clone(), ready.values().all(|r| *r)));
+        }
+        let is_ready = p
+            .status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        ready.insert(name, is_ready);
+    }
+    let expected: Vec<(String, bool)> = ["web-0", "web-1", "web-2"]
+        .iter()
+        .map(|n| (n.to_string(), true))
+        .collect();
+    assert_eq!(added, expected);
+    let pod = pods.get("web-1").await.expect("web-1");
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("apps.kubernetes.io/pod-index")
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(
+        labels
+            .get("statefulset.kubernetes.io/pod-name")
+            .map(String::as_str),
+        Some("web-1")
+    );
+    let spec = pod.spec.expect("spec");
+    assert_eq!(
+        (spec.hostname.as_deref(), spec.subdomain.as_deref()),
+        (Some("web-1"), Some("web"))
+    );
+    let claims: Api<PersistentVolumeClaim> = Api::default_namespaced(client.clone());
+    for i in 0..3 {
+        claims
+            .get(&format!("data-web-{i}"))
+            .await
+            .expect("claim per Pod");
+    }
+    let set = eventually(
+        "status",
+        || async { sets.get("web").await.expect("get") },
+        |s| {
+            s.status
+                .as_ref()
+                .is_some_and(|s| s.ready_replicas == Some(3) && s.current_revision.is_some())
+        },
+    )
+    .await;
+    let first = set.status.expect("status");
+    assert_eq!(first.current_revision, first.update_revision);
+    assert_eq!(
+        (
+            first.replicas,
+            first.current_replicas,
+            first.updated_replicas
+        ),
+        (3, Some(3), Some(3))
+    );
+
+    let patch = json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 1}},
+        "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.28"}]}}}});
+    sets.patch("web", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .expect("patch");
+    let set = eventually(
+        "partitioned update",
+        || async { sets.get("web").await.expect("get") },
+        |s| {
+            s.status
+                .as_ref()
+                .is_some_and(|s| s.updated_replicas == Some(2) && s.ready_replicas == Some(3))
+        },
+    )
+    .await;
+    let s = set.status.expect("status");
+    assert_ne!(s.update_revision, first.update_revision);
+    assert_eq!(
+        s.current_revision, first.current_revision,
+        "not all Pods updated: current stays"
+    );
+    let image = |p: Pod| {
+        p.spec
+            .map(|s| s.containers[0].image.clone().unwrap_or_default())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        image(pods.get("web-0").await.expect("web-0")),
+        "nginx:1.27",
+        "below the partition"
+    );
+    assert_eq!(image(pods.get("web-2").await.expect("web-2")), "nginx:1.28");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_job_creates_jobs_on_schedule_and_keeps_its_history_limit() {
+    use k8s_openapi::api::batch::v1::CronJob;
+    let env = env().await;
+    let client = env.client();
+    let cronjobs: Api<CronJob> = Api::default_namespaced(client.clone());
+    // Six fields: every second (ctrl-envtest's extension for tests; upstream has minutes).
+    let cj: CronJob = serde_json::from_value(json!({"metadata": {"name": "tick"}, "spec": {
+        "schedule": "* * * * * *", "successfulJobsHistoryLimit": 2, "concurrencyPolicy": "Forbid",
+        "jobTemplate": {"spec": {"template": {"metadata": {"annotations": {"envtest.ctrl/run-seconds": "0.1"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}))
+    .expect("cronjob");
+    cronjobs
+        .create(&PostParams::default(), &cj)
+        .await
+        .expect("create");
+    let cj = eventually(
+        "a Job succeeded",
+        || async { cronjobs.get("tick").await.expect("get") },
+        |cj| {
+            cj.status
+                .as_ref()
+                .is_some_and(|s| s.last_successful_time.is_some() && s.last_schedule_time.is_some())
+        },
+    )
+    .await;
+    let uid = cj.metadata.uid.expect("uid");
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let owned = |j: &Job| {
+        j.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.uid == uid && r.controller == Some(true))
+    };
+    let complete = |j: &Job| {
+        j.status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| c.type_ == "Complete")
+    };
+    let list = || async { jobs.list(&ListParams::default()).await.expect("list").items };
+    // Jobs keep coming; the history keeps 2 finished ones.
+    let seen = eventually(
+        "2 finished Jobs kept",
+        || async {
+            let items = list().await;
+            items.iter().filter(|j| owned(j) && complete(j)).count()
+        },
+        |n| *n == 2,
+    )
+    .await;
+    assert_eq!(seen, 2);
+    let got = list().await;
+    for j in got.iter().filter(|j| owned(j)) {
+        let at = j
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("batch.kubernetes.io/cronjob-scheduled-timestamp"));
+        assert!(at.is_some(), "{j:?}");
+        assert!(
+            j.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("tick-"))
+        );
+    }
+    let patch = json!({"spec": {"suspend": true}});
+    cronjobs
+        .patch("tick", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("suspend");
 }

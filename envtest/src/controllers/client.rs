@@ -65,9 +65,14 @@ impl Res {
 }
 
 pub(crate) const PODS: Res = Res::new("", "v1", "pods", "Pod");
+pub(crate) const PVCS: Res = Res::new("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim");
+pub(crate) const STATEFULSETS: Res = Res::new("apps", "v1", "statefulsets", "StatefulSet");
+pub(crate) const REVISIONS: Res =
+    Res::new("apps", "v1", "controllerrevisions", "ControllerRevision");
 pub(crate) const DEPLOYMENTS: Res = Res::new("apps", "v1", "deployments", "Deployment");
 pub(crate) const REPLICASETS: Res = Res::new("apps", "v1", "replicasets", "ReplicaSet");
 pub(crate) const JOBS: Res = Res::new("batch", "v1", "jobs", "Job");
+pub(crate) const CRONJOBS: Res = Res::new("batch", "v1", "cronjobs", "CronJob");
 
 /// (namespace, name) of an object a controller reconciles.
 pub(crate) type Key = (String, String);

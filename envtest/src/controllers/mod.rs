@@ -6,12 +6,13 @@
 //! are write observers: the registry hands them every committed write and queues the writes
 //! they make in turn (`registry::hooks::settle`). [`kubelet`] (the simulated kubelet, opt-in)
 //! watches the pods collection in its own task. The workload controllers — [`deployment`],
-//! [`replicaset`], [`job`] — run as kube-controller-manager's do, each a watch-driven loop
+//! [`replicaset`], [`statefulset`], [`job`], [`cronjob`] — run as kube-controller-manager's do, each a watch-driven loop
 //! ([`runner`]) reading and writing through [`client`]. `env` registers and starts them.
 
 pub(crate) mod client;
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod crd_cleanup;
+pub(crate) mod cronjob;
 pub(crate) mod deployment;
 pub(crate) mod gc;
 pub(crate) mod job;
@@ -20,6 +21,7 @@ pub(crate) mod namespace_defaults;
 pub(crate) mod namespaces;
 pub(crate) mod replicaset;
 pub(crate) mod runner;
+pub(crate) mod statefulset;
 
 use std::sync::Arc;
 
@@ -49,10 +51,12 @@ pub(crate) fn observers(controllers: bool, workloads: Option<&str>) -> Vec<Arc<d
 
 /// Starts the workload controllers (until `shutdown`).
 pub(crate) fn start_workloads(api: &Arc<Apiserver>, shutdown: &CancellationToken) {
-    let all: [Arc<dyn runner::Reconciler>; 3] = [
+    let all: [Arc<dyn runner::Reconciler>; 5] = [
         Arc::new(deployment::Deployments),
         Arc::new(replicaset::ReplicaSets),
+        Arc::new(statefulset::StatefulSets),
         Arc::new(job::Jobs),
+        Arc::new(cronjob::CronJobs),
     ];
     for r in all {
         runner::start(api, shutdown, r);
