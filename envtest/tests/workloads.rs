@@ -781,3 +781,157 @@ async fn a_cron_job_creates_jobs_on_schedule_and_keeps_its_history_limit() {
         .await
         .expect("suspend");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_set_runs_a_pod_on_each_of_three_nodes() {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    use k8s_openapi::api::core::v1::Node;
+    let env = Environment::builder()
+        .simulate_pods(true)
+        .nodes(3)
+        .pod_start_delay(Duration::from_millis(100))
+        .start()
+        .await
+        .expect("start envtest");
+    let client = env.client();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let mut names: Vec<String> = nodes
+        .list(&ListParams::default())
+        .await
+        .expect("nodes")
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["envtest-node", "envtest-node-2", "envtest-node-3"]);
+    let node = nodes.get("envtest-node-2").await.expect("node");
+    let s = node.status.expect("status");
+    let conds: Vec<(String, String)> = (s.conditions.iter().flatten())
+        .map(|c| (c.type_.clone(), c.status.clone()))
+        .collect();
+    for (t, v) in [
+        ("MemoryPressure", "False"),
+        ("DiskPressure", "False"),
+        ("PIDPressure", "False"),
+        ("Ready", "True"),
+    ] {
+        assert!(conds.contains(&(t.to_string(), v.to_string())), "{conds:?}");
+    }
+    assert!(
+        s.capacity.is_some()
+            && s.allocatable.is_some()
+            && s.node_info.is_some()
+            && s.addresses.is_some()
+    );
+
+    let sets: Api<DaemonSet> = Api::default_namespaced(client.clone());
+    let ds: DaemonSet = serde_json::from_value(json!({"metadata": {"name": "agent"}, "spec": {
+        "selector": {"matchLabels": {"app": "agent"}},
+        "template": {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [{"name": "c", "image": "agent:1"}]}}}}))
+    .expect("ds");
+    sets.create(&PostParams::default(), &ds)
+        .await
+        .expect("create");
+    let ds = eventually(
+        "3 ready",
+        || async { sets.get("agent").await.expect("get") },
+        |d| {
+            d.status
+                .as_ref()
+                .is_some_and(|s| s.number_ready == 3 && s.number_available == Some(3))
+        },
+    )
+    .await;
+    let s = ds.status.expect("status");
+    assert_eq!(
+        (
+            s.desired_number_scheduled,
+            s.current_number_scheduled,
+            s.number_misscheduled
+        ),
+        (3, 3, 0)
+    );
+    assert_eq!(
+        (
+            s.updated_number_scheduled,
+            s.number_unavailable,
+            s.observed_generation
+        ),
+        (Some(3), None, Some(1))
+    );
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let mut on: Vec<String> = (pods
+        .list(&ListParams::default().labels("app=agent"))
+        .await
+        .expect("pods")
+        .items
+        .into_iter())
+    .filter_map(|p| p.spec.and_then(|s| s.node_name))
+    .collect();
+    on.sort();
+    assert_eq!(on, names, "one Pod per Node");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_gets_an_endpoint_slice_of_its_ready_pods() {
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let env = env().await;
+    let client = env.client();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    for n in ["a", "b"] {
+        let p: Pod = serde_json::from_value(json!({"metadata": {"name": n, "labels": {"app": "s"}},
+            "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"name": "http", "containerPort": 8080}]}]}}))
+        .expect("pod");
+        pods.create(&PostParams::default(), &p).await.expect("pod");
+    }
+    let svc: Service = serde_json::from_value(json!({"metadata": {"name": "s"}, "spec": {
+        "selector": {"app": "s"}, "ports": [{"name": "web", "port": 80, "targetPort": "http"}]}}))
+    .expect("svc");
+    Api::<Service>::default_namespaced(client.clone())
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("svc");
+    let slices: Api<EndpointSlice> = Api::default_namespaced(client.clone());
+    let list = || async {
+        slices
+            .list(&ListParams::default().labels("kubernetes.io/service-name=s"))
+            .await
+            .expect("list")
+            .items
+    };
+    let got = eventually("2 ready endpoints", list, |ss: &Vec<EndpointSlice>| {
+        ss.len() == 1
+            && ss[0]
+                .endpoints
+                .iter()
+                .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) == Some(true))
+                .count()
+                == 2
+    })
+    .await;
+    let slice = &got[0];
+    assert_eq!(slice.address_type, "IPv4");
+    let ports: Vec<(Option<String>, Option<i32>)> = slice
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| (p.name.clone(), p.port))
+        .collect();
+    assert_eq!(ports, vec![(Some("web".into()), Some(8080))]);
+    let mut targets: Vec<String> = slice
+        .endpoints
+        .iter()
+        .filter_map(|e| e.target_ref.as_ref()?.name.clone())
+        .collect();
+    targets.sort();
+    assert_eq!(targets, ["a", "b"]);
+    pods.delete("b", &DeleteParams::default().grace_period(0))
+        .await
+        .expect("delete");
+    eventually("1 endpoint", list, |ss: &Vec<EndpointSlice>| {
+        ss.len() == 1 && ss[0].endpoints.len() == 1
+    })
+    .await;
+}

@@ -65,6 +65,11 @@ impl Res {
 }
 
 pub(crate) const PODS: Res = Res::new("", "v1", "pods", "Pod");
+pub(crate) const NODES: Res = Res::new("", "v1", "nodes", "Node");
+pub(crate) const SERVICES: Res = Res::new("", "v1", "services", "Service");
+pub(crate) const DAEMONSETS: Res = Res::new("apps", "v1", "daemonsets", "DaemonSet");
+pub(crate) const ENDPOINTSLICES: Res =
+    Res::new("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice");
 pub(crate) const PVCS: Res = Res::new("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim");
 pub(crate) const STATEFULSETS: Res = Res::new("apps", "v1", "statefulsets", "StatefulSet");
 pub(crate) const REVISIONS: Res =

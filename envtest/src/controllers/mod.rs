@@ -6,14 +6,16 @@
 //! are write observers: the registry hands them every committed write and queues the writes
 //! they make in turn (`registry::hooks::settle`). [`kubelet`] (the simulated kubelet, opt-in)
 //! watches the pods collection in its own task. The workload controllers — [`deployment`],
-//! [`replicaset`], [`statefulset`], [`job`], [`cronjob`] — run as kube-controller-manager's do, each a watch-driven loop
+//! [`replicaset`], [`statefulset`], [`daemonset`], [`job`], [`cronjob`], [`endpointslice`] — run as kube-controller-manager's do, each a watch-driven loop
 //! ([`runner`]) reading and writing through [`client`]. `env` registers and starts them.
 
 pub(crate) mod client;
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod crd_cleanup;
 pub(crate) mod cronjob;
+pub(crate) mod daemonset;
 pub(crate) mod deployment;
+pub(crate) mod endpointslice;
 pub(crate) mod gc;
 pub(crate) mod job;
 pub(crate) mod kubelet;
@@ -51,12 +53,14 @@ pub(crate) fn observers(controllers: bool, workloads: Option<&str>) -> Vec<Arc<d
 
 /// Starts the workload controllers (until `shutdown`).
 pub(crate) fn start_workloads(api: &Arc<Apiserver>, shutdown: &CancellationToken) {
-    let all: [Arc<dyn runner::Reconciler>; 5] = [
+    let all: [Arc<dyn runner::Reconciler>; 7] = [
         Arc::new(deployment::Deployments),
         Arc::new(replicaset::ReplicaSets),
         Arc::new(statefulset::StatefulSets),
         Arc::new(job::Jobs),
         Arc::new(cronjob::CronJobs),
+        Arc::new(daemonset::DaemonSets),
+        Arc::new(endpointslice::EndpointSlices),
     ];
     for r in all {
         runner::start(api, shutdown, r);
