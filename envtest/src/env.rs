@@ -324,7 +324,7 @@ impl EnvironmentBuilder {
             message,
         })?;
         if let Some(cfg) = api.kubelet {
-            controllers::kubelet::start(&api, state.shutdown.clone(), cfg);
+            controllers::kubelet::start(&api, state.shutdown.clone(), cfg, state.faults.clone());
         }
         if workloads {
             controllers::start_workloads(&api, &state.shutdown);

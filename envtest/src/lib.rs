@@ -133,4 +133,6 @@ pub use admission::WebhookConfiguration;
 pub use auth::Authorization;
 pub use controllers::kubelet::NODE_NAME as SIMULATED_NODE;
 pub use env::{Environment, EnvironmentBuilder, Error};
-pub use faults::{FaultMatch, FaultStatus, Faults, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb};
+pub use faults::{
+    FaultMatch, FaultStatus, Faults, PodFault, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb,
+};

@@ -935,3 +935,86 @@ async fn a_service_gets_an_endpoint_slice_of_its_ready_pods() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_faults_crash_loop_flap_readiness_and_kill_for_memory() {
+    use ctrl_envtest::PodFault;
+    let env = env().await;
+    let faults = env.faults();
+    faults.pod_fault("default", "crash", PodFault::CrashLoop);
+    faults.pod_fault(
+        "default",
+        "flap",
+        PodFault::FlappingReadiness {
+            period: Duration::from_millis(200),
+        },
+    );
+    faults.pod_fault("default", "oom", PodFault::OomKilled);
+    let pods: Api<Pod> = Api::default_namespaced(env.client());
+    for (name, policy) in [("crash", "Always"), ("flap", "Always"), ("oom", "Never")] {
+        let p: Pod = serde_json::from_value(json!({"metadata": {"name": name},
+            "spec": {"restartPolicy": policy, "containers": [{"name": "c", "image": "i"}]}}))
+        .expect("pod");
+        pods.create(&PostParams::default(), &p)
+            .await
+            .expect("create");
+    }
+    let get = |n: &'static str| {
+        let pods = pods.clone();
+        move || {
+            let pods = pods.clone();
+            async move { pods.get(n).await.expect("get") }
+        }
+    };
+    let container = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap_or_default()
+            .remove(0)
+    };
+    let ready = |p: &Pod| {
+        p.status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+    };
+    let crash = eventually("restarted twice", get("crash"), |p| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .is_some_and(|cs| cs[0].restart_count >= 2)
+    })
+    .await;
+    let c = container(&crash);
+    assert_eq!(
+        c.state
+            .and_then(|s| s.waiting)
+            .and_then(|w| w.reason)
+            .as_deref(),
+        Some("CrashLoopBackOff")
+    );
+    assert_eq!(
+        c.last_state
+            .and_then(|s| s.terminated)
+            .map(|t| (t.exit_code, t.reason)),
+        Some((1, Some("Error".into())))
+    );
+    assert!(!ready(&crash));
+    assert_eq!(
+        crash.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Running")
+    );
+    eventually("flap: ready", get("flap"), ready).await;
+    eventually("flap: not ready", get("flap"), |p| !ready(p)).await;
+    eventually("flap: ready again", get("flap"), ready).await;
+    let oom = eventually("oom: failed", get("oom"), |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+    })
+    .await;
+    let t = container(&oom)
+        .state
+        .and_then(|s| s.terminated)
+        .expect("terminated");
+    assert_eq!((t.exit_code, t.reason.as_deref()), (137, Some("OOMKilled")));
+}

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::meta;
 use crate::api::status::ApiError;
+use crate::faults::{Faults, PodFault};
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
 use crate::registry::rest::{self, DeleteOpts};
@@ -37,6 +38,7 @@ use crate::registry::strategy::{finished, node_name, phase};
 use crate::storage::Start;
 
 mod status;
+mod unhealthy;
 
 /// The simulated Node every Pod is bound to.
 pub const NODE_NAME: &str = "envtest-node";
@@ -56,6 +58,8 @@ enum Step {
     Finish,
     /// Marked for deletion: its containers stop and it goes.
     Stop,
+    /// Running with a fault (`Faults::pod_fault`): the next crash or readiness flip.
+    Fault,
 }
 
 /// The running kubelet's bookkeeping: Pods (by uid) with a start or stop already pending,
@@ -71,10 +75,17 @@ struct Kubelet {
     /// The simulated Nodes, and the next one to schedule on (round robin).
     nodes: Vec<String>,
     next_node: AtomicU32,
+    /// The Pod faults a test asked for (`Faults::pod_fault`).
+    faults: Faults,
 }
 
 /// Creates the simulated Nodes and starts the kubelet task (until the server shuts down).
-pub(crate) fn start(api: &Arc<Apiserver>, shutdown: CancellationToken, cfg: Config) {
+pub(crate) fn start(
+    api: &Arc<Apiserver>,
+    shutdown: CancellationToken,
+    cfg: Config,
+    faults: Faults,
+) {
     let nodes: Vec<String> = (0..cfg.nodes.max(1)).map(node_name_of).collect();
     for (i, n) in nodes.iter().enumerate() {
         create_node(api, n, i);
@@ -91,6 +102,7 @@ pub(crate) fn start(api: &Arc<Apiserver>, shutdown: CancellationToken, cfg: Conf
         pending: Mutex::new(HashSet::new()),
         next_ip: AtomicU32::new(2),
         next_node: AtomicU32::new(0),
+        faults,
     });
     tokio::spawn(kubelet.run());
 }
@@ -190,6 +202,12 @@ impl Kubelet {
         } else if !self.nodes.iter().any(|n| n == node) || finished(pod) {
         } else if phase(pod) != "Running" {
             self.later(Step::Run, self.cfg.start_delay, pod, uid);
+        } else if let Some(f) = self.fault_of(pod).filter(|f| !self.fault_ends_pod(*f, pod)) {
+            let every = match f {
+                PodFault::FlappingReadiness { period } => period,
+                _ => self.cfg.start_delay.max(Duration::from_millis(100)),
+            };
+            self.later(Step::Fault, every, pod, uid);
         } else if status::runs_to_completion(pod) {
             self.later(
                 Step::Finish,
@@ -226,14 +244,16 @@ impl Kubelet {
                 _ = me.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}
             }
+            // Forgotten first: the write below is observed (and may ask for the next step).
+            me.pending.lock().remove(&(uid.clone(), step));
             if let Some(pod) = me.find(&key, &uid) {
                 match step {
                     Step::Stop => me.stop(&pod),
                     Step::Run => me.run_pod(&pod),
                     Step::Finish => me.finish(&pod),
+                    Step::Fault => me.fault(&pod),
                 }
             }
-            me.pending.lock().remove(&(uid, step));
         });
     }
 
@@ -289,8 +309,18 @@ impl Kubelet {
         if meta::meta_str(pod, "deletionTimestamp").is_some() || phase(pod) != "Running" {
             return;
         }
-        let code = status::exit_code(pod);
-        let status = status::finished(pod, code, &meta::now());
+        let oom = self.fault_of(pod) == Some(PodFault::OomKilled);
+        let code = if oom { 137 } else { status::exit_code(pod) };
+        let mut status = status::finished(pod, code, &meta::now());
+        if oom {
+            for c in status["containerStatuses"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                c["state"]["terminated"]["reason"] = json!("OOMKilled");
+            }
+        }
         let _ = self.write(pod, Some("status"), move |v| v["status"] = status);
         tracing::debug!(
             namespace = meta::namespace(pod),
@@ -298,6 +328,33 @@ impl Kubelet {
             exit_code = code,
             "pod finished"
         );
+    }
+
+    /// The fault a test asked for on `pod`, if any.
+    fn fault_of(&self, pod: &Value) -> Option<PodFault> {
+        self.faults
+            .pod_fault_of(meta::namespace(pod), meta::name(pod))
+    }
+
+    /// An OOM kill ends a Pod that runs to completion (through `finish`).
+    fn fault_ends_pod(&self, f: PodFault, pod: &Value) -> bool {
+        f == PodFault::OomKilled && status::runs_to_completion(pod)
+    }
+
+    /// The next step of a faulty running Pod: a crash (`CrashLoop`, `OomKilled`) or a
+    /// readiness flip.
+    fn fault(&self, pod: &Value) {
+        if meta::meta_str(pod, "deletionTimestamp").is_some() || phase(pod) != "Running" {
+            return;
+        }
+        let now = meta::now();
+        let status = match self.fault_of(pod) {
+            Some(PodFault::CrashLoop) => unhealthy::crashed(pod, 1, "Error", &now),
+            Some(PodFault::OomKilled) => unhealthy::crashed(pod, 137, "OOMKilled", &now),
+            Some(PodFault::FlappingReadiness { .. }) => unhealthy::flapped(pod, &now),
+            _ => return,
+        };
+        let _ = self.write(pod, Some("status"), move |v| v["status"] = status);
     }
 
     /// The containers have stopped: delete the Pod with grace 0 (it goes unless finalizers
