@@ -178,25 +178,29 @@ impl EnvironmentBuilder {
         self
     }
 
-    /// Runs the garbage collector (ownerReferences; Background, Foreground, Orphan) and
-    /// namespace finalization (a deleted namespace's objects are deleted, then it goes) —
-    /// both on by default. `false` gives Go envtest's behaviour: no controllers, deleted
-    /// namespaces stay `Terminating`, `orphan`/`foregroundDeletion` finalizers stay.
+    /// Runs the garbage collector (ownerReferences; Background, Foreground, Orphan),
+    /// namespace finalization (a deleted namespace's objects are deleted, then it goes) and
+    /// ClusterRole aggregation — on by default. `false` gives Go envtest's behaviour: no
+    /// controllers (the workload controllers neither), deleted namespaces stay `Terminating`,
+    /// `orphan`/`foregroundDeletion` finalizers stay.
     pub fn controllers(mut self, on: bool) -> Self {
         self.controllers = on;
         self
     }
 
     /// Runs the simulated kubelet (off by default, as in Go's envtest): a Node named
-    /// [`SIMULATED_NODE`](crate::SIMULATED_NODE) exists; each Pod created is bound to it
-    /// (`spec.nodeName`, phase `Pending`, `PodScheduled`) and after
+    /// [`SIMULATED_NODE`](crate::SIMULATED_NODE) exists (more with [`nodes`](Self::nodes));
+    /// each Pod created is bound to one in one write (`spec.nodeName`, phase `Pending`,
+    /// `PodScheduled`) and after
     /// [`pod_start_delay`](Self::pod_start_delay) is `Running` with `Ready`,
     /// `ContainersReady`, `Initialized`, `podIP`, `hostIP`, `startTime` and container
     /// statuses. Deleting a bound Pod is graceful, as upstream: `deletionTimestamp` and
     /// `deletionGracePeriodSeconds` are set (grace from the DeleteOptions, else
     /// `spec.terminationGracePeriodSeconds`, else 30 s; 0 or an unbound Pod goes at once) and
     /// the Pod is removed after min(grace, [`pod_stop_delay`](Self::pod_stop_delay)):
-    /// containers stop quickly.
+    /// containers stop quickly. Pods whose `restartPolicy` is not `Always` run for
+    /// [`pod_run_time`](Self::pod_run_time), then succeed (or fail). Turns the
+    /// [workload controllers](Self::simulate_workloads) on too, unless said otherwise.
     pub fn simulate_pods(mut self, on: bool) -> Self {
         self.simulate_pods = on;
         self

@@ -1,10 +1,11 @@
 //! The simulated kubelet (opt-in: `EnvironmentBuilder::simulate_pods`), a scheduler and a
-//! kubelet in miniature, as kwok gives a real cluster: one Node ([`NODE_NAME`]) is created at
-//! start; a Pod that is created is bound to it (`spec.nodeName`, `PodScheduled`, phase
-//! `Pending`) and, after the start delay, reported running (phase `Running`, `Initialized` /
-//! `Ready` / `ContainersReady` / `PodScheduled` conditions, `podIP`, `hostIP`, `startTime`,
-//! container statuses). Containers never exit on their own.
-//!
+//! kubelet in miniature, as kwok gives a real cluster: the Nodes ([`NODE_NAME`], then
+//! `envtest-node-2`...) are created at start with a kubelet's conditions, capacity, addresses
+//! and node info; a Pod that is created is bound to one in one write, as the `pods/binding`
+//! subresource does (`spec.nodeName`, `PodScheduled`, phase `Pending`), and after the start
+//! delay reported running (`status::running`). Pods whose `restartPolicy` is not `Always`
+//! exit after their run time (`status::finished`); the faults a test asks for
+//! (`Faults::pod_fault`) are played by `unhealthy`.//!
 //! Deletion follows upstream's pod strategy: a DELETE of a Pod that is bound and not finished
 //! marks it (`deletionTimestamp` = now + grace, `deletionGracePeriodSeconds`) instead of
 //! removing it, the grace coming from the DeleteOptions, else
