@@ -107,6 +107,11 @@ fn image(rs: &ReplicaSet) -> String {
         .unwrap_or_default()
 }
 
+/// ReplicaSet `rs` is at `rev` with `n` replicas of `img`.
+fn assert_rs(rs: &ReplicaSet, rev: i64, n: i32, img: &str) {
+    assert_eq!((revision(rs), replicas(rs), image(rs).as_str()), (rev, n, img), "{rs:#?}");
+}
+
 async fn rollout_status(k: &Kubectl) {
     let out = k
         .run(&["rollout", "status", "deployment/d", "--timeout=60s"])
@@ -202,22 +207,8 @@ async fn a_deployment_rolls_out_updates_and_rolls_back_under_kubectl() {
     rollout_status(&k).await;
     let rss = replicasets(&client).await;
     assert_eq!(rss.len(), 2, "{rss:#?}");
-    assert_eq!(
-        (
-            revision(&rss[0]),
-            replicas(&rss[0]),
-            image(&rss[0]).as_str()
-        ),
-        (1, 0, "nginx:1.27")
-    );
-    assert_eq!(
-        (
-            revision(&rss[1]),
-            replicas(&rss[1]),
-            image(&rss[1]).as_str()
-        ),
-        (2, 3, "nginx:1.28")
-    );
+    assert_rs(&rss[0], 1, 0, "nginx:1.27");
+    assert_rs(&rss[1], 2, 3, "nginx:1.28");
     let d = deployments.get("d").await.expect("get");
     assert_eq!(
         d.metadata
@@ -234,22 +225,8 @@ async fn a_deployment_rolls_out_updates_and_rolls_back_under_kubectl() {
     rollout_status(&k).await;
     let rss = replicasets(&client).await;
     assert_eq!(rss.len(), 2, "{rss:#?}");
-    assert_eq!(
-        (
-            revision(&rss[0]),
-            replicas(&rss[0]),
-            image(&rss[0]).as_str()
-        ),
-        (2, 0, "nginx:1.28")
-    );
-    assert_eq!(
-        (
-            revision(&rss[1]),
-            replicas(&rss[1]),
-            image(&rss[1]).as_str()
-        ),
-        (3, 3, "nginx:1.27")
-    );
+    assert_rs(&rss[0], 2, 0, "nginx:1.28");
+    assert_rs(&rss[1], 3, 3, "nginx:1.27");
     let history = rss[1]
         .metadata
         .annotations
