@@ -109,7 +109,11 @@ fn image(rs: &ReplicaSet) -> String {
 
 /// ReplicaSet `rs` is at `rev` with `n` replicas of `img`.
 fn assert_rs(rs: &ReplicaSet, rev: i64, n: i32, img: &str) {
-    assert_eq!((revision(rs), replicas(rs), image(rs).as_str()), (rev, n, img), "{rs:#?}");
+    assert_eq!(
+        (revision(rs), replicas(rs), image(rs).as_str()),
+        (rev, n, img),
+        "{rs:#?}"
+    );
 }
 
 async fn rollout_status(k: &Kubectl) {

@@ -20,7 +20,8 @@ use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
-use crate::registry::rest::{self, DeleteOpts};
+use crate::registry::hooks;
+use crate::registry::rest::DeleteOpts;
 
 /// One served built-in resource a controller reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +138,7 @@ impl<'a> Client<'a> {
         obj["apiVersion"] = json!(res.api_version());
         obj["kind"] = json!(res.kind);
         let ns = rt.namespaced.then_some(ns);
-        rest::create_object(self.api, &rt, ns, obj, Default::default())
+        hooks::create_object(self.api, &rt, ns, obj, Default::default())
     }
 
     /// Rewrites the object `obj` names (main resource, or `sub` such as `status`) with `f`,
@@ -155,7 +156,7 @@ impl<'a> Client<'a> {
             .to_string();
         let ns = rt.namespaced.then(|| meta::namespace(obj));
         let name = meta::name(obj);
-        let (out, _) = rest::update_object(
+        let (out, _) = hooks::update_object(
             self.api,
             &rt,
             ns,
@@ -185,7 +186,7 @@ impl<'a> Client<'a> {
             ..Default::default()
         };
         let ns = rt.namespaced.then(|| meta::namespace(obj));
-        rest::delete_object(self.api, &rt, ns, meta::name(obj), &opts).map(|_| ())
+        hooks::delete_object(self.api, &rt, ns, meta::name(obj), &opts).map(|_| ())
     }
 }
 

@@ -1,12 +1,13 @@
 //! Layer 6, the in-process controller-manager: controllers that are clients of the registry
-//! (`registry::rest`, `registry::hooks`), never of the HTTP side. [`gc`] (the garbage
-//! collector), [`namespaces`] (namespace lifecycle), [`clusterrole_aggregation`] (the rules of
-//! aggregated ClusterRoles), [`crd_cleanup`] (deleting a CRD's objects) and
-//! [`namespace_defaults`] (each namespace's `default` ServiceAccount and `kube-root-ca.crt`)
-//! are write observers: the registry hands them every committed write and queues the writes
-//! they make in turn (`registry::hooks::settle`). [`kubelet`] (the simulated kubelet, opt-in)
-//! watches the pods collection in its own task. The workload controllers — [`deployment`],
-//! [`replicaset`], [`statefulset`], [`daemonset`], [`job`], [`cronjob`], [`endpointslice`] — run as kube-controller-manager's do, each a watch-driven loop
+//! ([`registry::rest`](crate::registry::rest), [`registry::hooks`](crate::registry::hooks)), never
+//! of the HTTP side. [`gc`] (the garbage collector), [`namespaces`] (namespace lifecycle),
+//! [`clusterrole_aggregation`] (the rules of aggregated ClusterRoles), [`crd_cleanup`] (deleting
+//! a CRD's objects) and [`namespace_defaults`] (each namespace's `default` ServiceAccount and
+//! `kube-root-ca.crt`) are write observers: the registry hands them every committed write and
+//! queues the writes they make in turn ([`registry::hooks::settle`](crate::registry::hooks::settle)).
+//! [`kubelet`] (the simulated kubelet, opt-in) watches the pods collection in its own task. The
+//! workload controllers — [`deployment`], [`replicaset`], [`statefulset`], [`daemonset`], [`job`],
+//! [`cronjob`], [`endpointslice`] — run as kube-controller-manager's do, each a watch-driven loop
 //! ([`runner`]) reading and writing through [`client`]. `env` registers and starts them.
 
 pub(crate) mod client;

@@ -34,7 +34,8 @@ use crate::api::status::ApiError;
 use crate::faults::{Faults, PodFault};
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
-use crate::registry::rest::{self, DeleteOpts};
+use crate::registry::hooks;
+use crate::registry::rest::DeleteOpts;
 use crate::registry::strategy::{finished, node_name, phase};
 use crate::storage::Start;
 
@@ -157,7 +158,7 @@ fn create_node(api: &Arc<Apiserver>, name: &str, i: usize) {
                 "systemUUID": ""}
         }
     });
-    if let Err(e) = rest::create_object(api, &rt, None, node, Default::default()) {
+    if let Err(e) = hooks::create_object(api, &rt, None, node, Default::default()) {
         tracing::warn!(node = name, error = %e.message, "simulated node not created");
     }
 }
@@ -367,7 +368,7 @@ impl Kubelet {
             ..Default::default()
         };
         let ns = meta::namespace(pod);
-        let _ = rest::delete_object(&self.api, &self.rt, Some(ns), meta::name(pod), &opts);
+        let _ = hooks::delete_object(&self.api, &self.rt, Some(ns), meta::name(pod), &opts);
         tracing::debug!(namespace = ns, name = meta::name(pod), "pod stopped");
     }
 
@@ -380,7 +381,7 @@ impl Kubelet {
     ) -> Result<(), ApiError> {
         let uid = meta::meta_str(pod, "uid").map(String::from);
         let ns = meta::namespace(pod);
-        rest::update_object(
+        hooks::update_object(
             &self.api,
             &self.rt,
             Some(ns),
