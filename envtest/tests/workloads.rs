@@ -999,3 +999,63 @@ async fn kubelet_faults_crash_loop_flap_readiness_and_kill_for_memory() {
         .expect("terminated");
     assert_eq!((t.exit_code, t.reason.as_deref()), (137, Some("OOMKilled")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_deployment_only_scales_until_resumed() {
+    let env = env().await;
+    let client = env.client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    deployments
+        .create(&PostParams::default(), &deployment())
+        .await
+        .expect("create");
+    let done = await_condition(
+        deployments.clone(),
+        "d",
+        conditions::is_deployment_completed(),
+    );
+    tokio::time::timeout(WAIT, done)
+        .await
+        .expect("in time")
+        .expect("watch");
+    let pause = json!({"spec": {"paused": true, "replicas": 4,
+        "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.28"}]}}}});
+    deployments
+        .patch("d", &PatchParams::default(), &Patch::Strategic(pause))
+        .await
+        .expect("pause");
+    let progressing = |d: &Deployment| {
+        let s = d.status.as_ref();
+        s.and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Progressing").cloned())
+    };
+    let d = eventually(
+        "paused and scaled",
+        || async { deployments.get("d").await.expect("get") },
+        |d| {
+            progressing(d).and_then(|c| c.reason).as_deref() == Some("DeploymentPaused")
+                && d.status.as_ref().and_then(|s| s.available_replicas) == Some(4)
+        },
+    )
+    .await;
+    let c = progressing(&d).expect("Progressing");
+    assert_eq!(
+        (c.status.as_str(), c.message.as_deref()),
+        ("Unknown", Some("Deployment is paused"))
+    );
+    let rss = replicasets(&client).await;
+    assert_eq!(rss.len(), 1, "paused: no new ReplicaSet: {rss:#?}");
+    assert_rs(&rss[0], 1, 4, "nginx:1.27");
+    let resume = json!({"spec": {"paused": false}});
+    deployments
+        .patch("d", &PatchParams::default(), &Patch::Merge(resume))
+        .await
+        .expect("resume");
+    let rss = eventually(
+        "rolled out after resuming",
+        || replicasets(&client),
+        |rss| rss.len() == 2 && replicas(&rss[1]) == 4 && replicas(&rss[0]) == 0,
+    )
+    .await;
+    assert_rs(&rss[1], 2, 4, "nginx:1.28");
+}
