@@ -1059,3 +1059,61 @@ async fn a_paused_deployment_only_scales_until_resumed() {
     .await;
     assert_rs(&rss[1], 2, 4, "nginx:1.28");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_whose_pods_crash_exceeds_its_progress_deadline() {
+    let env = env().await;
+    let Some(k) = Kubectl::new(&env) else { return };
+    env.faults()
+        .pod_fault("default", "d-", ctrl_envtest::PodFault::CrashLoop);
+    let deployments: Api<Deployment> = Api::default_namespaced(env.client());
+    let mut d = deployment();
+    d.spec.as_mut().expect("spec").progress_deadline_seconds = Some(1);
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    let d = eventually(
+        "deadline exceeded",
+        || async { deployments.get("d").await.expect("get") },
+        |d| {
+            let conds = d
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.clone())
+                .unwrap_or_default();
+            conds.iter().any(|c| {
+                c.type_ == "Progressing" && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
+            })
+        },
+    )
+    .await;
+    let s = d.status.expect("status");
+    let cond = |t: &str| {
+        s.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == t)
+            .cloned()
+            .expect(t)
+    };
+    assert_eq!(cond("Progressing").status, "False");
+    assert_eq!(
+        (
+            cond("Available").status.as_str(),
+            cond("Available").reason.as_deref()
+        ),
+        ("False", Some("MinimumReplicasUnavailable"))
+    );
+    assert_eq!(
+        (s.available_replicas, s.unavailable_replicas),
+        (None, Some(3))
+    );
+    let out = k
+        .run(&["rollout", "status", "deployment/d", "--timeout=30s"])
+        .await;
+    assert!(
+        !out.ok && out.stderr.contains("exceeded its progress deadline"),
+        "{out:?}"
+    );
+}

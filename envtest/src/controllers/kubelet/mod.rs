@@ -299,7 +299,21 @@ impl Kubelet {
             .unwrap_or(0);
         let n = self.next_ip.fetch_add(1, Ordering::Relaxed);
         let ip = format!("10.244.{node}.{}", 2 + n % 250);
-        let status = status::running(pod, &ip, &node_ip(node), &meta::now());
+        let now = meta::now();
+        let mut status = status::running(pod, &ip, &node_ip(node), &now);
+        // A crash-looping Pod's containers die as they start: it is never ready.
+        let crash = match self.fault_of(pod) {
+            Some(PodFault::CrashLoop) => Some((1, "Error")),
+            Some(PodFault::OomKilled) if !status::runs_to_completion(pod) => {
+                Some((137, "OOMKilled"))
+            }
+            _ => None,
+        };
+        if let Some((code, reason)) = crash {
+            let mut started = pod.clone();
+            started["status"] = status;
+            status = unhealthy::crashed(&started, code, reason, &now);
+        }
         let _ = self.write(pod, Some("status"), move |v| v["status"] = status);
         tracing::debug!(namespace = meta::namespace(pod), name = meta::name(pod), pod_ip = %ip, "pod running");
     }
