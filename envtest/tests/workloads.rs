@@ -1117,3 +1117,36 @@ async fn a_rollout_whose_pods_crash_exceeds_its_progress_deadline() {
         "{out:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_on_failure_job_counts_container_restarts_against_its_backoff_limit() {
+    let env = env().await;
+    let jobs: Api<Job> = Api::default_namespaced(env.client());
+    let job: Job = serde_json::from_value(json!({"metadata": {"name": "r"}, "spec": {
+        "backoffLimit": 1,
+        "template": {"metadata": {"annotations": {"envtest.ctrl/exit-code": "1", "envtest.ctrl/run-seconds": "0.1"}},
+            "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "work", "image": "busybox"}]}}}}))
+    .expect("job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    let failed = eventually(
+        "Failed",
+        || async { jobs.get("r").await.expect("get") },
+        |j| {
+            j.status
+                .as_ref()
+                .is_some_and(|s| s.conditions.iter().flatten().any(|c| c.type_ == "Failed"))
+        },
+    )
+    .await;
+    let s = failed.status.expect("status");
+    assert_eq!(s.failed, None, "no Pod failed: its container restarted");
+    let reason = s
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Failed")
+        .and_then(|c| c.reason.clone());
+    assert_eq!(reason.as_deref(), Some("BackoffLimitExceeded"));
+}

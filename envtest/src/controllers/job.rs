@@ -16,7 +16,8 @@
 //! Not simulated: `Indexed` completion mode, pod failure and success policies,
 //! `backoffLimitPerIndex`, `podReplacementPolicy` (failed Pods are replaced at once),
 //! the `batch.kubernetes.io/job-tracking` finalizer (finished Pods are counted where they
-//! are), container restarts under `OnFailure` (a failing container fails its Pod).
+//! are). Under `OnFailure` the kubelet restarts a failing container in place and its restarts
+//! count against `backoffLimit`, as upstream.
 
 use std::time::Duration;
 
@@ -263,7 +264,8 @@ fn terminal(job: &Value, pods: &[Value], status: &mut Value) {
         set_condition(status, "SuccessCriteriaMet", "True", COMPLETIONS_REACHED);
     }
     let over_deadline = deadline_left(job, status).is_some_and(|d| d <= Duration::from_millis(50));
-    let failure = if count(status, "failed") > spec_i64(job, "backoffLimit").unwrap_or(6) {
+    let failures = count(status, "failed") + restarts(job, pods);
+    let failure = if failures > spec_i64(job, "backoffLimit").unwrap_or(6) {
         Some(BACKOFF_LIMIT)
     } else if over_deadline {
         Some(DEADLINE)
@@ -287,6 +289,28 @@ fn terminal(job: &Value, pods: &[Value], status: &mut Value) {
         let message = c["message"].as_str().unwrap_or("").to_string();
         set_condition(status, "Failed", "True", (&reason, &message));
     }
+}
+
+/// Under `restartPolicy: OnFailure`, the container restarts of the active Pods, which count
+/// as failures against `backoffLimit` (upstream's `pastBackoffLimitOnFailure`).
+fn restarts(job: &Value, pods: &[Value]) -> i64 {
+    if job.pointer("/spec/template/spec/restartPolicy") != Some(&json!("OnFailure")) {
+        return 0;
+    }
+    (pods.iter().filter(|p| pod_active(p)))
+        .flat_map(|p| {
+            let list = |f: &str| {
+                p.pointer(&format!("/status/{f}"))
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            list("containerStatuses")
+                .into_iter()
+                .chain(list("initContainerStatuses"))
+        })
+        .filter_map(|s| s["restartCount"].as_i64())
+        .sum()
 }
 
 /// `Suspended` follows `spec.suspend` (`JobSuspended` / `JobResumed`); resuming restarts

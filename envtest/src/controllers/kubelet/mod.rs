@@ -327,6 +327,14 @@ impl Kubelet {
         }
         let oom = self.fault_of(pod) == Some(PodFault::OomKilled);
         let code = if oom { 137 } else { status::exit_code(pod) };
+        let on_failure = pod.pointer("/spec/restartPolicy") == Some(&json!("OnFailure"));
+        if code != 0 && on_failure {
+            // `OnFailure`: the container is restarted in place (and runs again).
+            let reason = if oom { "OOMKilled" } else { "Error" };
+            let status = unhealthy::crashed(pod, code, reason, &meta::now());
+            let _ = self.write(pod, Some("status"), move |v| v["status"] = status);
+            return;
+        }
         let mut status = status::finished(pod, code, &meta::now());
         if oom {
             for c in status["containerStatuses"]
