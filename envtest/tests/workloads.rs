@@ -253,19 +253,7 @@ async fn recreate_scales_the_old_replicaset_down_before_the_new_one_up() {
     let mut d = deployment();
     d.spec.as_mut().expect("spec").strategy =
         Some(serde_json::from_value(json!({"type": "Recreate"})).expect("strategy"));
-    deployments
-        .create(&PostParams::default(), &d)
-        .await
-        .expect("create");
-    let done = await_condition(
-        deployments.clone(),
-        "d",
-        conditions::is_deployment_completed(),
-    );
-    tokio::time::timeout(WAIT, done)
-        .await
-        .expect("in time")
-        .expect("watch");
+    create_rolled_out(&deployments, d).await;
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.28"}]}}}});
     deployments
         .patch("d", &PatchParams::default(), &Patch::Strategic(patch))
@@ -288,6 +276,24 @@ async fn recreate_scales_the_old_replicaset_down_before_the_new_one_up() {
     )
     .await;
     assert_eq!(d.status.as_ref().and_then(|s| s.replicas), Some(3));
+}
+
+/// Creates `d` and waits until kube-runtime's `is_deployment_completed` holds.
+async fn create_rolled_out(deployments: &Api<Deployment>, d: Deployment) -> Deployment {
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    let done = await_condition(
+        deployments.clone(),
+        "d",
+        conditions::is_deployment_completed(),
+    );
+    let got = tokio::time::timeout(WAIT, done)
+        .await
+        .expect("in time")
+        .expect("watch");
+    got.expect("exists")
 }
 
 /// `DEPLOYMENT` as a typed object.
@@ -1005,19 +1011,7 @@ async fn a_paused_deployment_only_scales_until_resumed() {
     let env = env().await;
     let client = env.client();
     let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
-    deployments
-        .create(&PostParams::default(), &deployment())
-        .await
-        .expect("create");
-    let done = await_condition(
-        deployments.clone(),
-        "d",
-        conditions::is_deployment_completed(),
-    );
-    tokio::time::timeout(WAIT, done)
-        .await
-        .expect("in time")
-        .expect("watch");
+    create_rolled_out(&deployments, deployment()).await;
     let pause = json!({"spec": {"paused": true, "replicas": 4,
         "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.28"}]}}}});
     deployments
