@@ -29,19 +29,42 @@ mod contract;
 #[path = "ctrl_sharder/mod.rs"]
 mod sharder;
 
+use std::path::Path;
 use std::process::ExitCode;
 
-use clap::Parser;
-use contract::cli::cluster_configured;
-use contract::{logging, run};
+use contract::cli::ExampleArgs;
+use contract::{Cluster, Example, rbac};
+use ctrl::CancellationToken;
+use ctrl::manager::{BoxError, Manager};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use sharder::cli::Cli;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = sharder::cli::Cli::parse();
-    if cli.example.print_crd {
-        return run::print_crds(&[ctrl::sharding::controllerring_crd()]);
+    contract::main::<Cli>().await
+}
+
+impl Example for Cli {
+    const NAME: &'static str = "ctrl-sharder";
+
+    fn crds() -> Vec<CustomResourceDefinition> {
+        vec![ctrl::sharding::controllerring_crd()]
     }
-    let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
-    logging::init("ctrl_sharder", demo);
-    run::exit(sharder::run::start(cli, demo).await)
+
+    fn example_args(&self) -> &ExampleArgs {
+        &self.example
+    }
+
+    fn kubeconfig(&self) -> Option<&Path> {
+        self.manager.kubeconfig.as_deref()
+    }
+
+    fn deployed_manager(&self, client: kube::Client) -> Option<Result<Manager, BoxError>> {
+        let opts = rbac::deployed_options(Self::NAME, self.manager.options());
+        Some(sharder::run::manager(client, self, opts, "127.0.0.1:0"))
+    }
+
+    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+        sharder::run::run(&self, cluster, stop).await
+    }
 }

@@ -1,6 +1,9 @@
 //! ctrl: a Rust port of Go's controller-runtime.
 //!
-//! This facade re-exports the pieces operator authors use; see [`prelude`].
+//! This facade re-exports the pieces operator authors use — every module of
+//! `ctrl-runtime` under its own name (`ctrl::manager`, `ctrl::cache`, `ctrl::handler`,
+//! ...) and `ctrl-builder` as [`builder`] — so an operator depends on `ctrl` alone; see
+//! [`prelude`] for the names most need in one import.
 
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
@@ -9,22 +12,24 @@ pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};
-pub use ctrl_runtime::{rbac, tls};
+pub use ctrl_runtime::{http, rbac, tls};
 
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.
 pub use tokio_util::sync::CancellationToken;
 
 /// The attribute for implementing ctrl's async traits (`Reconciler`, `Runnable`,
-/// `EventHandler`, ...) by hand: `#[ctrl::async_trait]`.
+/// `Source`, ...) by hand: `#[ctrl::async_trait]`.
 pub use async_trait::async_trait;
 
 /// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,
 /// `ctrl.SetupSignalHandler`).
 pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
-/// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`) and its options.
+/// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
 pub use ctrl_builder::webhook::WebhookBuilder;
+/// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
+/// crate itself as `ctrl::builder`.
 pub use ctrl_builder::{self as builder, ControllerBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;` — the
@@ -60,3 +65,9 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../docs/quickstart.md")]
 pub struct Quickstart;
+
+/// The README's code blocks (its tour of the API), compiled and run as doc tests
+/// (`cargo test --doc`), so that the README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct Readme;

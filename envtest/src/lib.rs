@@ -129,6 +129,8 @@ mod storage;
 mod tls;
 mod webhook_client;
 
+pub mod wait;
+
 pub use admission::WebhookConfiguration;
 pub use auth::Authorization;
 pub use controllers::kubelet::NODE_NAME as SIMULATED_NODE;
