@@ -25,4 +25,5 @@ pub mod program;
 pub mod rbac;
 pub mod run;
 
+#[allow(unused_imports)] // the tests mount the contract too, and run no `main`
 pub use program::{Cluster, Example, main};
