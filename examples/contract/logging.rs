@@ -17,10 +17,11 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
-/// The demo's default filter for example `name`: the example's own lines, and only
-/// problems from the libraries. `RUST_LOG` overrides it.
+/// The demo's default filter for example `name`: the example's own lines, only
+/// problems from the libraries, and the controllers' `reconcile` spans (which name the
+/// object each reconciler line is about). `RUST_LOG` overrides it.
 pub fn demo_filter(name: &str) -> String {
-    format!("{name}=info,warn")
+    format!("{name}=info,warn,[reconcile]=info")
 }
 
 /// The default filter against a cluster. `RUST_LOG` overrides it.
@@ -110,6 +111,7 @@ where
         fields
             .split(' ')
             .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .map(|v| v.trim_matches('"')) // an `Option<&str>` field is recorded quoted
             .filter(|v| !v.is_empty())
     };
     let name = field("name")?;
