@@ -39,7 +39,8 @@ impl Server {
         if !self.running {
             return ResourceUsage::default();
         }
-        let share = |n: f64, full: f64| (full / n.max(1.0)).min(100.0);
+        // In percent, to one decimal place, as a hypervisor's dashboard shows it.
+        let share = |n: f64, full: f64| ((full / n.max(1.0)).min(100.0) * 10.0).round() / 10.0;
         let mib = self.resource.memory_bytes() / (1024.0 * 1024.0);
         ResourceUsage {
             cpu: share(self.resource.cpus(), 80.0),
