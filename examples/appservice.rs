@@ -29,14 +29,13 @@ mod contract;
 #[path = "appservice/mod.rs"]
 mod operator;
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::{ExampleArgs, parse_duration};
 use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{Cluster, Example, rbac};
+use contract::{Cluster, Example};
 use ctrl::CancellationToken;
 use ctrl::manager::{Args, BoxError, Manager, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -81,7 +80,6 @@ impl Cli {
     /// beside the controller (`operator::sharding`: it installs the ControllerRing CRD
     /// and the ring first, and runs the sharder when it holds the sharder's Lease).
     async fn manager(&self, client: kube::Client, opts: Options) -> Result<Manager, BoxError> {
-        let opts = self.leader.apply(setup::DEFAULT_LEASE_NAME, opts);
         let namespace = opts.leader_election_namespace.clone();
         let shard = self
             .sharding
@@ -101,23 +99,22 @@ impl Cli {
 impl Example for Cli {
     const NAME: &'static str = "appservice";
 
-    fn crds() -> Vec<CustomResourceDefinition> {
-        vec![crd::crd()]
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
 
-    fn example_args(&self) -> &ExampleArgs {
-        &self.example
+    /// The Lease of `--leader-election-id` / `--leader-election-namespace`.
+    fn options(&self, opts: Options) -> Options {
+        self.leader.apply(setup::DEFAULT_LEASE_NAME, opts)
     }
 
-    fn kubeconfig(&self) -> Option<&Path> {
-        self.manager.kubeconfig.as_deref()
-    }
-
-    fn deployed_manager(&self, client: kube::Client) -> Option<Result<Manager, BoxError>> {
-        let opts = self
-            .leader
-            .apply(setup::DEFAULT_LEASE_NAME, self.manager.options());
-        let opts = rbac::deployed_options(Self::NAME, opts);
+    fn deployed_manager(
+        &self,
+        client: kube::Client,
+        opts: Options,
+    ) -> Option<Result<Manager, BoxError>> {
         Some(setup::manager(client, opts, &self.config()))
     }
 
@@ -125,9 +122,8 @@ impl Example for Cli {
         if let Some(kubeconfig) = cluster.local_kubeconfig() {
             demo::watch_hints(kubeconfig);
         }
-        let mgr = self
-            .manager(cluster.client(), cluster.options(&self.manager))
-            .await?;
+        let opts = self.options(cluster.options(&self.manager));
+        let mgr = self.manager(cluster.client(), opts).await?;
         let script = |client| demo::run(client, &stop);
         cluster.run_manager(&mgr, &stop, script).await
     }

@@ -23,13 +23,12 @@ mod contract;
 #[path = "createonly/mod.rs"]
 mod operator;
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::ExampleArgs;
-use contract::{Cluster, Example, rbac};
+use contract::{Cluster, Example};
 use ctrl::CancellationToken;
 use ctrl::manager::{Args, BoxError, Manager, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -67,20 +66,17 @@ fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError>
 impl Example for Cli {
     const NAME: &'static str = "createonly";
 
-    fn crds() -> Vec<CustomResourceDefinition> {
-        vec![crd::crd()]
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
 
-    fn example_args(&self) -> &ExampleArgs {
-        &self.example
-    }
-
-    fn kubeconfig(&self) -> Option<&Path> {
-        self.manager.kubeconfig.as_deref()
-    }
-
-    fn deployed_manager(&self, client: kube::Client) -> Option<Result<Manager, BoxError>> {
-        let opts = rbac::deployed_options(Self::NAME, self.manager.options());
+    fn deployed_manager(
+        &self,
+        client: kube::Client,
+        opts: Options,
+    ) -> Option<Result<Manager, BoxError>> {
         Some(manager(client, opts))
     }
 

@@ -29,13 +29,13 @@ mod contract;
 #[path = "ctrl_sharder/mod.rs"]
 mod sharder;
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use contract::cli::ExampleArgs;
-use contract::{Cluster, Example, rbac};
+use contract::{Cluster, Example};
 use ctrl::CancellationToken;
-use ctrl::manager::{BoxError, Manager};
+use ctrl::manager::{Args, BoxError, Manager, Options};
+use ctrl::sharding::controllerring_crd;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use sharder::cli::Cli;
 
@@ -47,20 +47,17 @@ async fn main() -> ExitCode {
 impl Example for Cli {
     const NAME: &'static str = "ctrl-sharder";
 
-    fn crds() -> Vec<CustomResourceDefinition> {
-        vec![ctrl::sharding::controllerring_crd()]
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[controllerring_crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
 
-    fn example_args(&self) -> &ExampleArgs {
-        &self.example
-    }
-
-    fn kubeconfig(&self) -> Option<&Path> {
-        self.manager.kubeconfig.as_deref()
-    }
-
-    fn deployed_manager(&self, client: kube::Client) -> Option<Result<Manager, BoxError>> {
-        let opts = rbac::deployed_options(Self::NAME, self.manager.options());
+    fn deployed_manager(
+        &self,
+        client: kube::Client,
+        opts: Options,
+    ) -> Option<Result<Manager, BoxError>> {
         Some(sharder::run::manager(client, self, opts, "127.0.0.1:0"))
     }
 

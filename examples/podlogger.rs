@@ -27,16 +27,15 @@ mod contract;
 #[path = "podlogger/mod.rs"]
 mod operator;
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::ExampleArgs;
-use contract::{Cluster, Example, rbac};
+use contract::{Cluster, Example};
 use ctrl::CancellationToken;
 use ctrl::log;
-use ctrl::manager::{Args, BoxError, Manager};
+use ctrl::manager::{Args, BoxError, Manager, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// The program's command line: the example contract, kubebuilder's manager flags and
@@ -63,20 +62,17 @@ async fn main() -> ExitCode {
 impl Example for Cli {
     const NAME: &'static str = "podlogger";
 
-    fn crds() -> Vec<CustomResourceDefinition> {
-        Vec::new()
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
 
-    fn example_args(&self) -> &ExampleArgs {
-        &self.example
-    }
-
-    fn kubeconfig(&self) -> Option<&Path> {
-        self.manager.kubeconfig.as_deref()
-    }
-
-    fn deployed_manager(&self, client: kube::Client) -> Option<Result<Manager, BoxError>> {
-        let opts = rbac::deployed_options(Self::NAME, self.manager.options());
+    fn deployed_manager(
+        &self,
+        client: kube::Client,
+        opts: Options,
+    ) -> Option<Result<Manager, BoxError>> {
         Some(operator::manager(client, opts))
     }
 

@@ -27,14 +27,14 @@ mod contract;
 #[path = "storagebucket/mod.rs"]
 mod operator;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::{ExampleArgs, parse_duration};
 use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{Cluster, Example, rbac};
+use contract::{Cluster, Example};
 use ctrl::CancellationToken;
 use ctrl::manager::{Args, BoxError, Manager, Options};
 use ctrl::webhook;
@@ -97,31 +97,28 @@ impl Cli {
 impl Example for Cli {
     const NAME: &'static str = "storagebucket";
 
-    fn crds() -> Vec<CustomResourceDefinition> {
-        vec![crd::crd()]
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
 
-    fn example_args(&self) -> &ExampleArgs {
-        &self.example
-    }
-
-    fn kubeconfig(&self) -> Option<&Path> {
-        self.manager.kubeconfig.as_deref()
+    /// The Lease of `--leader-election-id` / `--leader-election-namespace`.
+    fn options(&self, opts: Options) -> Options {
+        self.leader.apply(operator::LEASE_NAME, opts)
     }
 
     /// The manager as deployed: leader election, webhooks, the metrics flags.
-    fn deployed_manager(&self, client: kube::Client) -> Option<Result<Manager, BoxError>> {
-        let opts = self
-            .leader
-            .apply(operator::LEASE_NAME, self.manager.options());
-        let opts = rbac::deployed_options(Self::NAME, opts);
+    fn deployed_manager(
+        &self,
+        client: kube::Client,
+        opts: Options,
+    ) -> Option<Result<Manager, BoxError>> {
         Some(setup::manager(client, opts, &self.config(), true))
     }
 
     async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
-        let base = self
-            .leader
-            .apply(operator::LEASE_NAME, cluster.options(&self.manager));
+        let base = self.options(cluster.options(&self.manager));
         let Some(kubeconfig) = cluster.local_kubeconfig() else {
             let opts = Options {
                 webhook_server: self.webhook_server(),

@@ -32,7 +32,7 @@ use clap::Parser;
 use contract::cli::ExampleArgs;
 use contract::{Cluster, Example};
 use ctrl::CancellationToken;
-use ctrl::manager::{BoxError, Manager};
+use ctrl::manager::{Args, BoxError, Manager, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::hypervisor::Hypervisor;
 use operator::{controller, crd, demo};
@@ -63,20 +63,20 @@ async fn main() -> ExitCode {
 impl Example for Cli {
     const NAME: &'static str = "virtualmachine";
 
-    fn crds() -> Vec<CustomResourceDefinition> {
-        vec![crd::crd()]
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    /// The contract's flags; no Manager, so no kubebuilder flags.
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, None)
     }
 
-    fn example_args(&self) -> &ExampleArgs {
-        &self.example
-    }
-
+    /// The sample-controller's own `--kubeconfig`.
     fn kubeconfig(&self) -> Option<&Path> {
         self.kubeconfig.as_deref()
     }
 
     /// Like Go's sample-controller it runs no Manager, so there is nothing to ask.
-    fn deployed_manager(&self, _client: kube::Client) -> Option<Result<Manager, BoxError>> {
+    fn deployed_manager(&self, _: kube::Client, _: Options) -> Option<Result<Manager, BoxError>> {
         None
     }
 

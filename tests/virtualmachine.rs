@@ -226,8 +226,14 @@ async fn the_articles_manifest_is_accepted_and_runs() {
     // the quantity back in its string form, as Go's `resource.Quantity` marshals it.
     let stored = vm.api.get("vm-a").await.expect("get vm");
     let resource = &stored.data["spec"]["resource"];
-    assert!(resource["cpu"] == json!(2) || resource["cpu"] == "2", "{resource}");
-    assert_eq!((&resource["memory"], &resource["rootDisk"]), (&json!("4G"), &json!("40G")));
+    assert!(
+        resource["cpu"] == json!(2) || resource["cpu"] == "2",
+        "{resource}"
+    );
+    assert_eq!(
+        (&resource["memory"], &resource["rootDisk"]),
+        (&json!("4G"), &json!("40G"))
+    );
     let server = vm.hypervisor.get(KEY).expect("a server for vm-a");
     assert_eq!(
         (server.resource.cpus(), server.resource.memory_bytes()),

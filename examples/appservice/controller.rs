@@ -16,8 +16,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use ctrl::CancellationToken;
 use ctrl::ControllerBuilder;
+use ctrl::async_trait;
 use ctrl::conditions::{self, CONDITION_FALSE, CONDITION_TRUE};
 use ctrl::controllerutil;
 use ctrl::manager::{BoxError, Manager};
@@ -31,7 +32,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::crd::{APP_LABEL, AppService, AppServiceStatus, CONDITION_AVAILABLE, FINALIZER};
 

@@ -8,12 +8,12 @@ use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+use ctrl::CancellationToken;
 use ctrl::conditions;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::controller::pod_name;
 use super::crd::{AppService, AppServiceSpec, CONDITION_AVAILABLE};

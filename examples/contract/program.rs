@@ -23,18 +23,30 @@ pub trait Example: clap::Parser {
     const NAME: &'static str;
 
     /// Its CRDs: what `--print-crd` prints and the local API server installs.
-    fn crds() -> Vec<CustomResourceDefinition>;
+    const CRDS: &'static [fn() -> CustomResourceDefinition];
 
-    /// The contract's flags.
-    fn example_args(&self) -> &ExampleArgs;
+    /// Its flags: the contract's and, when it runs a Manager, kubebuilder's.
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>);
 
-    /// `--kubeconfig`, if given.
-    fn kubeconfig(&self) -> Option<&Path>;
+    /// `--kubeconfig`: kubebuilder's flag, unless the example has its own.
+    fn kubeconfig(&self) -> Option<&Path> {
+        self.flags().1?.kubeconfig.as_deref()
+    }
 
-    /// The manager as the example is deployed (options through
-    /// [`rbac::deployed_options`]), on `client` (never dialled), for `--print-rbac`;
-    /// `None` if it runs no Manager.
-    fn deployed_manager(&self, client: kube::Client) -> Option<Result<Manager, BoxError>>;
+    /// The manager options of its flags, before [`Cluster::options`] or
+    /// [`rbac::deployed_options`] adapt them to where it runs: `opts` itself, unless
+    /// the example has flags of its own (a leader-election Lease, ...).
+    fn options(&self, opts: Options) -> Options {
+        opts
+    }
+
+    /// Its manager on `client` (never dialled) with `opts` (as deployed), for
+    /// `--print-rbac`; `None` if it runs no Manager.
+    fn deployed_manager(
+        &self,
+        client: kube::Client,
+        opts: Options,
+    ) -> Option<Result<Manager, BoxError>>;
 
     /// Installs the log subscriber: the contract's ([`logging::init`]) unless the
     /// example sets up its own.
@@ -54,21 +66,30 @@ pub trait Example: clap::Parser {
 /// exits 0 when it stops cleanly (`--run-for` elapsed, Ctrl-C, SIGTERM).
 pub async fn main<E: Example>() -> ExitCode {
     let example = E::parse();
-    if example.example_args().print_crd {
-        return run::print_crds(&E::crds());
+    let (args, manager) = example.flags();
+    if args.print_crd {
+        return run::print_crds(&crds::<E>());
     }
-    if example.example_args().print_rbac {
-        return rbac::print(E::NAME, |client| example.deployed_manager(client));
+    if args.print_rbac {
+        let base = manager.map(Args::options).unwrap_or_default();
+        let opts = rbac::deployed_options(E::NAME, example.options(base));
+        return rbac::print(E::NAME, |client| example.deployed_manager(client, opts));
     }
     let local = !cluster_configured(example.kubeconfig());
     example.init_logging(local);
     run::exit(start(example, local).await)
 }
 
+/// `E`'s CRDs.
+fn crds<E: Example>() -> Vec<CustomResourceDefinition> {
+    E::CRDS.iter().map(|crd| crd()).collect()
+}
+
 async fn start<E: Example>(example: E, local: bool) -> Result<(), BoxError> {
-    let stop = run::stop_token(example.example_args().run_for);
+    let args = example.flags().0;
+    let stop = run::stop_token(args.run_for);
     let cluster = if local {
-        Cluster::local(E::NAME, example.example_args(), E::crds()).await?
+        Cluster::local(E::NAME, args, crds::<E>()).await?
     } else {
         Cluster::configured(example.kubeconfig()).await?
     };

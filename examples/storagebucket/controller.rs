@@ -13,8 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use ctrl::CancellationToken;
 use ctrl::ControllerBuilder;
+use ctrl::async_trait;
 use ctrl::client::Client;
 use ctrl::controllerutil;
 use ctrl::event::GenericEvent;
@@ -27,11 +28,10 @@ use ctrl::recorder::{EventType, Recorder};
 use ctrl::source::Channel;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
 use kube::Resource;
+use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::crd::{
     CONDITION_AVAILABLE, FINALIZER, StorageBucket, StorageBucketSpec, StorageBucketStatus,

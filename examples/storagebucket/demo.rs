@@ -8,12 +8,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use ctrl::CancellationToken;
 use ctrl::webhook::{self, Server, certs};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use kube::api::{Api, PostParams};
-use tokio_util::sync::CancellationToken;
 
 use super::crd::{StorageBucket, StorageBucketSpec};
 use super::store::ObjectStore;
