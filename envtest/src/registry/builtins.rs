@@ -1,6 +1,7 @@
-//! The built-in resource types served from the start (spec §1.18). Group, version, kind,
-//! plural and scope come from `k8s_openapi`; subresources, short names, categories, generation
-//! tracking and field-selector fields are listed by hand. No controller runs behind them.
+//! The built-in resource types served from the start (kube-apiserver's REST storage providers,
+//! `k8s.io/kubernetes/pkg/controlplane/instance.go`). Group, version, kind, plural and scope come
+//! from `k8s_openapi`; subresources, short names, categories, generation tracking and
+//! field-selector fields are listed by hand. No controller runs behind them.
 
 use std::any::TypeId;
 

@@ -1,11 +1,12 @@
 //! Per-kind rules of the generic write path (kube-apiserver's `RESTCreateStrategy` /
-//! `RESTUpdateStrategy` / `RESTDeleteStrategy` of a few kinds, spec §1.6.1 item 7, §1.16):
-//! generic metadata and data validation ([`validate`]) and the CRD schema checks, Secret
-//! `stringData` folded into `data`, Namespace label / finalizer / phase ([`normalize`]), the
-//! namespace a create needs ([`ensure_namespace`]), the status subresource rules
-//! ([`status_rules`]) and the graceful deletion of Pods when the kubelet is simulated
-//! ([`pod_graceful_delete`]). CRDs have their own strategy (`super::crd`). Used by
-//! `super::rest`; calls `api` and `storage` only.
+//! `RESTUpdateStrategy` / `RESTDeleteStrategy` of a few kinds:
+//! `k8s.io/apiserver/pkg/registry/rest/{create,update,delete}.go`,
+//! `k8s.io/kubernetes/pkg/registry/core/{namespace,secret,pod}/strategy.go`): generic metadata and
+//! data validation ([`validate`]) and the CRD schema checks, Secret `stringData` folded into
+//! `data`, Namespace label / finalizer / phase ([`normalize`]), the namespace a create needs
+//! ([`ensure_namespace`]), the status subresource rules ([`status_rules`]) and the graceful
+//! deletion of Pods when the kubelet is simulated ([`pod_graceful_delete`]). CRDs have their own
+//! strategy ([`super::crd`]). Used by [`super::rest`]; calls `api` and `storage` only.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -19,13 +20,9 @@ use crate::storage::{Change, Store};
 /// Upstream's default `terminationGracePeriodSeconds`.
 const DEFAULT_GRACE: i64 = 30;
 
-pub(crate) fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
-    rt.group == group && rt.plural == plural && rt.crd.is_none()
-}
-
 /// Normalises a built-in object before it is stored (create and update).
 pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
-    if is(rt, "", "secrets") {
+    if rt.is("", "secrets") {
         if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) {
             if !obj.get("data").is_some_and(Value::is_object) {
                 obj["data"] = json!({});
@@ -39,7 +36,7 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
             obj["type"] = json!("Opaque");
         }
     }
-    if is(rt, "", "namespaces") {
+    if rt.is("", "namespaces") {
         let name = crate::api::meta::name(obj).to_string();
         let m = crate::api::meta::meta_mut(obj);
         if !m.get("labels").is_some_and(Value::is_object) {
@@ -108,8 +105,8 @@ fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
         .collect()
 }
 
-/// The CEL expressions of a CRD (`crate::cel::crd`, once its schemas are structural) or of a
-/// ValidatingAdmissionPolicy (`crate::cel::policy`) that do not compile or cost too much.
+/// The CEL expressions of a CRD ([`crate::cel::crd`], once its schemas are structural) or of a
+/// ValidatingAdmissionPolicy ([`crate::cel::policy`]) that do not compile or cost too much.
 fn cel_causes(rt: &ResourceType, obj: &Value, so_far: &[FieldCause]) -> Vec<FieldCause> {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("apiextensions.k8s.io", "customresourcedefinitions") if so_far.is_empty() => {
@@ -139,19 +136,11 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
         rt.namespaced,
         obj,
     );
-    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+    if super::crd::is_crd_type(rt) {
         causes.extend(crd_schema_causes(obj));
     }
     causes.extend(cel_causes(rt, obj, &causes));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            &rt.group,
-            &rt.kind,
-            meta::name(obj),
-            &causes,
-        ));
-    }
-    Ok(())
+    rt.invalid_if_any(meta::name(obj), &causes)
 }
 /// The status subresource rules: a `/status` write changes only status (and managedFields);
 /// a write of the main resource of a type with a status subresource keeps the stored status.
@@ -191,8 +180,7 @@ pub(crate) fn status_rules(
 
 /// A namespace is held by its `spec.finalizers` too.
 pub(crate) fn namespace_finalizers(rt: &ResourceType, obj: &Value) -> bool {
-    rt.group.is_empty()
-        && rt.plural == "namespaces"
+    rt.is("", "namespaces")
         && obj
             .get("spec")
             .and_then(|s| s.get("finalizers"))
@@ -231,9 +219,9 @@ fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     if grace < 0 { 1 } else { grace }
 }
 
-/// The pods part of a delete (`rest::delete_object`): with pod simulation on (`simulated`),
-/// what deleting Pod `cur` does (`new` is `cur` with the propagation policy's finalizer added).
-/// `None` when the ordinary delete path applies (simulation off, not a Pod).
+/// The pods part of a delete ([`super::hooks::delete_object`]): with pod simulation on
+/// (`simulated`), what deleting Pod `cur` does (`new` is `cur` with the propagation policy's
+/// finalizer added). `None` when the ordinary delete path applies (simulation off, not a Pod).
 pub(crate) fn pod_graceful_delete(
     simulated: bool,
     rt: &ResourceType,
@@ -241,7 +229,7 @@ pub(crate) fn pod_graceful_delete(
     new: &Value,
     requested: Option<i64>,
 ) -> Option<Change> {
-    if !simulated || !is(rt, "", "pods") {
+    if !simulated || !rt.is("", "pods") {
         return None;
     }
     let mut new = new.clone();
