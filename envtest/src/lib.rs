@@ -42,6 +42,7 @@
 //! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
+//! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```
 //!
 //! A request: `server` authenticates and authorizes it (`auth`), reads the body, routes it
