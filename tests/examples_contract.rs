@@ -272,7 +272,7 @@ async fn demo_logs_name_the_object_they_are_about() {
         "Reconciler is called",
         "UpdateFunc:",
     ];
-    let lines = demo_lines("createonly", "5s", &about).await;
+    let lines = demo_lines("createonly", "7s", &about).await;
     for line in &lines {
         assert!(
             line.contains("appservice=default/example-appservice"),
