@@ -35,7 +35,7 @@ use std::time::Duration;
 use clap::Parser;
 use contract::cli::{ExampleArgs, parse_duration};
 use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{Cluster, Example};
+use contract::{Cluster, Deployed, Example};
 use ctrl::CancellationToken;
 use ctrl::manager::{Args, BoxError, Manager, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -110,11 +110,7 @@ impl Example for Cli {
         self.leader.apply(setup::DEFAULT_LEASE_NAME, opts)
     }
 
-    fn deployed_manager(
-        &self,
-        client: kube::Client,
-        opts: Options,
-    ) -> Option<Result<Manager, BoxError>> {
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(setup::manager(client, opts, &self.config()))
     }
 

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::ExampleArgs;
-use contract::{Cluster, Example};
+use contract::{Cluster, Deployed, Example};
 use ctrl::CancellationToken;
 use ctrl::manager::{Args, BoxError, Manager, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -72,11 +72,7 @@ impl Example for Cli {
         (&self.example, Some(&self.manager))
     }
 
-    fn deployed_manager(
-        &self,
-        client: kube::Client,
-        opts: Options,
-    ) -> Option<Result<Manager, BoxError>> {
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(manager(client, opts))
     }
 

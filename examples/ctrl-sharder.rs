@@ -32,9 +32,9 @@ mod sharder;
 use std::process::ExitCode;
 
 use contract::cli::ExampleArgs;
-use contract::{Cluster, Example};
+use contract::{Cluster, Deployed, Example};
 use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Manager, Options};
+use ctrl::manager::{Args, BoxError, Options};
 use ctrl::sharding::controllerring_crd;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use sharder::cli::Cli;
@@ -53,11 +53,7 @@ impl Example for Cli {
         (&self.example, Some(&self.manager))
     }
 
-    fn deployed_manager(
-        &self,
-        client: kube::Client,
-        opts: Options,
-    ) -> Option<Result<Manager, BoxError>> {
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(sharder::run::manager(client, self, opts, "127.0.0.1:0"))
     }
 

@@ -32,10 +32,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::ExampleArgs;
-use contract::{Cluster, Example};
+use contract::{Cluster, Deployed, Example};
 use ctrl::CancellationToken;
 use ctrl::log;
-use ctrl::manager::{Args, BoxError, Manager, Options};
+use ctrl::manager::{Args, BoxError, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// The program's command line: the example contract, kubebuilder's manager flags and
@@ -68,11 +68,7 @@ impl Example for Cli {
         (&self.example, Some(&self.manager))
     }
 
-    fn deployed_manager(
-        &self,
-        client: kube::Client,
-        opts: Options,
-    ) -> Option<Result<Manager, BoxError>> {
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(operator::manager(client, opts))
     }
 

@@ -34,9 +34,9 @@ use std::time::Duration;
 use clap::Parser;
 use contract::cli::{ExampleArgs, parse_duration};
 use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{Cluster, Example};
+use contract::{Cluster, Deployed, Example};
 use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Manager, Options};
+use ctrl::manager::{Args, BoxError, Options};
 use ctrl::webhook;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::{controller, crd, demo, setup};
@@ -109,11 +109,7 @@ impl Example for Cli {
     }
 
     /// The manager as deployed: leader election, webhooks, the metrics flags.
-    fn deployed_manager(
-        &self,
-        client: kube::Client,
-        opts: Options,
-    ) -> Option<Result<Manager, BoxError>> {
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(setup::manager(client, opts, &self.config(), true))
     }
 

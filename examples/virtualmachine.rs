@@ -30,9 +30,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use contract::cli::ExampleArgs;
-use contract::{Cluster, Example};
+use contract::{Cluster, Deployed, Example};
 use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Manager, Options};
+use ctrl::manager::{Args, BoxError, Options};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::hypervisor::Hypervisor;
 use operator::{controller, crd, demo};
@@ -76,7 +76,7 @@ impl Example for Cli {
     }
 
     /// Like Go's sample-controller it runs no Manager, so there is nothing to ask.
-    fn deployed_manager(&self, _: kube::Client, _: Options) -> Option<Result<Manager, BoxError>> {
+    fn deployed_manager(&self, _: kube::Client, _: Options) -> Deployed {
         None
     }
 

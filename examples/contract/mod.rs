@@ -26,4 +26,4 @@ pub mod rbac;
 pub mod run;
 
 #[allow(unused_imports)] // the tests mount the contract too, and run no `main`
-pub use program::{Cluster, Example, main};
+pub use program::{Cluster, Deployed, Example, main};

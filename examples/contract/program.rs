@@ -17,6 +17,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use super::cli::{ExampleArgs, cluster_configured, local_options};
 use super::{envtest, logging, rbac, run};
 
+/// What [`Example::deployed_manager`] returns: the manager or why it could not be
+/// built; `None` for an example that runs no Manager.
+pub type Deployed = Option<Result<Manager, BoxError>>;
+
 /// An example operator, as [`main`] runs it.
 pub trait Example: clap::Parser {
     /// The example's name: its binary's, its kubeconfig file's, its RBAC objects'.
@@ -42,11 +46,7 @@ pub trait Example: clap::Parser {
 
     /// Its manager on `client` (never dialled) with `opts` (as deployed), for
     /// `--print-rbac`; `None` if it runs no Manager.
-    fn deployed_manager(
-        &self,
-        client: kube::Client,
-        opts: Options,
-    ) -> Option<Result<Manager, BoxError>>;
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed;
 
     /// Installs the log subscriber: the contract's ([`logging::init`]) unless the
     /// example sets up its own.
