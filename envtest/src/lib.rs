@@ -44,6 +44,7 @@
 //! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
+//! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```
 //!
 //! A request: `server` authenticates and authorizes it (`auth`), reads the body, routes it
@@ -146,6 +147,8 @@ mod server;
 mod storage;
 mod tls;
 mod webhook_client;
+
+pub mod wait;
 
 pub use admission::WebhookConfiguration;
 pub use auth::Authorization;

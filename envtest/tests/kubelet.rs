@@ -14,6 +14,7 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+use ctrl_envtest::wait::Wait;
 use ctrl_envtest::{Environment, SIMULATED_NODE};
 
 /// How long a test waits for something the kubelet does.
@@ -47,18 +48,11 @@ async fn wait_for(
     what: &str,
     f: impl Fn(Option<&Pod>) -> bool,
 ) -> Option<Pod> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let got = api.get_opt(name).await.expect("get pod");
-        if f(got.as_ref()) {
-            return got;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name}: not {what} within {WAIT:?}: {got:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let get = || async { api.get_opt(name).await.expect("get pod") };
+    Wait::new()
+        .timeout(WAIT)
+        .until(&format!("{name} {what}"), get, |got| f(got.as_ref()))
+        .await
 }
 
 fn running(p: Option<&Pod>) -> bool {
@@ -310,14 +304,10 @@ async fn a_deleted_namespace_terminates_its_pods_then_goes() {
         .await
         .expect("delete ns");
     wait_for(&api, "w", "gone", |p| p.is_none()).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while nss.get_opt("team").await.expect("get ns").is_some() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "namespace still there"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let get = || async { nss.get_opt("team").await.expect("get ns") };
+    let wait = Wait::new().timeout(WAIT);
+    wait.until("namespace team gone", get, Option::is_none)
+        .await;
 }
 
 #[tokio::test]
