@@ -1,6 +1,7 @@
 //! The public entry point: [`Environment::builder`] configures and starts an embedded API
 //! server on 127.0.0.1 (built-in types, namespaces `default`, `kube-system`, `kube-public`,
-//! `kube-node-lease`, and the CRDs given), and [`Environment`] hands out a `kube::Client`, the URL
+//! `kube-node-lease`, the `default/kubernetes` Service pointing at the server, and the CRDs
+//! given), and [`Environment`] hands out a `kube::Client`, the URL
 //! and a kubeconfig. Every environment is independent, so each test can start its own.
 //!
 //! The top layer: it builds every layer below — the store, the registry with the built-in
@@ -260,6 +261,7 @@ impl EnvironmentBuilder {
             store: store.clone(),
             kubelet: self.simulate_pods.then_some(self.kubelet),
             observers: controllers::observers(self.controllers),
+            allocations: Default::default(),
         });
         let token = self
             .token
@@ -280,6 +282,7 @@ impl EnvironmentBuilder {
         });
         seed(&api, crds)?;
         seed_rbac(&api);
+        seed_kubernetes_service(&api, addr.port());
         crate::admission::seed(&api, &self.webhooks).map_err(|message| Error::Parse {
             path: "webhooks".into(),
             message,
@@ -375,6 +378,60 @@ fn seed_rbac(api: &Apiserver) {
     for (plural, obj) in crate::auth::bootstrap::objects() {
         if let Some(rt) = snap.get("rbac.authorization.k8s.io", "v1", plural) {
             let _ = create_object(api, rt, None, obj, Default::default());
+        }
+    }
+}
+
+/// The `default/kubernetes` Service (cluster IP
+/// [`KUBERNETES_IP`](crate::registry::defaults::service::KUBERNETES_IP), port 443 `https` to
+/// this server's port) with its Endpoints and EndpointSlice pointing at this server, as
+/// kube-apiserver's bootstrap controller keeps them (`pkg/controlplane/controller/kubernetesservice`).
+fn seed_kubernetes_service(api: &Apiserver, port: u16) {
+    use crate::registry::defaults::service::KUBERNETES_IP;
+    let snap = api.registry.snapshot();
+    let meta =
+        |labels: Value| json!({"name": "kubernetes", "namespace": "default", "labels": labels});
+    let objects = [
+        (
+            "",
+            "services",
+            json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": meta(json!({"component": "apiserver", "provider": "kubernetes"})),
+                "spec": {"clusterIP": KUBERNETES_IP, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+            }),
+        ),
+        (
+            "",
+            "endpoints",
+            json!({
+                "apiVersion": "v1", "kind": "Endpoints",
+                "metadata": meta(json!({"endpointslice.kubernetes.io/skip-mirror": "true"})),
+                "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+            }),
+        ),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": meta(json!({"kubernetes.io/service-name": "kubernetes"})),
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            }),
+        ),
+    ];
+    if let Some(rt) = snap.get("", "v1", "componentstatuses") {
+        for cs in crate::registry::builtins::component_statuses() {
+            let _ = create_object(api, rt, None, cs, Default::default());
+        }
+    }
+    for (group, plural, obj) in objects {
+        if let Some(rt) = snap.get(group, "v1", plural)
+            && let Err(e) = create_object(api, rt, Some("default"), obj, Default::default())
+        {
+            tracing::warn!(plural, error = %e.message, "seeding default/kubernetes");
         }
     }
 }

@@ -112,6 +112,9 @@ fn agg_resource(t: &ResourceType) -> Value {
     if t.group.is_empty() && t.plural == "pods" {
         subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
     }
+    for sub in crate::registry::builtins::object_subresources(t) {
+        subs.push(json!({"subresource": sub, "responseKind": {"group": t.group, "version": t.version, "kind": t.kind}, "verbs": ["get", "patch", "update"]}));
+    }
     if t.group.is_empty() && t.plural == "serviceaccounts" {
         subs.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}));
     }
@@ -147,6 +150,9 @@ pub(crate) fn resource_list(snap: &Snapshot, g: &str, v: &str) -> Value {
         resources.push(r);
         if t.status {
             resources.push(json!({"name": format!("{}/status", t.plural), "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]}));
+        }
+        for sub in crate::registry::builtins::object_subresources(t) {
+            resources.push(json!({"name": format!("{}/{sub}", t.plural), "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]}));
         }
         if t.scale.is_some() {
             resources.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));

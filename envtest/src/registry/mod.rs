@@ -14,11 +14,14 @@
 //! * [`rest`]: the generic create / update / delete of one object, with the per-kind rules of
 //!   [`strategy`] and [`crd`], the managedFields of [`fieldmanager`] and the structural schemas
 //!   of [`schema`]; [`hooks`] runs the write observers (the controllers) after each write.
+//! * [`defaults`]: built-in defaulting and the strategies' create-time status
+//!   (`PrepareForCreate`), Service cluster IP and node port allocation.
 //! * [`conversion`]: CRD webhook conversion (data, validation, the conversion call).
 pub(crate) mod builtins;
 pub(crate) mod context;
 pub(crate) mod conversion;
 pub(crate) mod crd;
+pub(crate) mod defaults;
 pub(crate) mod fieldmanager;
 pub(crate) mod hooks;
 pub(crate) mod objects;
@@ -115,6 +118,9 @@ impl ResourceType {
     pub fn verbs(&self) -> Vec<&'static str> {
         if self.virtual_create {
             return vec!["create"];
+        }
+        if builtins::read_only(self) {
+            return vec!["get", "list"];
         }
         let mut v = vec![
             "create",

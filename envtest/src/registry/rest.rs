@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::hooks::{self, Verb, Written};
-use super::{ResourceType, context::Apiserver, crd, objects, strategy};
+use super::{ResourceType, context::Apiserver, crd, defaults, objects, strategy};
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::{self, FieldCause};
@@ -81,6 +81,11 @@ pub(crate) fn create(
         meta::set_meta(&mut obj, "managedFields", m);
     }
     strategy::normalize(rt, &mut obj, true);
+    let key = rt.store_key();
+    let okey = objects::okey(rt, Some(&ns), &name);
+    let alloc = defaults::Allocation::begin(api, rt, &okey);
+    defaults::apply(rt, &mut obj);
+    defaults::prepare_for_create(&alloc, rt, &mut obj)?;
     if rt.crd.is_some()
         && rt.status
         && let Some(o) = obj.as_object_mut()
@@ -97,14 +102,13 @@ pub(crate) fn create(
             .cloned();
         super::fieldmanager::record_update(rt, None, &mut obj, given.as_ref(), who);
     }
-    let key = rt.store_key();
-    let okey = objects::okey(rt, Some(&ns), &name);
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
         Ok(Change::Put(obj))
     })?;
+    drop(alloc);
     let stored = match out {
         Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) | Outcome::Deleted(v) => {
             v
@@ -191,6 +195,7 @@ pub(crate) fn update(
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
     let sibs = api.registry.siblings(rt);
+    let alloc = defaults::Allocation::begin(api, rt, &okey);
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -204,7 +209,7 @@ pub(crate) fn update(
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
-        new = strategy::status_rules(cur, new, rt, status_write);
+        new = strategy::subresource_rules(cur, new, rt, sub);
         // finalizers of an object being deleted
         let deleting = meta::meta_str(cur, "deletionTimestamp").is_some();
         if deleting {
@@ -218,6 +223,8 @@ pub(crate) fn update(
             }
         }
         strategy::normalize(rt, &mut new, false);
+        defaults::apply(rt, &mut new);
+        defaults::prepare_for_update(&alloc, rt, cur, &mut new)?;
         meta::normalize(&mut new);
         strategy::validate(rt, &mut new)?;
         crd::on_write(rt, Some(cur), &mut new)?;
@@ -242,6 +249,7 @@ pub(crate) fn update(
         }
         Ok(Change::Put(new))
     })?;
+    drop(alloc);
     let (obj, removed) = match out {
         Outcome::Deleted(v) => (v, true),
         Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),

@@ -46,6 +46,9 @@ pub(crate) async fn dispatch(
     {
         return resp;
     }
+    if crate::registry::builtins::read_only(&rt) && req.method != Method::GET {
+        return Err(ApiError::method_not_allowed());
+    }
     if rt.virtual_create {
         return match (&req.method, &r.name) {
             (&Method::POST, None) => review::review(state, &r, &req),
@@ -94,7 +97,7 @@ fn subresource(
         "scale" => rt.scale.is_some(),
         "eviction" => rt.group.is_empty() && rt.plural == "pods",
         "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
-        _ => false,
+        other => crate::registry::builtins::object_subresources(rt).contains(&other),
     };
     if !ok {
         return Some(Err(ApiError::unknown_path()));
