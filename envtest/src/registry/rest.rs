@@ -85,7 +85,6 @@ pub(crate) fn create(
     let okey = objects::okey(rt, Some(&ns), &name);
     let alloc = defaults::Allocation::begin(api, rt, &okey);
     defaults::apply(rt, &mut obj);
-    defaults::prepare_for_create(&alloc, rt, &mut obj)?;
     if rt.crd.is_some()
         && rt.status
         && let Some(o) = obj.as_object_mut()
@@ -102,6 +101,9 @@ pub(crate) fn create(
             .cloned();
         super::fieldmanager::record_update(rt, None, &mut obj, given.as_ref(), who);
     }
+    // After the field manager, as upstream's admission and storage come after it: what they
+    // set (a Pod's status and admission defaults, a Service's addresses) has no owner.
+    defaults::prepare_for_create(&alloc, rt, &mut obj)?;
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
@@ -224,7 +226,6 @@ pub(crate) fn update(
         }
         strategy::normalize(rt, &mut new, false);
         defaults::apply(rt, &mut new);
-        defaults::prepare_for_update(&alloc, rt, cur, &mut new)?;
         meta::normalize(&mut new);
         strategy::validate(rt, &mut new)?;
         crd::on_write(rt, Some(cur), &mut new)?;
@@ -235,6 +236,7 @@ pub(crate) fn update(
         if let Some(who) = &w.manager {
             super::fieldmanager::record_update(rt, Some(cur), &mut new, given_fields.as_ref(), who);
         }
+        defaults::prepare_for_update(&alloc, rt, cur, &mut new)?;
         // Upstream's shouldDeleteDuringUpdate: a graceful deletion (simulated Pods) waits.
         let graceful = cur
             .pointer("/metadata/deletionGracePeriodSeconds")

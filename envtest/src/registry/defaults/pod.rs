@@ -38,8 +38,6 @@ pub(crate) fn pod(obj: &mut Value) {
         host_network_ports(spec);
     }
     pod_spec(spec);
-    // The ServiceAccount admission plugin names the default account.
-    or_set_str(spec, "serviceAccountName", "default");
     mirror_service_account(spec);
 }
 
@@ -249,6 +247,9 @@ pub(crate) fn prepare_for_create(obj: &mut Value) {
     }
     obj["status"] = status;
     if let Some(spec) = object(obj, "spec") {
+        // The ServiceAccount admission plugin names the default account.
+        or_set_str(spec, "serviceAccountName", "default");
+        mirror_service_account(spec);
         default_tolerations(spec);
         priority(spec);
     }
