@@ -8,7 +8,6 @@ mod common;
 #[path = "common/kubectl_cli.rs"]
 mod kubectl_cli;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, DeleteParams, PostParams};
