@@ -295,12 +295,21 @@ impl EnvironmentBuilder {
             message,
         })?;
         let ca_pem = tls.cert_pem.clone();
-        tokio::spawn(server::serve(listener, state.clone(), Arc::new(tls)));
+        let tls = Arc::new(tls);
+        let admin_cert = tls
+            .issue_client(crate::auth::ADMIN_USER, &[crate::auth::MASTERS])
+            .map_err(|message| Error::Parse {
+                path: "admin client certificate".into(),
+                message,
+            })?;
+        tokio::spawn(server::serve(listener, state.clone(), tls.clone()));
         Ok(Environment {
             state,
             addr,
             auth,
             ca_pem,
+            tls,
+            admin_cert,
         })
     }
 }
@@ -436,6 +445,12 @@ fn seed_kubernetes_service(api: &Apiserver, port: u16) {
     }
 }
 
+/// Base64 of a PEM text (a kubeconfig's `*-data` fields).
+fn b64(pem: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
 /// A running embedded API server. Dropping it (or [`stop`](Self::stop)) shuts it down.
 pub struct Environment {
     state: Arc<State>,
@@ -443,6 +458,10 @@ pub struct Environment {
     auth: Arc<Auth>,
     /// The serving certificate (PEM), which kubeconfigs trust.
     ca_pem: String,
+    /// Issues client certificates.
+    tls: Arc<crate::tls::Tls>,
+    /// The admin's client certificate and key (PEM), which the admin kubeconfig carries.
+    admin_cert: (String, String),
 }
 
 impl std::fmt::Debug for Environment {
@@ -532,40 +551,79 @@ impl Environment {
         format!("https://{}", self.addr)
     }
 
-    /// The server's self-signed certificate (PEM) for `127.0.0.1` and `localhost`, to trust
-    /// when connecting over TLS.
+    /// The server's CA certificate (PEM), which signed its serving certificate (for `127.0.0.1`
+    /// and `localhost`) and the client certificates: what to trust when connecting over TLS.
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
     }
 
     /// Writes a kubeconfig (context `envtest`, namespace `default`) for the admin: this server
-    /// over TLS, trusting its certificate.
+    /// over TLS, trusting its CA, with the admin's bearer token and a client certificate (CN
+    /// `admin`, O `system:masters`), as Go envtest's admin kubeconfig carries one.
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
-        self.write_user_kubeconfig(&self.config(), path)
+        let mut admin = self.config();
+        admin.auth_info.client_certificate_data = Some(b64(&self.admin_cert.0));
+        admin.auth_info.client_key_data = Some(b64(&self.admin_cert.1).into());
+        self.write_user_kubeconfig(&admin, path)
     }
 
-    /// Writes a kubeconfig (context `envtest`, namespace `default`) for the bearer token of
-    /// `user` (a config from [`add_user`](Self::add_user)): this server over TLS, trusting its
-    /// certificate.
+    /// Writes a kubeconfig (context `envtest`, namespace `default`) for `user` (a config from
+    /// [`add_user`](Self::add_user) or [`add_user_certificate`](Self::add_user_certificate)):
+    /// this server over TLS, trusting its CA, with the user's bearer token and client
+    /// certificate, whichever it has.
     pub fn write_user_kubeconfig(
         &self,
         user: &kube::Config,
         path: impl AsRef<Path>,
     ) -> std::io::Result<()> {
-        use base64::Engine;
         use secrecy::ExposeSecret;
-        let token = user
-            .auth_info
-            .token
-            .as_ref()
-            .map(|t| t.expose_secret().to_string());
-        let token = token.unwrap_or_default();
-        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let a = &user.auth_info;
+        let mut creds = String::new();
+        if let Some(t) = &a.token {
+            creds.push_str(&format!("    token: {}\n", t.expose_secret()));
+        }
+        if let (Some(c), Some(k)) = (&a.client_certificate_data, &a.client_key_data) {
+            creds.push_str(&format!(
+                "    client-certificate-data: {c}\n    client-key-data: {}\n",
+                k.expose_secret()
+            ));
+        }
+        if creds.is_empty() {
+            creds.push_str("    token: \"\"\n");
+        }
+        let ca = b64(&self.ca_pem);
         let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\nusers:\n- name: envtest\n  user:\n    token: {token}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\nusers:\n- name: envtest\n  user:\n{creds}",
             self.https_url()
         );
         std::fs::write(path, text)
+    }
+
+    /// Adds a user authenticated by an X.509 client certificate signed by this server's CA,
+    /// as kube-apiserver's `--client-ca-file` authenticator reads it: the certificate's Common
+    /// Name is the user and its Organizations are the groups (the first two of `groups` are
+    /// written), plus `system:authenticated`. Returns a `kube::Config` over TLS carrying the
+    /// certificate (use it with `kube::Client::try_from`, or write it with
+    /// [`write_user_kubeconfig`](Self::write_user_kubeconfig)). What the user may do is up to
+    /// RBAC, as for [`add_user`](Self::add_user).
+    pub fn add_user_certificate(&self, name: &str, groups: &[&str]) -> Result<kube::Config, Error> {
+        let (cert, key) = self
+            .tls
+            .issue_client(name, groups)
+            .map_err(|message| Error::Parse {
+                path: "client certificate".into(),
+                message,
+            })?;
+        let uri: http::Uri = self.https_url().parse().unwrap_or_default();
+        let mut cfg = kube::Config::new(uri);
+        cfg.default_namespace = "default".into();
+        cfg.default_retry = false;
+        let ca = rustls::pki_types::pem::PemObject::from_pem_slice(self.ca_pem.as_bytes())
+            .map(|c: rustls::pki_types::CertificateDer<'static>| c.to_vec());
+        cfg.root_cert = ca.ok().map(|c| vec![c]);
+        cfg.auth_info.client_certificate_data = Some(b64(&cert));
+        cfg.auth_info.client_key_data = Some(b64(&key).into());
+        Ok(cfg)
     }
 
     /// Fault injection and the request log of this server.
