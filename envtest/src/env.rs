@@ -25,7 +25,7 @@ use crate::faults::Faults;
 use crate::registry::Registry;
 use crate::registry::builtins::builtin_types;
 use crate::registry::context::Apiserver;
-use crate::registry::rest::create_object;
+use crate::registry::hooks::create_object;
 use crate::storage::Store;
 use crate::{controllers, server};
 
@@ -380,8 +380,8 @@ fn seed(state: &Apiserver, crds: Vec<Value>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The default ClusterRoles and ClusterRoleBindings (`auth::bootstrap`), as kube-apiserver's
-/// bootstrap controller writes them at start.
+/// The default ClusterRoles and ClusterRoleBindings ([`auth::bootstrap`](crate::auth::bootstrap)),
+/// as kube-apiserver's bootstrap controller writes them at start.
 fn seed_rbac(api: &Apiserver) {
     let snap = api.registry.snapshot();
     for (plural, obj) in crate::auth::bootstrap::objects() {

@@ -16,50 +16,54 @@
 //!
 //! # Inside: the layers
 //!
-//! The modules are cut like kube-apiserver's, and an import may only point down (checked by
-//! `tests/layers.rs`: no import cycle between top-level modules, no function over 80 lines):
+//! The modules are cut like kube-apiserver's, highest layer first; a reference from one
+//! top-level module to another may only point down this list (checked by `tests/layers.rs`,
+//! whose `LAYERS` is this list: no upward reference, no circle between files, no function over
+//! 80 lines, and this diagram and `docs/envtest.md`'s name exactly these modules in this order):
 //!
 //! ```text
 //! env            builds every layer, seeds, starts the server and the controllers
 //! controllers/   gc, namespaces, crd_cleanup (write observers of the registry), kubelet
-//!                (watches pods) — clients of registry::rest, never of HTTP
+//!                (watches pods) — clients of the registry (registry::hooks), never of HTTP
 //! server         hyper listener (HTTP and, on the same port, HTTPS: `tls`), the auth filter,
 //!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
 //!                admit), filter, table, discovery, openapi
 //! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
 //!                write (no request rewriting)
-//! registry/      served types, rest (generic create/update/delete), strategy, crd, hooks,
-//!                fieldmanager, schema, conversion, builtins, the shared State
+//! registry/      served types, hooks (writes, then the write observers), rest (generic
+//!                create/update/delete), strategy, crd, fieldmanager, schema, conversion,
+//!                builtins, context (the Apiserver: types, store, observers)
 //! auth/          authentication (tokens, ServiceAccount JWTs), impersonation, RBAC, the
 //!                review answers, the bootstrap policy — reads storage, used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
 //! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
+//! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
 //! ```
 //!
-//! A request: `server` authenticates and authorizes it (`auth`), reads the body, routes it (`endpoints::router`)
-//! against the `registry` snapshot and dispatches to discovery or, through
+//! A request: `server` authenticates and authorizes it (`auth`), reads the body, routes it
+//! (`endpoints::router`) against the `registry` snapshot and dispatches to discovery or, through
 //! `endpoints::handlers::versioned` (custom resources served at a non-storage version), to a
-//! handler. A write handler decodes the object (or computes it from a patch), hands old and new
-//! to `admission` (webhooks), and writes through `registry::rest`, which reads and writes the
-//! `storage`, applies the per-kind strategy and then runs the write observers
-//! (`registry::hooks`): the controllers react with writes of their own, queued until none is
-//! left. The store fans change events out to watch streams. Every patch — PATCH, `/scale`,
-//! admission's review of a patched object, a converted patch — is decoded and applied by
-//! `api::patch`, with one set of limits.
+//! handler. A write handler decodes the object (or computes it from a patch), hands old and new to
+//! `admission` (webhooks), and writes through `registry::hooks`: `registry::rest` reads and writes
+//! the `storage` and applies the per-kind strategy, then `hooks` runs the write observers: the
+//! controllers react with writes of their own, queued until none is left. The store fans change
+//! events out to watch streams. Every patch — PATCH, `/scale`, admission's review of a patched
+//! object, a converted patch — is decoded and applied by `api::patch`, with one set of limits.
 //!
 //! # Behaviour worth knowing
 //!
-//! * **Three controllers run by default**: the garbage collector (`controllers::gc`: ownerReferences,
-//!   Background / Foreground with `foregroundDeletion` and `blockOwnerDeletion` / Orphan),
-//!   ClusterRole aggregation (`controllers::clusterrole_aggregation`) and namespace finalization (`controllers::namespaces`: a deleted namespace is `Terminating`, its objects
-//!   are deleted honouring finalizers, then it goes). [`EnvironmentBuilder::controllers`]`(false)`
+//! * **Three controllers run by default**: the garbage collector (`controllers::gc`:
+//!   ownerReferences, Background / Foreground with `foregroundDeletion` and `blockOwnerDeletion` /
+//!   Orphan), ClusterRole aggregation (`controllers::clusterrole_aggregation`) and namespace
+//!   finalization (`controllers::namespaces`: a deleted namespace is `Terminating`, its objects are
+//!   deleted honouring finalizers, then it goes). [`EnvironmentBuilder::controllers`]`(false)`
 //!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`,
-//!   aggregated ClusterRoles stay empty.
-//!   Nothing fills status or creates Pods either way, beyond what kube-apiserver itself writes.
+//!   aggregated ClusterRoles stay empty. Nothing fills status or creates Pods either way,
+//!   beyond what kube-apiserver itself writes.
 //! * **Built-in defaulting as kube-apiserver** (`registry::defaults`): every write of a
 //!   built-in is defaulted by upstream's `defaults.go` of its group/version (a Pod's
 //!   `restartPolicy`, `dnsPolicy`, container `imagePullPolicy`, ...; a Deployment's `replicas`,
@@ -70,32 +74,36 @@
 //!   (`ReturnDeletedObject`). Every environment has the `default/kubernetes` Service (and its
 //!   Endpoints and EndpointSlice) pointing at itself, APIServices, CSRs with `approval`,
 //!   `pods/ephemeralcontainers` and read-only `componentstatuses`.
-//! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`], `controllers::kubelet`): Pods
-//!   are bound to the Node [`SIMULATED_NODE`], run (`Running`, `Ready`, IPs, container
-//!   statuses) after a short delay, and deleting one is graceful (`deletionTimestamp`, then
-//!   removal after min(grace, stop delay)). Off, Pods stay as written, as in Go's envtest.
+//! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`],
+//!   `controllers::kubelet`): Pods are bound to the Node [`SIMULATED_NODE`], run (`Running`,
+//!   `Ready`, IPs, container statuses) after a short delay, and deleting one is graceful
+//!   (`deletionTimestamp`, then removal after min(grace, stop delay)). Off, Pods stay as written,
+//!   as in Go's envtest.
 //! * One global resourceVersion; every resource keeps a bounded history of change events
 //!   ([`EnvironmentBuilder::history_window`]) for watch resume and consistent paginated lists.
 //!   A watch from before that history gets HTTP 200 and one in-stream `ERROR` 410 — never an
 //!   HTTP 410 — so kube's `watcher` re-lists. [`Faults::compact_history`] forces this.
 //! * A watcher more than [`EnvironmentBuilder::watch_buffer`] events behind is dropped (its
 //!   stream ends) instead of slowing writers; clients resume from their last resourceVersion.
-//! * Bodies are JSON (YAML accepted on POST/PUT). JSON patch (with upstream's rule that a
-//!   `test` of a missing path against `null` passes), merge patch, strategic merge patch for
-//!   built-ins (`api::strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
+//! * Bodies are JSON (YAML accepted on POST/PUT). JSON patch (with upstream's rule that a `test` of
+//!   a missing path against `null` passes), merge patch, strategic merge patch for built-ins
+//!   (`api::strategic`: merge keys of the common fields and the `$patch`, `$retainKeys`,
 //!   `$deleteFromPrimitiveList` directives; 415 on custom resources) and server-side apply
-//!   (`registry::fieldmanager`: managedFields per manager, conflicts, force, removal of dropped fields) are
-//!   served. Protobuf request bodies of v1 Namespace, ConfigMap, Secret, ServiceAccount, the
-//!   RBAC kinds and the auth requests (what kubectl's `create` generators and `auth` send) are
-//!   decoded with `k8s-pb` (`api::protobuf`); other protobuf bodies answer 415, protobuf-only
-//!   `Accept` 406.
-//! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s);
-//!   custom resources are pruned, defaulted and validated against their CRD version's
-//!   `openAPIV3Schema` (422). `fieldValidation` is upstream's: unknown fields of custom
-//!   resources and duplicate fields of JSON bodies are a 400 under `Strict`, `Warning`
-//!   headers under `Warn` (the default), dropped silently under `Ignore` (`endpoints::handlers::fields`). CEL rules are not evaluated. CRDs with `conversion.strategy: Webhook`
-//!   convert through their webhook (`registry::conversion`) wherever a real API server converts; other
-//!   multi-version CRDs store one object served at every version. Admission webhook
+//!   (`registry::fieldmanager`: managedFields per manager, conflicts, force, removal of dropped
+//!   fields) are served. Protobuf request bodies of v1 Namespace, ConfigMap, Secret,
+//!   ServiceAccount, the RBAC kinds and the auth requests (what kubectl's `create` generators and
+//!   `auth` send) are decoded with `k8s-pb` (`api::protobuf`); other protobuf bodies answer 415,
+//!   protobuf-only `Accept` 406.
+//! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s); custom
+//!   resources are pruned, defaulted and validated against their CRD version's `openAPIV3Schema`
+//!   (422). `fieldValidation` is upstream's: unknown fields of custom resources and duplicate
+//!   fields of JSON bodies are a 400 under `Strict`, `Warning` headers under `Warn` (the default),
+//!   dropped silently under `Ignore` (`endpoints::handlers::fields`). The CRD's CEL rules
+//!   (`x-kubernetes-validations`, `messageExpression`, transition rules on `oldSelf`, ratcheting on
+//!   update, upstream's cost limits) and `format` checks are evaluated in process (`cel`), as are
+//!   the expressions of ValidatingAdmissionPolicies. CRDs with `conversion.strategy: Webhook`
+//!   convert through their webhook (`registry::conversion`) wherever a real API server converts;
+//!   other multi-version CRDs store one object served at every version. Admission webhook
 //!   `warnings` reach clients as `Warning: 299` headers.
 //! * Status subresources, `/scale` (workloads and CRDs with `subresources.scale`),
 //!   `pods/eviction` (deletes the pod by the eviction's `deleteOptions`; no PDBs), dryRun,
@@ -104,9 +112,9 @@
 //!   where `kubectl describe` looks. `as=Table` is served (`endpoints::table`: upstream's printer
 //!   columns for the common built-ins, `-o wide` included, CRD `additionalPrinterColumns`,
 //!   otherwise Name and Age) for lists, gets and watches.
-//! * OpenAPI v3 documents carry full schemas (`endpoints::openapi`: built-ins from k8s-openapi's schemars
-//!   impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain` works;
-//!   each document's URL hash changes with its content.
+//! * OpenAPI v3 documents carry full schemas (`endpoints::openapi`: built-ins from k8s-openapi's
+//!   schemars impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain`
+//!   works; each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 //! * Type errors are refused, never stored: DeleteOptions (body and query) decode into the
 //!   typed `meta/v1` struct (400; `dryRun: ["All"]` deletes nothing), every body's

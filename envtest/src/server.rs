@@ -1,14 +1,15 @@
 //! Layer 5, the server (kube-apiserver's `pkg/server` filters): a hyper 1 HTTP/1.1 server on
-//! 127.0.0.1, one task per connection, with the transport limits of `ctrl_net` (listen
-//! backlog, accept back-off, keepalive, head/idle timeout) that ctrl's other servers share.
-//! HTTPS on the same port (`tls`: a connection that starts with a handshake). Each request is
-//! authenticated and authorized first (`auth`: client certificates, bearer tokens, impersonation, RBAC; health and
-//! version are public, as upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit
-//! (413 with `Connection: close`, without buffering more), recorded in the request log, routed
-//! (`endpoints::router`) and handed to `endpoints::serve` (resource handlers, discovery,
-//! OpenAPI, health). Every failure is answered with a `Status` body (`api::status`); warnings raised
-//! while serving become `Warning` headers. It calls `endpoints`, `auth`, `tls`, `registry` (the
-//! shared state), `faults` and `api`; only `env` is above it.
+//! 127.0.0.1, one task per connection, with the transport limits of `ctrl_net` (listen backlog,
+//! accept back-off, keepalive, head/idle timeout) that ctrl's other servers share. HTTPS on the
+//! same port (`tls`: a connection that starts with a handshake). Each request is authenticated and
+//! authorized first (`auth`: client certificates, bearer tokens, impersonation, RBAC; health and version are public, as
+//! upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit (413
+//! with `Connection: close`, without buffering more), recorded in the request log, routed
+//! ([`endpoints::router`]) and handed to [`endpoints::serve`] (resource handlers, discovery,
+//! OpenAPI, health). Every failure is answered with a `Status` body
+//! ([`api::status`](crate::api::status)); warnings raised while serving become `Warning` headers.
+//! It calls `endpoints`, `auth`, `tls`, `registry` (the shared state), `faults` and `api`; only
+//! `env` is above it.
 
 use std::convert::Infallible;
 use std::sync::Arc;

@@ -1,10 +1,10 @@
-//! Calls one webhook over HTTPS as the API server does: POST of a review to
-//! `clientConfig.url`, the server verified against `clientConfig.caBundle` as Go's `crypto/x509`
-//! verifies it ([`GoVerifier`]: a self-signed serving certificate may be its own bundle), within
-//! the webhook's timeout. HTTP/1.1 connections are kept per (URL authority, CA) and
-//! reused, so a steady stream of writes pays the TLS handshake once. Admission webhooks
-//! (`admission`) and CRD conversion webhooks (`registry::conversion`) are called through it.
-//! A leaf: it imports nothing else of the crate.
+//! Calls one webhook over HTTPS as the API server does: POST of a review to `clientConfig.url`, the
+//! server verified against `clientConfig.caBundle` as Go's `crypto/x509` verifies it
+//! ([`GoVerifier`]: a self-signed serving certificate may be its own bundle), within the webhook's
+//! timeout. HTTP/1.1 connections are kept per (URL authority, CA) and reused, so a steady stream
+//! of writes pays the TLS handshake once. Admission webhooks (`admission`) and CRD conversion
+//! webhooks ([`registry::conversion`](crate::registry::conversion)) are called through it. A leaf:
+//! it imports nothing else of the crate.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};

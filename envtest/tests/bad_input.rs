@@ -1,4 +1,4 @@
-//! Acceptance checks 37–40 (spec §4, "Bad input"): malformed bodies, wrong kinds, invalid names
+//! Acceptance checks 37–40, bad input: malformed bodies, wrong kinds, invalid names
 //! and oversized requests each get a clear `Status`, leave the stored state, the resourceVersion
 //! counter and every watch stream untouched, and the server serves the next request.
 

@@ -1,4 +1,5 @@
-//! Acceptance checks 1–9 (spec §4): create/get/update semantics over HTTP with kube.
+//! Acceptance checks 1–9: create/get/update semantics over HTTP with kube
+//! (`k8s.io/apiserver/pkg/endpoints/handlers/{create,get,update}.go`).
 
 mod common;
 

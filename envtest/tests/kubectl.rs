@@ -1,4 +1,4 @@
-//! The real `kubectl` against ctrl-envtest (acceptance checks 35–36, spec §2): a scripted session
+//! The real `kubectl` against ctrl-envtest (acceptance checks 35–36): a scripted session
 //! per area, each command's output checked. Every call has a timeout, its own kubeconfig and
 //! its own `HOME`/`KUBECACHEDIR`, so runs share no discovery cache.
 //!

@@ -1,7 +1,9 @@
-//! managedFields of ordinary writes (spec §1.10 item 5) through `kube::Client`: every POST,
-//! PUT and json/merge/strategic PATCH records an `Update` entry for its manager with the fields
-//! it added or changed, taking them from other managers; status and scale writes carry their
-//! subresource; an apply that changes a field an `Update` manager owns conflicts.
+//! managedFields of ordinary writes
+//! (`k8s.io/apimachinery/pkg/util/managedfields/internal/structuredmerge.go`) through
+//! `kube::Client`: every POST, PUT and json/merge/strategic PATCH records an `Update` entry for its
+//! manager with the fields it added or changed, taking them from other managers; status and scale
+//! writes carry their subresource; an apply that changes a field an `Update` manager owns
+//! conflicts.
 //!
 //! The expected `fieldsV1` follow the apiserver's field manager
 //! (k8s.io/apimachinery/pkg/util/managedfields/internal: `managedFieldsUpdater`,

@@ -1,7 +1,7 @@
-//! OpenAPI v3 (spec §1.4): the root lists every group-version with a content hash in its URL;
-//! each document carries full schemas (built-ins from k8s-openapi, custom resources from their
-//! CRD, wrapped as the apiserver does) and every schema they reference, and a CRD change gives
-//! its group-version a new hash and a new document.
+//! OpenAPI v3 (`k8s.io/kube-openapi/pkg/handler3/handler.go`): the root lists every group-version
+//! with a content hash in its URL; each document carries full schemas (built-ins from k8s-openapi,
+//! custom resources from their CRD, wrapped as the apiserver does) and every schema they reference,
+//! and a CRD change gives its group-version a new hash and a new document.
 
 mod common;
 

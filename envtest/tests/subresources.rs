@@ -363,3 +363,49 @@ async fn secret_string_data_and_namespace_defaults() {
         "team-a"
     );
 }
+
+/// Both discovery forms list the same subresources, with their response kinds: the legacy
+/// `APIResourceList` and aggregated discovery v2 (as kube's `Discovery` reads it).
+#[tokio::test]
+async fn discovery_lists_each_subresource_in_both_forms() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
+    let env = common::env().await;
+    let req = http::Request::get("/api/v1").body(Vec::new()).unwrap();
+    let legacy: APIResourceList = env.client().request(req).await.unwrap();
+    let entry = |name: &str| legacy.resources.iter().find(|r| r.name == name).cloned();
+    let eviction = entry("pods/eviction").expect("pods/eviction listed");
+    assert_eq!(
+        (
+            eviction.group.as_deref(),
+            eviction.kind.as_str(),
+            eviction.verbs
+        ),
+        (Some("policy"), "Eviction", vec!["create".to_string()])
+    );
+    let token = entry("serviceaccounts/token").expect("serviceaccounts/token listed");
+    assert_eq!(token.kind, "TokenRequest");
+    assert_eq!(entry("pods/status").expect("pods/status").kind, "Pod");
+    assert!(entry("configmaps/status").is_none());
+
+    let discovery = kube::Discovery::new(env.client())
+        .run_aggregated()
+        .await
+        .unwrap();
+    let gvk = GroupVersionKind::gvk("", "v1", "Pod");
+    let (_, caps) = discovery.resolve_gvk(&gvk).expect("pods discovered");
+    let mut aggregated: Vec<String> = caps
+        .subresources
+        .iter()
+        .map(|(ar, _)| format!("pods/{}", ar.plural))
+        .collect();
+    let mut listed: Vec<String> = legacy
+        .resources
+        .iter()
+        .filter(|r| r.name.starts_with("pods/"))
+        .map(|r| r.name.clone())
+        .collect();
+    aggregated.sort();
+    listed.sort();
+    assert_eq!(aggregated, listed);
+    assert_eq!(listed, ["pods/eviction", "pods/status"]);
+}

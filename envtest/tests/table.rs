@@ -1,6 +1,6 @@
-//! `as=Table` (spec §1.19): lists, gets and watch events as `meta.k8s.io/v1` Tables with
-//! upstream's printer columns for built-ins (priority 1 = `-o wide`), Name/Created At for CRDs,
-//! and `additionalPrinterColumns` for custom resources.
+//! `as=Table` (`k8s.io/kubernetes/pkg/printers/internalversion/printers.go`): lists, gets and watch
+//! events as `meta.k8s.io/v1` Tables with upstream's printer columns for built-ins (priority 1 =
+//! `-o wide`), Name/Created At for CRDs, and `additionalPrinterColumns` for custom resources.
 
 mod common;
 

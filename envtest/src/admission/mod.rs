@@ -1,22 +1,22 @@
-//! Layer 3, admission (kube-apiserver's `admission/plugin/webhook`): webhooks called on the
-//! old and new objects of a write, as a real API server calls them. Before a create, update
-//! (PUT or PATCH) or delete is written, the handlers (`endpoints::handlers::admit`) hand
-//! admission its [`Attributes`] and the new object; the stored
-//! `MutatingWebhookConfiguration`s and then `ValidatingWebhookConfiguration`s whose
-//! rules (operations, groups, versions, resources with subresources, scope),
-//! namespace selector and object selector match are called over TLS (`client`) with an
-//! `admission.k8s.io/v1` `AdmissionReview`. Mutating patches are applied in order and
-//! the write continues with the patched object; a denial becomes the client's error
-//! (`admission webhook "<name>" denied the request: <message>`, with the webhook's
-//! code); a webhook that cannot be reached fails the write (`failurePolicy: Fail`, a
-//! 500) or is skipped (`Ignore`); `timeoutSeconds` bounds each call; on a dry run
-//! only webhooks with `sideEffects: None` / `NoneOnDryRun` are called (else 400).
-//! Under `matchPolicy: Equivalent` (the default) a webhook whose rules name another served
-//! version of the resource is called at that version: the objects are converted to it
-//! (through the CRD's conversion webhook, `registry::conversion`) and a mutation back.
-//! A response's `warnings` go to the request's [`Warnings`], which the server writes as
-//! `Warning: 299 - "<text>"` headers, allowed or denied. Admission may call `api`, `storage`,
-//! `registry` and `webhook_client` (over which it calls the webhooks), never the HTTP side.
+//! Layer 3, admission (kube-apiserver's `admission/plugin/webhook`): webhooks called on the old and
+//! new objects of a write, as a real API server calls them. Before a create, update (PUT or PATCH)
+//! or delete is written, the handlers
+//! ([`endpoints::handlers::admit`](crate::endpoints::handlers::admit)) hand admission its
+//! [`Attributes`] and the new object; the stored `MutatingWebhookConfiguration`s and then
+//! `ValidatingWebhookConfiguration`s whose rules (operations, groups, versions, resources with
+//! subresources, scope), namespace selector and object selector match are called over TLS
+//! (`client`) with an `admission.k8s.io/v1` `AdmissionReview`. Mutating patches are applied in
+//! order and the write continues with the patched object; a denial becomes the client's error
+//! (`admission webhook "<name>" denied the request: <message>`, with the webhook's code); a webhook
+//! that cannot be reached fails the write (`failurePolicy: Fail`, a 500) or is skipped (`Ignore`);
+//! `timeoutSeconds` bounds each call; on a dry run only webhooks with `sideEffects: None` /
+//! `NoneOnDryRun` are called (else 400). Under `matchPolicy: Equivalent` (the default) a webhook
+//! whose rules name another served version of the resource is called at that version: the objects
+//! are converted to it (through the CRD's conversion webhook,
+//! [`registry::conversion`](crate::registry::conversion)) and a mutation back. A response's
+//! `warnings` go to the request's [`Warnings`], which the server writes as `Warning: 299 -
+//! "<text>"` headers, allowed or denied. Admission may call `api`, `storage`, `registry` and
+//! `webhook_client` (over which it calls the webhooks), never the HTTP side.
 //!
 //! Configurations are ordinary objects: create them through the API, or give them
 //! to `EnvironmentBuilder::webhooks` (`env`).
@@ -86,7 +86,7 @@ pub(crate) fn seed(api: &Arc<Apiserver>, configs: &[WebhookConfiguration]) -> Re
         let rt = config_type(api, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
         let mut obj = obj.take();
         crate::registry::objects::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
-        crate::registry::rest::create_object(api, &rt, None, obj, Default::default())
+        crate::registry::hooks::create_object(api, &rt, None, obj, Default::default())
             .map_err(|e| e.message)?;
     }
     Ok(())

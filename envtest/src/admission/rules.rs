@@ -220,7 +220,7 @@ pub(crate) fn namespace_labels(
             .cloned()
             .unwrap_or_default()
     };
-    if rt.group.is_empty() && rt.plural == "namespaces" {
+    if rt.is("", "namespaces") {
         return obj.map(labels_of);
     }
     if !rt.namespaced {

@@ -1,7 +1,10 @@
-//! Object-metadata rules shared by every write path (spec §1.12): the typed decoding every body's
-//! metadata must pass (`check_types`, called by `registry::objects::check_type` and the patch path),
-//! reading and writing metadata fields of a JSON object, uid / creationTimestamp /
-//! generateName on create, the fields an update may not change, and when `generation` moves.
+//! Object-metadata rules shared by every write path
+//! (`k8s.io/apimachinery/pkg/api/validation/objectmeta.go`,
+//! `k8s.io/apiserver/pkg/registry/rest/{create,update}.go`): the typed decoding every body's
+//! metadata must pass (`check_types`, called by
+//! [`registry::objects::check_type`](crate::registry::objects::check_type) and the patch path),
+//! reading and writing metadata fields of a JSON object, uid / creationTimestamp / generateName on
+//! create, the fields an update may not change, and when `generation` moves.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;

@@ -1,7 +1,7 @@
-//! Patches (spec §1.6.4): JSON patch (RFC 6902), JSON merge patch (RFC 7386) and strategic
-//! merge patch ([`super::strategic`]), decoded and applied in one place so that every path
-//! that patches — the PATCH verb, `/scale`, admission (which reviews the patched object) and
-//! serving a custom resource at a converted version — enforces the same rules:
+//! Patches (`k8s.io/apiserver/pkg/endpoints/handlers/patch.go`): JSON patch (RFC 6902), JSON merge
+//! patch (RFC 7386) and strategic merge patch ([`super::strategic`]), decoded and applied in one
+//! place so that every path that patches — the PATCH verb, `/scale`, admission (which reviews the
+//! patched object) and serving a custom resource at a converted version — enforces the same rules:
 //!
 //! * a media type outside the accepted set is a 415 naming that set; strategic merge is never
 //!   accepted for custom resources (upstream: CRDs have no Go struct tags to merge by);
@@ -9,7 +9,8 @@
 //! * a JSON patch of more than [`MAX_JSON_PATCH_OPERATIONS`] operations is a 413;
 //! * JSON-patch `copy` operations may add [`JSON_PATCH_MAX_COPY_BYTES`] in all (422 beyond).
 //!
-//! Server-side apply (`application/apply-patch+yaml`) is not a patch here: `endpoints::handlers::apply` owns it.
+//! Server-side apply (`application/apply-patch+yaml`) is not a patch here:
+//! [`endpoints::handlers::apply`](crate::endpoints::handlers::apply) owns it.
 
 use serde_json::Value;
 

@@ -1,11 +1,12 @@
-//! Protobuf request bodies (`application/vnd.kubernetes.protobuf`), as kubectl's
-//! `create namespace|configmap|secret|serviceaccount|role|clusterrole|rolebinding|clusterrolebinding`
-//! generators and its auth commands send them (spec §1.19).
-//! `endpoints::decode_body` hands such bodies here and gets back the JSON object a JSON body of the
-//! same object decodes to, so everything after decoding is the JSON path. The envelope
-//! (magic `k8s\0`, then a `runtime.Unknown` naming apiVersion and kind around the object's own
-//! bytes) and the objects are decoded with `k8s-pb`'s generated messages (prost); other kinds
-//! get a clear 415 that points at `kubectl create -f`.
+//! Protobuf request bodies (`application/vnd.kubernetes.protobuf`), as kubectl's `create
+//! namespace|configmap|secret|serviceaccount|role|clusterrole|rolebinding|clusterrolebinding`
+//! generators and its auth commands send them
+//! (`k8s.io/apimachinery/pkg/runtime/serializer/protobuf/protobuf.go`).
+//! [`endpoints::decode_body`](crate::endpoints::decode_body) hands such bodies here and gets back
+//! the JSON object a JSON body of the same object decodes to, so everything after decoding is the
+//! JSON path. The envelope (magic `k8s\0`, then a `runtime.Unknown` naming apiVersion and kind
+//! around the object's own bytes) and the objects are decoded with `k8s-pb`'s generated messages
+//! (prost); other kinds get a clear 415 that points at `kubectl create -f`.
 
 use std::collections::BTreeMap;
 

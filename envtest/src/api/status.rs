@@ -1,8 +1,9 @@
 //! Part of `api` (layer 0): calls nothing above it.
 //!
-//! Error responses: every failure of an API request becomes an [`ApiError`], which the
-//! server turns into a Kubernetes `Status` body (spec §1.9). Verbs, the router and the store
-//! all return `ApiError`; nothing in the request path panics or answers plain text.
+//! Error responses: every failure of an API request becomes an [`ApiError`], which the server turns
+//! into a Kubernetes `Status` body (`k8s.io/apimachinery/pkg/api/errors/errors.go`). Verbs, the
+//! router and the store all return `ApiError`; nothing in the request path panics or answers plain
+//! text.
 
 use serde_json::{Value, json};
 

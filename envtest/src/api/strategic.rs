@@ -1,15 +1,16 @@
-//! Strategic merge patch (spec §1.6.4) for built-in kinds: like a JSON merge patch, except that
-//! lists with a merge key (containers by `name`, ports by `containerPort`, conditions by
-//! `type`, …) are merged element by element, lists with the merge strategy on primitives
-//! (`finalizers`) are unioned, and the directives `$patch: replace|delete|merge`,
-//! `$retainKeys`, `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>` are honoured.
+//! Strategic merge patch (`k8s.io/apimachinery/pkg/util/strategicpatch/patch.go`) for built-in
+//! kinds: like a JSON merge patch, except that lists with a merge key (containers by `name`, ports
+//! by `containerPort`, conditions by `type`, …) are merged element by element, lists with the merge
+//! strategy on primitives (`finalizers`) are unioned, and the directives `$patch:
+//! replace|delete|merge`, `$retainKeys`, `$deleteFromPrimitiveList/<field>` and
+//! `$setElementOrder/<field>` are honoured.
 //!
 //! Upstream reads the strategy of each field from the Go struct tags; here the common fields'
 //! strategies are a table keyed by field name and the path that leads to it ([`list_strategy`]).
-//! Every other list is replaced wholesale (tolerations and args are atomic upstream too). The
-//! one patch module (`super::patch`) calls [`apply`] for every path that patches; custom
-//! resources never reach it (they get a 415 there). The same table gives server-side apply (`registry::fieldmanager`) its associative
-//! lists for built-ins.
+//! Every other list is replaced wholesale (tolerations and args are atomic upstream too). The one
+//! patch module ([`super::patch`]) calls [`apply`] for every path that patches; custom resources
+//! never reach it (they get a 415 there). The same table gives server-side apply
+//! ([`registry::fieldmanager`](crate::registry::fieldmanager)) its associative lists for built-ins.
 
 use serde_json::{Map, Value};
 

@@ -4,9 +4,10 @@
 //!
 //! The write handlers call [`validate_object`] after decoding and defaulting a body and turn a
 //! non-empty result into a 422 with [`invalid_message`] and [`FieldCause::to_cause_json`]; custom
-//! resources additionally go through the structural schema (`registry::schema`), which reports in the same [`FieldCause`]
-//! shape. The syntax checks ([`is_qualified_name`], [`is_valid_label_value`], the DNS name rules)
-//! are apimachinery's `util/validation` rules with their messages, and are reused by
+//! resources additionally go through the structural schema
+//! ([`registry::schema`](crate::registry::schema)), which reports in the same [`FieldCause`] shape.
+//! The syntax checks ([`is_qualified_name`], [`is_valid_label_value`], the DNS name rules) are
+//! apimachinery's `util/validation` rules with their messages, and are reused by
 //! [`crate::api::selector`] for label selector keys and values.
 
 use serde_json::{Map, Value};

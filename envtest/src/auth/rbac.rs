@@ -1,11 +1,11 @@
 //! RBAC evaluation, ported from kube-apiserver's `plugin/pkg/auth/authorizer/rbac` and
 //! `pkg/registry/rbac/validation` (`DefaultRuleResolver`): the ClusterRoleBindings, then the
-//! RoleBindings of the request's namespace, whose subjects include the user, grant the rules
-//! of their Role or ClusterRole as stored (an aggregated ClusterRole's rules are filled in by
-//! `controllers::clusterrole_aggregation`, as upstream's controller does); a request is allowed
-//! when one rule covers it ([`rule_allows`]). A binding to a missing role grants nothing and is named in the denial's reason. Reads the
-//! objects from `storage` at every decision, so bindings added or removed take effect on the
-//! next request.
+//! RoleBindings of the request's namespace, whose subjects include the user, grant the rules of
+//! their Role or ClusterRole as stored (an aggregated ClusterRole's rules are filled in by
+//! [`controllers::clusterrole_aggregation`](crate::controllers::clusterrole_aggregation), as
+//! upstream's controller does); a request is allowed when one rule covers it ([`rule_allows`]). A
+//! binding to a missing role grants nothing and is named in the denial's reason. Reads the objects
+//! from `storage` at every decision, so bindings added or removed take effect on the next request.
 
 use k8s_openapi::api::rbac::v1::{
     ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject,

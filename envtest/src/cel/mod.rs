@@ -5,14 +5,14 @@
 //! A leaf of the crate: it imports only [`crate::api`] (for `FieldCause`) and is called by the
 //! registry (custom-resource writes, CRD admission) and by admission (policies).
 //!
-//! - [`env`]: the CEL environment and per-evaluation context, with the cost meter;
+//! - [`env`](mod@env): the CEL environment and per-evaluation context, with the cost meter;
 //! - [`library`]: Kubernetes' CEL libraries cel-rust lacks (lists, regex, url, quantity, ip/cidr);
 //! - [`values`]: JSON → CEL values as kube-apiserver types them from the schema;
 //! - [`program`]: compiling one expression: checks against the schema, cost estimate, metering;
 //! - [`types`]: the compile-time type check of comparisons;
 //! - [`rules`]: evaluating a CRD's rules on an object (and its old version) with ratcheting;
 //! - [`crd`]: checking a CRD's rules when the CRD is written;
-//! - [`format`]: the `format` keyword's checks;
+//! - [`format`](mod@format): the `format` keyword's checks;
 //! - [`policy`]: the expressions of ValidatingAdmissionPolicies;
 //! - [`ratchet`]: dropping schema errors about values unchanged by an update.
 

@@ -429,26 +429,28 @@ fn estimate_comprehension(c: &ComprehensionExpr, scope: &Scope, deep: bool) -> f
     if !deep {
         return 1.0 + estimate(&c.iter_range, scope, false);
     }
+    let (range, inner) = loop_scope(c, scope);
+    let body = estimate(&c.loop_step, &inner, true) + estimate(&c.loop_cond, &inner, true);
+    estimate(&c.iter_range, scope, true) + max_size(range) * (1.0 + body)
+}
+
+/// The schema of a comprehension's range and the scope of its body (the loop variable an
+/// element of the range, the accumulator unknown).
+fn loop_scope<'s>(c: &ComprehensionExpr, scope: &Scope<'s>) -> (&'s Json, Scope<'s>) {
     let range = schema_of(&c.iter_range, scope);
     let (_, element) = element_schemas(range);
     let inner = scope
         .clone()
         .with(&c.iter_var, element)
         .with(&c.accu_var, &UNKNOWN);
-    let body = estimate(&c.loop_step, &inner, true) + estimate(&c.loop_cond, &inner, true);
-    estimate(&c.iter_range, scope, true) + max_size(range) * (1.0 + body)
+    (range, inner)
 }
 
 /// Rewrites every comprehension range `r` into `@cost(r, w)`, w the cost of one iteration.
 fn instrument(e: &mut IdedExpr, scope: &Scope) {
     match &mut e.expr {
         Expr::Comprehension(c) => {
-            let range = schema_of(&c.iter_range, scope);
-            let (_, element) = element_schemas(range);
-            let inner = scope
-                .clone()
-                .with(&c.iter_var, element)
-                .with(&c.accu_var, &UNKNOWN);
+            let (_, inner) = loop_scope(c, scope);
             let weight =
                 1.0 + estimate(&c.loop_step, &inner, false) + estimate(&c.loop_cond, &inner, false);
             instrument(&mut c.iter_range, scope);

@@ -64,6 +64,26 @@ struct Node<'a> {
     root: bool,
 }
 
+impl<'a> Node<'a> {
+    /// A property or item of this node: `value` (and its `old` correlate) under `schema`.
+    fn child(
+        &self,
+        schema: &'a Json,
+        value: &'a Json,
+        old: Option<&'a Json>,
+        path: String,
+    ) -> Self {
+        Node {
+            schema,
+            value,
+            old,
+            path,
+            ratchet: self.ratchet,
+            root: embedded(schema),
+        }
+    }
+}
+
 struct Walk {
     out: Outcome,
     budget: u64,
@@ -144,15 +164,7 @@ impl Walk {
             } else {
                 n.old.and_then(|o| o.get(k))
             };
-            let root = embedded(schema);
-            self.node(&Node {
-                schema,
-                value: v,
-                old,
-                path,
-                ratchet: n.ratchet,
-                root,
-            });
+            self.node(&n.child(schema, v, old, path));
         }
     }
 
@@ -180,14 +192,7 @@ impl Walk {
                 _ => None,
             };
             let path = format!("{}[{i}]", n.path);
-            self.node(&Node {
-                schema,
-                value: v,
-                old,
-                path,
-                ratchet: n.ratchet,
-                root: embedded(schema),
-            });
+            self.node(&n.child(schema, v, old, path));
         }
     }
 

@@ -1,11 +1,12 @@
 //! ClusterRole aggregation (kube-controller-manager's clusterrole-aggregation controller): a
-//! ClusterRole with an `aggregationRule` gets, as its `rules`, the rules of every other
-//! ClusterRole one of its `clusterRoleSelectors` matches — in name order, each rule once — and
-//! keeps them current as labelled ClusterRoles come, change and go. A write observer
-//! (`registry::hooks`): every ClusterRole write re-checks the aggregated ClusterRoles and
-//! updates those whose rules differ (whose own update is observed in turn, so aggregated roles
-//! that match other selectors settle too). Runs with the other controllers
-//! (`EnvironmentBuilder::controllers`); RBAC (`auth::rbac`) reads the stored rules.
+//! ClusterRole with an `aggregationRule` gets, as its `rules`, the rules of every other ClusterRole
+//! one of its `clusterRoleSelectors` matches — in name order, each rule once — and keeps them
+//! current as labelled ClusterRoles come, change and go. A write observer
+//! ([`registry::hooks`](crate::registry::hooks)): every ClusterRole write re-checks the aggregated
+//! ClusterRoles and updates those whose rules differ (whose own update is observed in turn, so
+//! aggregated roles that match other selectors settle too). Runs with the other controllers
+//! (`EnvironmentBuilder::controllers`); RBAC ([`auth::rbac`](crate::auth::rbac)) reads the stored
+//! rules.
 
 use std::collections::BTreeMap;
 

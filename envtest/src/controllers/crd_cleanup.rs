@@ -1,10 +1,11 @@
-//! CRD cleanup (apiextensions-apiserver's finalizer controller): a CustomResourceDefinition
-//! being deleted is held by the `customresourcecleanup.apiextensions.k8s.io` finalizer
-//! (`registry::crd::CLEANUP_FINALIZER`) while its custom resources are deleted (finalizers
-//! honoured); when the last is gone the finalizer is dropped and the CRD goes, taking its
-//! types, routes and watches with it (`registry::crd::after_commit`). A write observer
-//! (`registry::hooks`) that always runs — it is part of the API server, not of
-//! kube-controller-manager, so `EnvironmentBuilder::controllers(false)` keeps it.
+//! CRD cleanup (apiextensions-apiserver's finalizer controller): a CustomResourceDefinition being
+//! deleted is held by the `customresourcecleanup.apiextensions.k8s.io` finalizer
+//! ([`registry::crd::CLEANUP_FINALIZER`](crate::registry::crd::CLEANUP_FINALIZER)) while its custom
+//! resources are deleted (finalizers honoured); when the last is gone the finalizer is dropped and
+//! the CRD goes, taking its types, routes and watches with it
+//! ([`registry::crd::after_commit`](crate::registry::crd::after_commit)). A write observer
+//! ([`registry::hooks`](crate::registry::hooks)) that always runs — it is part of the API server,
+//! not of kube-controller-manager, so `EnvironmentBuilder::controllers(false)` keeps it.
 
 use serde_json::{Value, json};
 

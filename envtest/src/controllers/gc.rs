@@ -1,15 +1,16 @@
-//! The garbage collector (spec §1.14), an in-process stand-in for kube-controller-manager's:
-//! it follows `metadata.ownerReferences`. When an owner is removed, dependents whose owners are
-//! now all gone are deleted (Background) and the others lose the dangling reference; an owner
-//! marked with the `orphan` finalizer has its reference removed from every dependent, then the
-//! finalizer; an owner marked with `foregroundDeletion` has its dependents deleted and keeps the
-//! finalizer until no dependent with `blockOwnerDeletion: true` is left.
+//! The garbage collector (`k8s.io/kubernetes/pkg/controller/garbagecollector/garbagecollector.go`),
+//! an in-process stand-in for kube-controller-manager's: it follows `metadata.ownerReferences`.
+//! When an owner is removed, dependents whose owners are now all gone are deleted (Background) and
+//! the others lose the dangling reference; an owner marked with the `orphan` finalizer has its
+//! reference removed from every dependent, then the finalizer; an owner marked with
+//! `foregroundDeletion` has its dependents deleted and keeps the finalizer until no dependent with
+//! `blockOwnerDeletion: true` is left.
 //!
-//! It is a write observer of the registry ([`Gc`], `registry::hooks`): it sees every committed
-//! write and acts through the registry's generic write path (`FollowUps`), so every action is an
-//! ordinary write (new resourceVersion, watch event) whose own consequences are observed in
-//! turn. `super::namespaces` does the namespace lifecycle the same way. Both are off with
-//! `EnvironmentBuilder::controllers(false)` (Go envtest parity).
+//! It is a write observer of the registry ([`Gc`], [`registry::hooks`](crate::registry::hooks)): it
+//! sees every committed write and acts through the registry's generic write path (`FollowUps`), so
+//! every action is an ordinary write (new resourceVersion, watch event) whose own consequences are
+//! observed in turn. [`super::namespaces`] does the namespace lifecycle the same way. Both are off
+//! with `EnvironmentBuilder::controllers(false)` (Go envtest parity).
 
 use std::sync::Arc;
 

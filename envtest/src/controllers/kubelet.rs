@@ -5,19 +5,20 @@
 //! `Ready` / `ContainersReady` / `PodScheduled` conditions, `podIP`, `hostIP`, `startTime`,
 //! container statuses). Containers never exit on their own.
 //!
-//! Deletion follows upstream's pod strategy: a DELETE of a Pod that is bound and not finished
-//! marks it (`deletionTimestamp` = now + grace, `deletionGracePeriodSeconds`) instead of
-//! removing it, the grace coming from the DeleteOptions, else
-//! `spec.terminationGracePeriodSeconds`, else 30 s (negative means 1; grace 0, an unbound or a
-//! finished Pod go at once) — the pods strategy of the registry's delete
-//! (`registry::strategy::pod_graceful_delete`) does that when the kubelet is on. The
-//! kubelet treats containers as stopping quickly: it deletes a marked Pod with grace 0 after
-//! min(grace, stop delay), which removes it (or, with finalizers, leaves it to them).
+//! Deletion follows upstream's pod strategy: a DELETE of a Pod that is bound and not finished marks
+//! it (`deletionTimestamp` = now + grace, `deletionGracePeriodSeconds`) instead of removing it, the
+//! grace coming from the DeleteOptions, else `spec.terminationGracePeriodSeconds`, else 30 s
+//! (negative means 1; grace 0, an unbound or a finished Pod go at once) — the pods strategy of the
+//! registry's delete
+//! ([`registry::strategy::pod_graceful_delete`](crate::registry::strategy::pod_graceful_delete))
+//! does that when the kubelet is on. The kubelet treats containers as stopping quickly: it deletes
+//! a marked Pod with grace 0 after min(grace, stop delay), which removes it (or, with finalizers,
+//! leaves it to them).
 //!
-//! Like `gc` and `namespaces` it is a client of the registry, not of HTTP: it watches the
-//! pods collection through `Store::watch` (re-subscribing with a full re-evaluation if its
-//! stream is dropped) and writes through `registry::rest`, so every step is an ordinary write
-//! with a resourceVersion and a watch event. It stops with the server.
+//! Like `gc` and `namespaces` it is a client of the registry, not of HTTP: it watches the pods
+//! collection through `Store::watch` (re-subscribing with a full re-evaluation if its stream is
+//! dropped) and writes through [`registry::hooks`](crate::registry::hooks), so every step is an
+//! ordinary write with a resourceVersion and a watch event. It stops with the server.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -32,7 +33,8 @@ use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
-use crate::registry::rest::{self, DeleteOpts};
+use crate::registry::hooks;
+use crate::registry::rest::DeleteOpts;
 use crate::registry::strategy::{finished, node_name, phase};
 use crate::storage::Start;
 
@@ -102,7 +104,7 @@ fn create_node(api: &Arc<Apiserver>) {
                 "systemUUID": ""}
         }
     });
-    if let Err(e) = rest::create_object(api, &rt, None, node, Default::default()) {
+    if let Err(e) = hooks::create_object(api, &rt, None, node, Default::default()) {
         tracing::warn!(node = NODE_NAME, error = %e.message, "simulated node not created");
     }
 }
@@ -237,7 +239,7 @@ impl Kubelet {
             ..Default::default()
         };
         let ns = meta::namespace(pod);
-        let _ = rest::delete_object(&self.api, &self.rt, Some(ns), meta::name(pod), &opts);
+        let _ = hooks::delete_object(&self.api, &self.rt, Some(ns), meta::name(pod), &opts);
         tracing::debug!(namespace = ns, name = meta::name(pod), "pod stopped");
     }
 
@@ -250,7 +252,7 @@ impl Kubelet {
     ) -> Result<(), ApiError> {
         let uid = meta::meta_str(pod, "uid").map(String::from);
         let ns = meta::namespace(pod);
-        rest::update_object(
+        hooks::update_object(
             &self.api,
             &self.rt,
             Some(ns),

@@ -1,9 +1,11 @@
 //! Layer 6, the in-process controller-manager: controllers that are clients of the registry
-//! (`registry::rest`, `registry::hooks`), never of the HTTP side. [`gc`] (the garbage
-//! collector), [`namespaces`] (namespace lifecycle), [`clusterrole_aggregation`] (the rules of
-//! aggregated ClusterRoles) and [`crd_cleanup`] (deleting a CRD's objects) are write observers: the registry hands them every committed write and queues the
-//! writes they make in turn (`registry::hooks::settle`). [`kubelet`] (the simulated kubelet,
-//! opt-in) watches the pods collection in its own task. `env` registers and starts them.
+//! ([`registry::rest`](crate::registry::rest), [`registry::hooks`](crate::registry::hooks)), never
+//! of the HTTP side. [`gc`] (the garbage collector), [`namespaces`] (namespace lifecycle),
+//! [`clusterrole_aggregation`] (the rules of aggregated ClusterRoles) and [`crd_cleanup`] (deleting
+//! a CRD's objects) are write observers: the registry hands them every committed write and queues
+//! the writes they make in turn ([`registry::hooks::settle`](crate::registry::hooks::settle)).
+//! [`kubelet`] (the simulated kubelet, opt-in) watches the pods collection in its own task. `env`
+//! registers and starts them.
 
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod crd_cleanup;

@@ -1,9 +1,11 @@
-//! Namespace lifecycle (spec §1.16), kube-controller-manager's namespace controller in
-//! miniature: once a Namespace is marked for deletion (the registry's delete sets
-//! `Terminating`), every namespaced object in it is deleted (finalizers honoured: marked objects
-//! wait for their clients), and when the namespace is empty its `kubernetes` spec finalizer is
-//! removed, which removes the namespace. A write observer ([`Namespaces`], `registry::hooks`)
-//! registered with the garbage collector, so it shares the `controllers` switch.
+//! Namespace lifecycle
+//! (`k8s.io/kubernetes/pkg/controller/namespace/deletion/namespaced_resources_deleter.go`),
+//! kube-controller-manager's namespace controller in miniature: once a Namespace is marked for
+//! deletion (the registry's delete sets `Terminating`), every namespaced object in it is deleted
+//! (finalizers honoured: marked objects wait for their clients), and when the namespace is empty
+//! its `kubernetes` spec finalizer is removed, which removes the namespace. A write observer
+//! ([`Namespaces`], [`registry::hooks`](crate::registry::hooks)) registered with the garbage
+//! collector, so it shares the `controllers` switch.
 
 use std::sync::Arc;
 
@@ -32,17 +34,13 @@ impl Observer for Namespaces {
     }
 }
 
-fn is_namespace(rt: &ResourceType) -> bool {
-    rt.group.is_empty() && rt.plural == "namespaces" && rt.crd.is_none()
-}
-
 fn namespace_type(api: &Apiserver) -> Option<Arc<ResourceType>> {
     api.registry.snapshot().get("", "v1", "namespaces").cloned()
 }
 
 /// A namespace was just marked for deletion: delete its contents, then finish if empty.
 fn after_mark(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Value) {
-    if !is_namespace(rt) {
+    if !rt.is("", "namespaces") {
         return;
     }
     let ns = meta::name(obj).to_string();

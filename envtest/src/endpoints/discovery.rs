@@ -1,7 +1,9 @@
 //! Discovery documents, all derived from one `registry` snapshot: `/version`, legacy discovery
-//! (`/api`, `/apis`, `/api/v1`, `/apis/G/V`), aggregated discovery v2 (when the Accept header
-//! asks for it) and the OpenAPI v3 root (every group-version with a content hash in its URL,
-//! spec §1.4); the per-group-version documents come from `openapi`.
+//! (`/api`, `/apis`, `/api/v1`, `/apis/G/V`), aggregated discovery v2 (when the Accept header asks
+//! for it) and the OpenAPI v3 root (every group-version with a content hash in its URL,
+//! `k8s.io/apiserver/pkg/endpoints/discovery/{root,version}.go`, `discovery/aggregated/handler.go`,
+//! `k8s.io/kube-openapi/pkg/handler3/handler.go`); the per-group-version documents come from
+//! `openapi`.
 
 use std::sync::Arc;
 
@@ -102,22 +104,14 @@ fn agg_group(snap: &Snapshot, g: &str, vs: &[String]) -> Value {
 }
 
 fn agg_resource(t: &ResourceType) -> Value {
-    let mut subs = Vec::new();
-    if t.status {
-        subs.push(json!({"subresource": "status", "responseKind": {"group": t.group, "version": t.version, "kind": t.kind}, "verbs": ["get", "patch", "update"]}));
-    }
-    if t.scale.is_some() {
-        subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
-    }
-    if t.group.is_empty() && t.plural == "pods" {
-        subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
-    }
-    for sub in crate::registry::builtins::object_subresources(t) {
-        subs.push(json!({"subresource": sub, "responseKind": {"group": t.group, "version": t.version, "kind": t.kind}, "verbs": ["get", "patch", "update"]}));
-    }
-    if t.group.is_empty() && t.plural == "serviceaccounts" {
-        subs.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}));
-    }
+    let subs: Vec<Value> = t
+        .subresources()
+        .map(|s| {
+            let own = (t.group.as_str(), t.version.as_str(), t.kind.as_str());
+            let (group, version, kind) = s.kind.unwrap_or(own);
+            json!({"subresource": s.name, "responseKind": {"group": group, "version": version, "kind": kind}, "verbs": s.verbs})
+        })
+        .collect();
     let mut r = json!({
         "resource": t.plural,
         "responseKind": {"group": t.group, "version": t.version, "kind": t.kind},
@@ -148,14 +142,14 @@ pub(crate) fn resource_list(snap: &Snapshot, g: &str, v: &str) -> Value {
             r["categories"] = json!(t.categories);
         }
         resources.push(r);
-        if t.status {
-            resources.push(json!({"name": format!("{}/status", t.plural), "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]}));
-        }
-        for sub in crate::registry::builtins::object_subresources(t) {
-            resources.push(json!({"name": format!("{}/{sub}", t.plural), "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]}));
-        }
-        if t.scale.is_some() {
-            resources.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        for s in t.subresources() {
+            let mut r = json!({"name": format!("{}/{}", t.plural, s.name), "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": s.verbs});
+            if let Some((group, version, kind)) = s.kind {
+                r["group"] = json!(group);
+                r["version"] = json!(version);
+                r["kind"] = json!(kind);
+            }
+            resources.push(r);
         }
     }
     let gv = if g.is_empty() {

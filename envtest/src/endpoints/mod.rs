@@ -2,8 +2,8 @@
 //! about resources. It may call `api`, `faults`, `storage`, `registry` and `admission`; `server`
 //! calls it.
 //!
-//! * this file: what every handler speaks — the decoded request ([`Req`], its query, headers,
-//!   body and [`Warnings`]) and the responses ([`json`], [`bytes`], [`error`] `Status` bodies,
+//! * this file: what every handler speaks — the decoded request ([`Req`], its query, headers, body
+//!   and [`Warnings`]) and the responses ([`json`], [`bytes`](fn@bytes), [`error`] `Status` bodies,
 //!   watch [`stream`]s); `server` decodes requests into it and writes its responses.
 //! * [`State`]: what the server and the handlers share (the registry layer, settings, faults).
 //! * [`serve()`]: a routed request to its handler, discovery, OpenAPI or health.

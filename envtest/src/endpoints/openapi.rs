@@ -1,10 +1,11 @@
-//! OpenAPI v3 documents served under `/openapi/v3/...` (spec §1.4). `discovery` lists them in
-//! the root with a content hash and routes here; this module builds one group-version's
-//! document: a PATCH operation per resource (its `fieldValidation` parameter tells kubectl the
-//! server validates) and `components.schemas` with the full schemas `kubectl explain` reads —
-//! built-ins from `openapi::builtin` (k8s-openapi's generated schemas), custom resources from
-//! their CRD (`openapi::custom`), each document carrying every schema it references.
-//! Documents of built-in-only group-versions never change and are cached for the process.
+//! OpenAPI v3 documents served under `/openapi/v3/...`
+//! (`k8s.io/kube-openapi/pkg/handler3/handler.go`). `discovery` lists them in the root with a
+//! content hash and routes here; this module builds one group-version's document: a PATCH operation
+//! per resource (its `fieldValidation` parameter tells kubectl the server validates) and
+//! `components.schemas` with the full schemas `kubectl explain` reads — built-ins from
+//! `openapi::builtin` (k8s-openapi's generated schemas), custom resources from their CRD
+//! (`openapi::custom`), each document carrying every schema it references. Documents of
+//! built-in-only group-versions never change and are cached for the process.
 
 mod builtin;
 mod custom;

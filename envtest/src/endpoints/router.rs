@@ -1,6 +1,7 @@
-//! The URL grammar (spec §1.5): maps a request path to a discovery/health endpoint or to a
-//! resource route (type from the `registry`, namespace, name, subresource), and parses query
-//! strings the way kube and kubectl send them (`?&…`, `+` for spaces, percent-escapes).
+//! The URL grammar (`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`): maps a request path
+//! to a discovery/health endpoint or to a resource route (type from the `registry`, namespace,
+//! name, subresource), and parses query strings the way kube and kubectl send them (`?&…`, `+` for
+//! spaces, percent-escapes).
 
 use std::collections::HashMap;
 use std::sync::Arc;

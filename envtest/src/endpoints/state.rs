@@ -1,8 +1,9 @@
 //! What the HTTP side of one API server shares ([`State`]): the registry layer
-//! (`registry::context::Apiserver`, reached through `Deref`, so a handler reads
-//! `state.registry` and `state.store` and passes `state` wherever the registry takes an
-//! `&Apiserver`), who may do what (`auth`), fault injection, the settings fixed at start, the
-//! shutdown token and the address. Built once by `env`; the server and the handlers take it by `Arc`.
+//! ([`registry::context::Apiserver`](crate::registry::context::Apiserver), reached through `Deref`,
+//! so a handler reads `state.registry` and `state.store` and passes `state` wherever the registry
+//! takes an `&Apiserver`), who may do what (`auth`), fault injection, the settings fixed at start,
+//! the shutdown token and the address. Built once by `env`; the server and the handlers take it by
+//! `Arc`.
 
 use std::net::SocketAddr;
 use std::ops::Deref;

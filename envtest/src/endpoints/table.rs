@@ -1,9 +1,10 @@
-//! The `Table` representation (spec §1.19) that `kubectl get` asks for with
-//! `Accept: application/json;as=Table;g=meta.k8s.io;v=v1`: built-ins get upstream's printer
-//! columns (`table::printers`, e.g. pods READY/STATUS/RESTARTS, deployments READY/UP-TO-DATE/
-//! AVAILABLE, priority 1 for `-o wide`), custom resources `Name` then their
-//! `additionalPrinterColumns` (JSONPath cells), anything else `Name` and `Age`; rows carry the
-//! object as `PartialObjectMetadata`. `handlers::read` renders gets and lists with it and `watch` each event
+//! The `Table` representation (`k8s.io/kubernetes/pkg/printers/internalversion/printers.go`,
+//! `k8s.io/apiserver/pkg/registry/rest/table.go`) that `kubectl get` asks for with `Accept:
+//! application/json;as=Table;g=meta.k8s.io;v=v1`: built-ins get upstream's printer columns
+//! (`table::printers`, e.g. pods READY/STATUS/RESTARTS, deployments READY/UP-TO-DATE/ AVAILABLE,
+//! priority 1 for `-o wide`), custom resources `Name` then their `additionalPrinterColumns`
+//! (JSONPath cells), anything else `Name` and `Age`; rows carry the object as
+//! `PartialObjectMetadata`. `handlers::read` renders gets and lists with it and `watch` each event
 //! (column definitions only in the first), so `kubectl get -w` lines match the list's header.
 
 use serde_json::{Value, json};

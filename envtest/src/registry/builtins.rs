@@ -1,6 +1,7 @@
-//! The built-in resource types served from the start (spec §1.18). Group, version, kind,
-//! plural and scope come from `k8s_openapi`; subresources, short names, categories, generation
-//! tracking and field-selector fields are listed by hand. No controller runs behind them.
+//! The built-in resource types served from the start (kube-apiserver's REST storage providers,
+//! `k8s.io/kubernetes/pkg/controlplane/instance.go`). Group, version, kind, plural and scope come
+//! from `k8s_openapi`; subresources, short names, categories, generation tracking and
+//! field-selector fields are listed by hand. No controller runs behind them.
 
 use std::any::TypeId;
 
@@ -236,29 +237,13 @@ const RETURN_DELETED_OBJECT: &[(&str, &str)] = &[
 
 /// Whether a delete of `rt` answers with the deleted object (see [`RETURN_DELETED_OBJECT`]).
 pub(crate) fn returns_deleted_object(rt: &ResourceType) -> bool {
-    rt.crd.is_none()
-        && RETURN_DELETED_OBJECT
-            .iter()
-            .any(|(g, p)| *g == rt.group && *p == rt.plural)
-}
-
-/// The subresources that read and write the object itself under their own update rules
-/// (`super::strategy::subresource_rules`): a CSR's `approval`
-/// (`pkg/registry/certificates/certificates/strategy.go`, `csrApprovalStrategy`) and a Pod's
-/// `ephemeralcontainers` (`pkg/registry/core/pod/strategy.go`,
-/// `podEphemeralContainersStrategy`). `/status` is the `status` flag of the type.
-pub(crate) fn object_subresources(rt: &ResourceType) -> &'static [&'static str] {
-    match (rt.group.as_str(), rt.plural.as_str(), rt.crd.is_none()) {
-        ("certificates.k8s.io", "certificatesigningrequests", true) => &["approval"],
-        ("", "pods", true) => &["ephemeralcontainers"],
-        _ => &[],
-    }
+    RETURN_DELETED_OBJECT.iter().any(|(g, p)| rt.is(g, p))
 }
 
 /// Resources served read-only (`get`, `list`): `componentstatuses`, deprecated and computed
 /// by upstream from its components' health (seeded here as a running cluster answers).
 pub(crate) fn read_only(rt: &ResourceType) -> bool {
-    rt.crd.is_none() && rt.group.is_empty() && rt.plural == "componentstatuses"
+    rt.is("", "componentstatuses")
 }
 
 /// The `componentstatuses` a healthy cluster reports (`pkg/registry/core/componentstatus`).

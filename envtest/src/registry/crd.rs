@@ -1,15 +1,16 @@
-//! The CustomResourceDefinition strategy (spec §1.15, apiextensions-apiserver's part of the
-//! registry). Creating or updating a CRD validates it, defaults its names, sets its status
-//! (NamesAccepted, Established, acceptedNames, storedVersions) and — before the response is
-//! written — registers its served versions in the registry ([`after_commit`]), so routing,
-//! discovery and OpenAPI see them at once. Deleting a CRD marks it `Terminating`
-//! ([`mark_terminating`]); it is held by the [`CLEANUP_FINALIZER`] until the CRD cleanup
-//! controller (`controllers::crd_cleanup`) has deleted its custom resources, and when it is
-//! removed its watches end and its routes go away. Custom objects are validated against the
-//! version's `openAPIV3Schema` ([`validate_custom`], `super::schema`) and its CEL rules
-//! (`crate::cel`). `spec.conversion` is
-//! validated as upstream does (`super::conversion::validate`); a CRD with `strategy: Webhook`
-//! registers its `Conversion` with its types. Calls `api`, `storage` and the registry only.
+//! The CustomResourceDefinition strategy
+//! (`k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition/strategy.go`). Creating
+//! or updating a CRD validates it, defaults its names, sets its status (NamesAccepted, Established,
+//! acceptedNames, storedVersions) and — before the response is written — registers its served
+//! versions in the registry ([`after_commit`]), so routing, discovery and OpenAPI see them at once.
+//! Deleting a CRD marks it `Terminating` ([`mark_terminating`]); it is held by the
+//! [`CLEANUP_FINALIZER`] until the CRD cleanup controller
+//! ([`controllers::crd_cleanup`](crate::controllers::crd_cleanup)) has deleted its custom
+//! resources, and when it is removed its watches end and its routes go away. Custom objects are
+//! validated against the version's `openAPIV3Schema` ([`validate_custom`], [`super::schema`]) and
+//! its CEL rules ([`crate::cel`]). `spec.conversion` is validated as upstream does
+//! ([`super::conversion::validate`]); a CRD with `strategy: Webhook` registers its `Conversion`
+//! with its types. Calls `api`, `storage` and the registry only.
 
 use std::sync::Arc;
 
@@ -25,9 +26,7 @@ use crate::api::validation::FieldCause;
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 pub(crate) fn is_crd_type(rt: &ResourceType) -> bool {
-    rt.crd.is_none()
-        && rt.group == "apiextensions.k8s.io"
-        && rt.plural == "customresourcedefinitions"
+    rt.is("apiextensions.k8s.io", "customresourcedefinitions")
 }
 
 fn s<'a>(v: &'a Value, path: &str) -> &'a str {
@@ -49,9 +48,7 @@ pub(crate) fn on_write(
     if let Some(old) = old {
         causes.extend(update_causes(old, obj));
     }
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, &causes));
-    }
+    rt.invalid_if_any(&name, &causes)?;
     complete(obj, old);
     Ok(())
 }
@@ -177,10 +174,11 @@ fn complete(obj: &mut Value, old: Option<&Value>) {
     }
 }
 
-/// The rules upstream adds for a CRD update (apiextensions' `ValidateCustomResourceDefinitionUpdate`):
-/// `spec.group` and `spec.names.plural` never change (they name the storage), an established
-/// CRD keeps its `spec.scope` and `spec.names.kind` (objects stored under them would become
-/// unreadable), and every version in `status.storedVersions` stays in `spec.versions`.
+/// The rules upstream adds for a CRD update (apiextensions'
+/// `ValidateCustomResourceDefinitionUpdate`): `spec.group` and `spec.names.plural` never change
+/// (they name the storage), an established CRD keeps its `spec.scope` and `spec.names.kind`
+/// (objects stored under them would become unreadable), and every version in
+/// `status.storedVersions` stays in `spec.versions`.
 fn update_causes(old: &Value, new: &Value) -> Vec<FieldCause> {
     let established = old
         .pointer("/status/conditions")
@@ -373,20 +371,12 @@ pub(crate) fn validate_custom(
     }
     schema::apply_defaults(sch, obj);
     let causes = schema_and_rules(sch, obj, old);
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            &rt.group,
-            &rt.kind,
-            meta::name(obj),
-            &causes,
-        ));
-    }
-    Ok(())
+    rt.invalid_if_any(meta::name(obj), &causes)
 }
 
-/// The schema's checks and then its CEL rules (`crate::cel::rules`), as apiextensions' strategy
+/// The schema's checks and then its CEL rules ([`crate::cel::rules`]), as apiextensions' strategy
 /// runs them: on update, errors about values left unchanged are ratcheted away
-/// (`crate::cel::ratchet`); rules are not run on an object with type or required-field errors.
+/// ([`crate::cel::ratchet`]); rules are not run on an object with type or required-field errors.
 fn schema_and_rules(sch: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     let mut causes = schema::validate(sch, obj);
     if let Some(old) = old {

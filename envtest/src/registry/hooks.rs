@@ -1,76 +1,86 @@
 //! Write observers: how the in-process controllers (`controllers`: garbage collector,
 //! namespace lifecycle, CRD cleanup) follow the registry without re-entering it. Every write
-//! committed through [`super::rest`] (not a dry run) becomes a [`Written`] event, handed to
-//! each [`Observer`] registered in the [`Apiserver`](super::context::Apiserver). An observer reacts
-//! with follow-up writes through [`FollowUps`]: each commits at once, and its own event is
-//! queued and observed after the current reaction — an iterative work list, never a nested
-//! call, so owner chains of any depth settle without recursion (kube-controller-manager's
-//! controllers react to watch events the same way, one after another). [`settle`] runs the
-//! queue to the end before the client's write returns, so a client sees every consequence of
-//! its write. Part of the registry: it calls `rest` and nothing above.
+//! committed through here ([`create_object`], [`update_object`], [`delete_object`]: the
+//! [`super::rest`] lifecycle, then the observers; not on a dry run) becomes a [`Written`] event,
+//! handed to each [`Observer`] registered in the [`Apiserver`]. An observer reacts with
+//! follow-up writes through [`FollowUps`]: each commits at once, and its own event is queued and
+//! observed after the current reaction — an iterative work list, never a nested call, so owner
+//! chains of any depth settle without recursion (kube-controller-manager's controllers react to
+//! watch events the same way, one after another). [`settle`] runs the queue to the end before
+//! the client's write returns, so a client sees every consequence of its write.
+//!
+//! The observer interface ([`Observer`], [`Written`], [`Verb`], the [`FollowUps`] queue) is
+//! held by the [`Apiserver`] and so defined beside it, in [`super::context`]; it is re-exported
+//! here, where observers are run. The top of the registry: it calls `rest` and `context`, and
+//! nothing in the registry calls it.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::ResourceType;
 use super::context::Apiserver;
-use super::rest::{self, DeleteOpts, WriteOpts};
+pub(crate) use super::context::{FollowUps, Observer, Verb, Written};
+use super::rest::{self, DeleteOpts, Target, WriteOpts};
 use crate::api::status::ApiError;
 
 /// A bound on the reactions one client write may cause (a safety net against observers that
 /// would feed each other forever; no real ownership graph comes near it).
 const MAX_REACTIONS: usize = 100_000;
 
-/// What kind of write was committed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verb {
-    Create,
-    Update,
-    Delete,
-}
-
-/// A committed write as observers see it.
-#[derive(Debug, Clone)]
-pub(crate) struct Written {
-    pub verb: Verb,
-    pub rt: Arc<ResourceType>,
-    /// The object as stored (or as it was, when removed).
-    pub obj: Arc<Value>,
-    /// The write removed the object.
-    pub removed: bool,
-}
-
-impl Written {
-    /// The event of a write of `obj` at `rt`.
-    pub fn new(verb: Verb, rt: &Arc<ResourceType>, obj: &Arc<Value>, removed: bool) -> Self {
-        Written {
-            verb,
-            rt: rt.clone(),
-            obj: obj.clone(),
-            removed,
-        }
+/// [`rest::create`] of `obj` (already type-checked) in `url_ns`, then the write observers.
+pub(crate) fn create_object(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    url_ns: Option<&str>,
+    obj: Value,
+    w: WriteOpts<'_>,
+) -> Result<Arc<Value>, ApiError> {
+    let out = rest::create(api, rt, url_ns, obj, w)?;
+    if !w.dry_run {
+        settle(api, Written::new(Verb::Create, rt, &out, false));
     }
+    Ok(out)
 }
 
-/// A controller that reacts to committed writes.
-pub(crate) trait Observer: Send + Sync {
-    /// Reacts to `w`; writes go through `next`.
-    fn observe(&self, api: &Apiserver, w: &Written, next: &mut FollowUps);
+/// [`rest::update`] of the object `name` (or of its subresource `sub`; `put` marks a PUT), then
+/// the write observers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update_object(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    sub: Option<&str>,
+    w: WriteOpts<'_>,
+    put: bool,
+    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let (obj, removed) = rest::update(api, rt, Target { ns, name, sub, put }, w, make)?;
+    if !w.dry_run {
+        settle(api, Written::new(Verb::Update, rt, &obj, removed));
+    }
+    Ok((obj, removed))
 }
 
-/// The follow-up writes of a reaction: committed at once, observed later (queued).
-#[derive(Default)]
-pub(crate) struct FollowUps {
-    queue: VecDeque<Written>,
+/// [`rest::delete`] (deletes or marks one object), then the write observers; returns it and
+/// whether it is gone.
+pub(crate) fn delete_object(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    name: &str,
+    opts: &DeleteOpts,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let (obj, removed) = rest::delete(api, rt, ns, name, opts)?;
+    if !opts.dry_run {
+        settle(api, Written::new(Verb::Delete, rt, &obj, removed));
+    }
+    Ok((obj, removed))
 }
 
+/// The writes of a reaction (the queue itself is in [`super::context`]).
 impl FollowUps {
-    fn push(&mut self, w: Written) {
-        self.queue.push_back(w);
-    }
-
     /// [`rest::update`] of the object `name`; `make` builds the new object from the stored one.
     pub fn update(
         &mut self,
@@ -81,7 +91,7 @@ impl FollowUps {
         make: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Arc<Value>, ApiError> {
         let w = WriteOpts::default();
-        let (obj, removed) = rest::update(api, rt, ns, name, None, w, false, make)?;
+        let (obj, removed) = rest::update(api, rt, Target::object(ns, name), w, make)?;
         self.push(Written::new(Verb::Update, rt, &obj, removed));
         Ok(obj)
     }
@@ -109,11 +119,11 @@ pub(crate) fn settle(api: &Apiserver, first: Written) {
     let mut next = FollowUps::default();
     next.push(first);
     let mut reactions = 0;
-    while let Some(w) = next.queue.pop_front() {
+    while let Some((w, left)) = next.pop() {
         reactions += 1;
         if reactions > MAX_REACTIONS {
             tracing::warn!(
-                left = next.queue.len(),
+                left,
                 "write observers did not settle; dropping the remaining reactions"
             );
             return;

@@ -35,6 +35,9 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::Value;
 
+use crate::api::status::ApiError;
+use crate::api::validation::FieldCause;
+
 pub(crate) use crate::storage::StoreKey;
 pub(crate) use conversion::Conversion;
 
@@ -132,12 +135,95 @@ impl ResourceType {
             "update",
             "watch",
         ];
-        if self.group.is_empty() && self.plural == "namespaces" {
+        if self.is("", "namespaces") {
             v.retain(|x| *x != "deletecollection");
         }
         v
     }
+
+    /// `Ok` when `causes` is empty, else the 422 `Invalid` of the object `name` of this type.
+    pub fn invalid_if_any(&self, name: &str, causes: &[FieldCause]) -> Result<(), ApiError> {
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid(&self.group, &self.kind, name, causes))
+    }
+
+    /// This is the built-in resource `group`/`plural` (a custom resource never is).
+    pub fn is(&self, group: &str, plural: &str) -> bool {
+        self.group == group && self.plural == plural && self.crd.is_none()
+    }
+
+    /// The subresources this type serves, in discovery's order: `status` and `scale` as
+    /// declared, `pods/ephemeralcontainers`, `pods/eviction`, `serviceaccounts/token` and
+    /// `certificatesigningrequests/approval`.
+    pub fn subresources(&self) -> impl Iterator<Item = &'static Subresource> + '_ {
+        let pods = self.is("", "pods");
+        let has = [
+            self.status,
+            self.scale.is_some(),
+            pods,
+            pods,
+            self.is("", "serviceaccounts"),
+            self.is("certificates.k8s.io", "certificatesigningrequests"),
+        ];
+        [
+            &STATUS,
+            &SCALE,
+            &EPHEMERAL_CONTAINERS,
+            &EVICTION,
+            &TOKEN,
+            &APPROVAL,
+        ]
+        .into_iter()
+        .zip(has)
+        .filter_map(|(s, has)| has.then_some(s))
+    }
 }
+
+/// A subresource a type serves beside its objects: discovery lists it, the handlers route to
+/// it (kube-apiserver's `APIResource` entries named `<plural>/<subresource>`).
+#[derive(Debug)]
+pub(crate) struct Subresource {
+    /// The path segment after the object's name.
+    pub name: &'static str,
+    /// The (group, version, kind) its requests and responses carry; `None` for the type's own.
+    pub kind: Option<(&'static str, &'static str, &'static str)>,
+    pub verbs: &'static [&'static str],
+}
+
+const STATUS: Subresource = Subresource {
+    name: "status",
+    kind: None,
+    verbs: &["get", "patch", "update"],
+};
+const SCALE: Subresource = Subresource {
+    name: "scale",
+    kind: Some(("autoscaling", "v1", "Scale")),
+    verbs: &["get", "patch", "update"],
+};
+/// A Pod's ephemeral containers, written under their own rules (`strategy::subresource_rules`).
+const EPHEMERAL_CONTAINERS: Subresource = Subresource {
+    name: "ephemeralcontainers",
+    kind: None,
+    verbs: &["get", "patch", "update"],
+};
+/// A CSR's approval conditions, written under their own rules (`strategy::subresource_rules`).
+const APPROVAL: Subresource = Subresource {
+    name: "approval",
+    kind: None,
+    verbs: &["get", "patch", "update"],
+};
+const EVICTION: Subresource = Subresource {
+    name: "eviction",
+    kind: Some(("policy", "v1", "Eviction")),
+    verbs: &["create"],
+};
+const TOKEN: Subresource = Subresource {
+    name: "token",
+    kind: Some(("authentication.k8s.io", "v1", "TokenRequest")),
+    verbs: &["create"],
+};
 
 /// An immutable view of every served type.
 #[derive(Debug, Default)]

@@ -2,30 +2,32 @@
 //! update and delete of one object with preconditions, dryRun and finalizers, over the store's
 //! atomic `commit`, with the per-kind rules of [`strategy`] and [`crd`] and the managedFields of
 //! [`fieldmanager`](super::fieldmanager). Every committed write then runs the registry's own
-//! effects (a CRD's types, [`crd::after_commit`]) and, through [`hooks`], the write observers
-//! (the controllers). The HTTP handlers, admission, the controllers and `env` write through
-//! here; it calls `api`, `storage` and the registry only.
+//! effects (a CRD's types, [`crd::after_commit`]). The write observers (the controllers) run
+//! after it, in [`super::hooks`], through which the HTTP handlers, admission, the controllers
+//! and `env` write (the observers' own follow-up writes call here directly). It calls `api`,
+//! `storage` and the registry below it only.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::hooks::{self, Verb, Written};
 use super::{ResourceType, context::Apiserver, crd, defaults, objects, strategy};
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::{self, FieldCause};
 use crate::storage::{Change, Outcome};
 
-/// Options of a write: `dryRun=All`, `fieldValidation=Strict`, and who writes (the handlers
-/// build them from the query, `endpoints::handlers::write_opts`).
+/// Options of a write: `dryRun=All`, `fieldValidation=Strict`, and who writes (the handlers build
+/// them from the query,
+/// [`endpoints::handlers::write_opts`](crate::endpoints::handlers::write_opts)).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct WriteOpts<'a> {
     pub dry_run: bool,
     /// Unknown fields of custom resources are an error (400) instead of being dropped.
     pub strict: bool,
-    /// The field manager whose `Update` entry records the write (`super::fieldmanager::record_update`);
-    /// `None` for server-side apply (which keeps its own entries) and the server's own writes.
+    /// The field manager whose `Update` entry records the write
+    /// ([`super::fieldmanager::record_update`]); `None` for server-side apply (which keeps its own
+    /// entries) and the server's own writes.
     pub manager: Option<super::fieldmanager::Writer<'a>>,
 }
 
@@ -41,23 +43,8 @@ pub(crate) struct DeleteOpts {
     pub grace: Option<i64>,
 }
 
-/// Creates `obj` (already type-checked) in `url_ns`, then runs the write observers.
-pub(crate) fn create_object(
-    api: &Apiserver,
-    rt: &Arc<ResourceType>,
-    url_ns: Option<&str>,
-    obj: Value,
-    w: WriteOpts<'_>,
-) -> Result<Arc<Value>, ApiError> {
-    let out = create(api, rt, url_ns, obj, w)?;
-    if !w.dry_run {
-        hooks::settle(api, Written::new(Verb::Create, rt, &out, false));
-    }
-    Ok(out)
-}
-
-/// The create itself: identity, strategy, validation, commit and the registry's own effects
-/// (no observers).
+/// Creates `obj` (already type-checked) in `url_ns`: identity, strategy, validation, commit and
+/// the registry's own effects (no observers; [`super::hooks::create_object`] runs them after it).
 pub(crate) fn create(
     api: &Apiserver,
     rt: &Arc<ResourceType>,
@@ -160,39 +147,40 @@ fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<
     }
     Ok(ns)
 }
-/// The shared update path, then the write observers. `make` builds the new object from the
-/// stored one. `put` marks a PUT (custom resources then require `metadata.resourceVersion`).
-/// Returns the resulting object and whether it was removed.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn update_object(
-    api: &Apiserver,
-    rt: &Arc<ResourceType>,
-    ns: Option<&str>,
-    name: &str,
-    sub: Option<&str>,
-    w: WriteOpts<'_>,
-    put: bool,
-    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
-) -> Result<(Arc<Value>, bool), ApiError> {
-    let (obj, removed) = update(api, rt, ns, name, sub, w, put, make)?;
-    if !w.dry_run {
-        hooks::settle(api, Written::new(Verb::Update, rt, &obj, removed));
-    }
-    Ok((obj, removed))
+
+/// The object an update writes: its namespace and name, the subresource written (`status`), and
+/// whether the write is a PUT (custom resources then require `metadata.resourceVersion`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target<'a> {
+    pub ns: Option<&'a str>,
+    pub name: &'a str,
+    pub sub: Option<&'a str>,
+    pub put: bool,
 }
 
-/// The update itself (no observers): see [`update_object`].
-#[allow(clippy::too_many_arguments)]
+impl<'a> Target<'a> {
+    /// The object itself, not by a PUT (the server's own updates).
+    pub fn object(ns: Option<&'a str>, name: &'a str) -> Self {
+        Target {
+            ns,
+            name,
+            sub: None,
+            put: false,
+        }
+    }
+}
+
+/// The shared update path (no observers; [`super::hooks::update_object`] runs them after it).
+/// `make` builds the new object from the stored one. Returns the resulting object and whether it
+/// was removed.
 pub(crate) fn update(
     api: &Apiserver,
     rt: &Arc<ResourceType>,
-    ns: Option<&str>,
-    name: &str,
-    sub: Option<&str>,
+    at: Target<'_>,
     w: WriteOpts<'_>,
-    put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Arc<Value>, bool), ApiError> {
+    let Target { ns, name, sub, put } = at;
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
@@ -332,24 +320,9 @@ fn check_preconditions(
     Ok(())
 }
 
-/// Deletes or marks one object, then runs the write observers; returns it and whether it is
-/// gone.
-pub(crate) fn delete_object(
-    api: &Apiserver,
-    rt: &Arc<ResourceType>,
-    ns: Option<&str>,
-    name: &str,
-    opts: &DeleteOpts,
-) -> Result<(Arc<Value>, bool), ApiError> {
-    let (obj, removed) = delete(api, rt, ns, name, opts)?;
-    if !opts.dry_run {
-        hooks::settle(api, Written::new(Verb::Delete, rt, &obj, removed));
-    }
-    Ok((obj, removed))
-}
-
-/// The delete itself (no observers): preconditions, the propagation policy's finalizer, the
-/// kind's deletion rules, then the object is removed or marked.
+/// The delete itself (no observers; [`super::hooks::delete_object`] runs them after it):
+/// preconditions, the propagation policy's finalizer, the kind's deletion rules, then the object is
+/// removed or marked.
 pub(crate) fn delete(
     api: &Apiserver,
     rt: &Arc<ResourceType>,
@@ -404,7 +377,7 @@ pub(crate) fn delete(
         if crd::is_crd_type(rt) {
             crd::mark_terminating(&mut new);
         }
-        if rt.group.is_empty() && rt.plural == "namespaces" {
+        if rt.is("", "namespaces") {
             new["status"] = json!({"phase": "Terminating"});
         }
         Ok(Change::Put(new))

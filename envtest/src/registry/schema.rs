@@ -5,8 +5,8 @@
 //! report them for `fieldValidation=Strict`/`Warn`), [`apply_defaults`] (`default:` values), then
 //! [`validate`], whose [`FieldCause`]s become a 422 through [`crate::api::validation`]. At the root
 //! `apiVersion`, `kind` and `metadata` are never pruned or validated here — metadata is checked by
-//! [`crate::api::validation::validate_object_meta`]. [`check_schema`] is what the CRD handler can use
-//! to reject a schema that is not structural enough to drive the other three.
+//! [`crate::api::validation::validate_object_meta`]. [`check_schema`] is what the CRD handler can
+//! use to reject a schema that is not structural enough to drive the other three.
 //!
 //! Supported keywords: `type` (object, array, string, integer, number, boolean), `properties`,
 //! `required`, `additionalProperties`, `items`, `enum`, `minimum`/`maximum` (+ boolean
@@ -14,8 +14,8 @@
 //! `minItems`/`maxItems`, `minProperties`/`maxProperties`, `nullable`, `default`, `allOf`,
 //! `anyOf`, `oneOf`, `not`, `x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`,
 //! `x-kubernetes-embedded-resource`, `x-kubernetes-list-type` (`set`/`map` duplicates), `format`
-//! (the formats upstream checks, `crate::cel::format`). CEL `x-kubernetes-validations` are
-//! `crate::cel::rules`', which `super::crd` runs after these checks.
+//! (the formats upstream checks, [`crate::cel::format`]). CEL `x-kubernetes-validations` are
+//! [`crate::cel::rules`]', which [`super::crd`] runs after these checks.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

@@ -1,11 +1,12 @@
 //! Per-kind rules of the generic write path (kube-apiserver's `RESTCreateStrategy` /
-//! `RESTUpdateStrategy` / `RESTDeleteStrategy` of a few kinds, spec §1.6.1 item 7, §1.16):
-//! generic metadata and data validation ([`validate`]) and the CRD schema checks, Secret
-//! `stringData` folded into `data`, Namespace label / finalizer / phase ([`normalize`]), the
-//! namespace a create needs ([`ensure_namespace`]), the status subresource rules
-//! ([`status_rules`]) and the graceful deletion of Pods when the kubelet is simulated
-//! ([`pod_graceful_delete`]). CRDs have their own strategy (`super::crd`). Used by
-//! `super::rest`; calls `api` and `storage` only.
+//! `RESTUpdateStrategy` / `RESTDeleteStrategy` of a few kinds:
+//! `k8s.io/apiserver/pkg/registry/rest/{create,update,delete}.go`,
+//! `k8s.io/kubernetes/pkg/registry/core/{namespace,secret,pod}/strategy.go`): generic metadata and
+//! data validation ([`validate`]) and the CRD schema checks, Secret `stringData` folded into
+//! `data`, Namespace label / finalizer / phase ([`normalize`]), the namespace a create needs
+//! ([`ensure_namespace`]), the status subresource rules ([`status_rules`]) and the graceful
+//! deletion of Pods when the kubelet is simulated ([`pod_graceful_delete`]). CRDs have their own
+//! strategy ([`super::crd`]). Used by [`super::rest`]; calls `api` and `storage` only.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -18,13 +19,9 @@ use crate::storage::{Change, Store};
 
 use super::defaults::pod::DEFAULT_GRACE;
 
-pub(crate) fn is(rt: &ResourceType, group: &str, plural: &str) -> bool {
-    rt.group == group && rt.plural == plural && rt.crd.is_none()
-}
-
 /// Normalises a built-in object before it is stored (create and update).
 pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
-    if is(rt, "", "secrets") {
+    if rt.is("", "secrets") {
         if let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) {
             if !obj.get("data").is_some_and(Value::is_object) {
                 obj["data"] = json!({});
@@ -38,7 +35,7 @@ pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
             obj["type"] = json!("Opaque");
         }
     }
-    if is(rt, "", "namespaces") {
+    if rt.is("", "namespaces") {
         let name = crate::api::meta::name(obj).to_string();
         let m = crate::api::meta::meta_mut(obj);
         if !m.get("labels").is_some_and(Value::is_object) {
@@ -107,8 +104,8 @@ fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
         .collect()
 }
 
-/// The CEL expressions of a CRD (`crate::cel::crd`, once its schemas are structural) or of a
-/// ValidatingAdmissionPolicy (`crate::cel::policy`) that do not compile or cost too much.
+/// The CEL expressions of a CRD ([`crate::cel::crd`], once its schemas are structural) or of a
+/// ValidatingAdmissionPolicy ([`crate::cel::policy`]) that do not compile or cost too much.
 fn cel_causes(rt: &ResourceType, obj: &Value, so_far: &[FieldCause]) -> Vec<FieldCause> {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("apiextensions.k8s.io", "customresourcedefinitions") if so_far.is_empty() => {
@@ -138,19 +135,11 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
         rt.namespaced,
         obj,
     );
-    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+    if super::crd::is_crd_type(rt) {
         causes.extend(crd_schema_causes(obj));
     }
     causes.extend(cel_causes(rt, obj, &causes));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            &rt.group,
-            &rt.kind,
-            meta::name(obj),
-            &causes,
-        ));
-    }
-    Ok(())
+    rt.invalid_if_any(meta::name(obj), &causes)
 }
 /// What a write through the subresource `sub` may change: `/status` (see [`status_rules`]),
 /// a CSR's `/approval` (the status conditions and metadata: `csrApprovalStrategy`), a Pod's
@@ -163,7 +152,7 @@ pub(crate) fn subresource_rules(
     sub: Option<&str>,
 ) -> Value {
     let mut new = status_rules(cur, new, rt, sub == Some("status"));
-    let is_csr = is(rt, "certificates.k8s.io", "certificatesigningrequests");
+    let is_csr = rt.is("certificates.k8s.io", "certificatesigningrequests");
     match sub {
         Some("approval") => {
             let conditions = new.pointer("/status/conditions").cloned();
@@ -252,8 +241,7 @@ fn status_rules(cur: &Value, mut new: Value, rt: &ResourceType, status_write: bo
 
 /// A namespace is held by its `spec.finalizers` too.
 pub(crate) fn namespace_finalizers(rt: &ResourceType, obj: &Value) -> bool {
-    rt.group.is_empty()
-        && rt.plural == "namespaces"
+    rt.is("", "namespaces")
         && obj
             .get("spec")
             .and_then(|s| s.get("finalizers"))
@@ -292,9 +280,9 @@ fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     if grace < 0 { 1 } else { grace }
 }
 
-/// The pods part of a delete (`rest::delete_object`): with pod simulation on (`simulated`),
-/// what deleting Pod `cur` does (`new` is `cur` with the propagation policy's finalizer added).
-/// `None` when the ordinary delete path applies (simulation off, not a Pod).
+/// The pods part of a delete ([`super::hooks::delete_object`]): with pod simulation on
+/// (`simulated`), what deleting Pod `cur` does (`new` is `cur` with the propagation policy's
+/// finalizer added). `None` when the ordinary delete path applies (simulation off, not a Pod).
 pub(crate) fn pod_graceful_delete(
     simulated: bool,
     rt: &ResourceType,
@@ -302,7 +290,7 @@ pub(crate) fn pod_graceful_delete(
     new: &Value,
     requested: Option<i64>,
 ) -> Option<Change> {
-    if !simulated || !is(rt, "", "pods") {
+    if !simulated || !rt.is("", "pods") {
         return None;
     }
     let mut new = new.clone();

@@ -4,10 +4,11 @@
 //! `registry` and the handlers above decide what a write is; the store applies it atomically.
 //!
 //! The in-memory object store: one collection of JSON objects per resource (keyed by group and
-//! plural, see `registry`), one global resourceVersion counter, a bounded per-collection
-//! history of change events for watch resume and consistent paginated lists, and the fan-out
-//! of those events to watchers (`endpoints::handlers::watch`, the kubelet). Writers never wait on watchers: each watcher has a
-//! bounded channel and is dropped (its stream ends) when that channel is full.
+//! plural, see `registry`), one global resourceVersion counter, a bounded per-collection history of
+//! change events for watch resume and consistent paginated lists, and the fan-out of those events
+//! to watchers ([`endpoints::handlers::watch`](crate::endpoints::handlers::watch), the kubelet).
+//! Writers never wait on watchers: each watcher has a bounded channel and is dropped (its stream
+//! ends) when that channel is full.
 //!
 //! Objects are kept as their serialized JSON (`Bytes`): reads and watch events copy those bytes
 //! straight into responses, and memory stays close to the JSON size. Writes parse the stored

@@ -1,5 +1,6 @@
-//! One page of a paginated list, read without copying the collection (part of layer 1,
-//! storage; the list handler in `endpoints::handlers::read` turns it into a response).
+//! One page of a paginated list, read without copying the collection (part of layer 1, storage; the
+//! list handler in [`endpoints::handlers::read`](crate::endpoints::handlers::read) turns it into a
+//! response).
 //!
 //! A page starts after the continue token's key and stops at the limit, so a list of N
 //! objects in pages of L costs O(N) in all, not O(N²/L) as copying every object for every

@@ -1,9 +1,9 @@
 //! The admission step of the write handlers: for a create, update (PUT or PATCH) or delete that
-//! a webhook's rules match (`admission::matching`), the old object (stored, as served) and the
+//! a webhook's rules match ([`admission::matching`]), the old object (stored, as served) and the
 //! new one (the decoded body, or the patch applied to the old one) go to `admission`; what a
 //! mutating webhook returns is handed back to the handler as the object to write, pinned to the
 //! resourceVersion it was computed from, so a concurrent write makes it a 409. Bound
-//! ValidatingAdmissionPolicies (`admission::policy`) then see the final object. The request
+//! ValidatingAdmissionPolicies ([`admission::policy`]) then see the final object. The request
 //! itself is never rewritten. Server-side apply reviews its computed result through [`object`].
 
 use std::sync::Arc;

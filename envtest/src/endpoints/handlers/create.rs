@@ -1,6 +1,7 @@
-//! Create (POST on a collection, spec §1.6.1): decode, check type and fields, then the
-//! registry's create (`registry::rest::create_object`: namespace, name or generateName,
-//! server-set metadata, type rules, validation, store and emit ADDED).
+//! Create (POST on a collection, `k8s.io/apiserver/pkg/endpoints/handlers/create.go`): decode,
+//! check type and fields, then the registry's create
+//! ([`registry::hooks::create_object`](crate::registry::hooks::create_object): namespace, name or
+//! generateName, server-set metadata, type rules, validation, store and emit ADDED).
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use crate::api::status::ApiError;
 use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{Body, Req};
-use crate::registry::rest::create_object;
+use crate::registry::hooks::create_object;
 
 /// POST of the request's body, or of `admitted`, the object admission produced from it.
 pub(crate) fn create(

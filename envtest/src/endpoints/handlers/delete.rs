@@ -1,7 +1,8 @@
-//! Delete and deletecollection (spec §1.6.5–1.6.6): the DeleteOptions of the request, then the
-//! registry's delete (`registry::rest::delete_object`: preconditions, propagation-policy
-//! finalizers, marking an object with finalizers as deleting or removing it; the controllers
-//! react to it, e.g. a CRD's deletion cleans up its custom resources).
+//! Delete and deletecollection (`k8s.io/apiserver/pkg/endpoints/handlers/delete.go`): the
+//! DeleteOptions of the request, then the registry's delete
+//! ([`registry::hooks::delete_object`](crate::registry::hooks::delete_object): preconditions,
+//! propagation-policy finalizers, marking an object with finalizers as deleting or removing it; the
+//! controllers react to it, e.g. a CRD's deletion cleans up its custom resources).
 
 use std::sync::Arc;
 
@@ -16,7 +17,8 @@ use crate::endpoints::State;
 use crate::endpoints::filter::Filter;
 use crate::endpoints::router::{Query, ResourceRoute};
 use crate::endpoints::{self, Body, Req};
-use crate::registry::rest::{DeleteOpts, delete_object};
+use crate::registry::hooks::delete_object;
+use crate::registry::rest::DeleteOpts;
 
 /// Decodes the request's DeleteOptions strictly, as upstream's handler does: the query
 /// parameters and the body are each decoded into the typed `meta/v1` `DeleteOptions`

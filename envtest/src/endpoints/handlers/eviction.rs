@@ -1,8 +1,10 @@
-//! `POST pods/{name}/eviction` (upstream's `EvictionREST`): an `Eviction` (policy/v1 or
-//! v1beta1) whose `deleteOptions` (dry-run, preconditions, propagation) drive the pod's
-//! deletion through the one delete path (`super::delete::delete_object`). Answers 201
-//! with a `Success` Status, as upstream. ctrl-envtest runs no disruption controller, so
-//! no PodDisruptionBudget ever refuses an eviction (upstream's 429).
+//! `POST pods/{name}/eviction` (`EvictionREST` in
+//! `k8s.io/kubernetes/pkg/registry/core/pod/storage/eviction.go`): an `Eviction` (policy/v1 or
+//! v1beta1, named as the URL's pod) whose `deleteOptions` are read as a DELETE's would be,
+//! together with the request's query ([`delete::options`]: dry run, preconditions, propagation
+//! policy, grace period), and drive the pod's deletion through the registry's one delete path
+//! ([`hooks::delete_object`]). Answers 201 with a `Success` Status, as upstream. ctrl-envtest
+//! reads no PodDisruptionBudget, so no eviction is refused with upstream's 429.
 
 use std::sync::Arc;
 
@@ -15,8 +17,10 @@ use crate::api::status::ApiError;
 use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{self, Body, Req};
+use crate::registry::hooks;
 use crate::{api::meta, api::status};
 
+/// Serves an eviction of the pod `name` (POST only; other methods are a 405).
 pub(crate) fn handle(
     state: &Arc<State>,
     r: &ResourceRoute,
@@ -59,8 +63,7 @@ pub(crate) fn handle(
         user: req.user.clone(),
     };
     let opts = delete::options(&del)?;
-    let (pod, _) =
-        crate::registry::rest::delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
+    let (pod, _) = hooks::delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
     let uid = meta::meta_str(&pod, "uid").unwrap_or("");
     let mut out = status::success(&r.rt.group, &r.rt.plural, name, uid);
     out["code"] = json!(201);

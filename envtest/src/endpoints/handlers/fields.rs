@@ -1,13 +1,15 @@
 //! Field validation of a create, update or patch body (`?fieldValidation=`, upstream's
-//! `metav1.FieldValidation*`): unknown fields of custom resources (what the CRD schema's
-//! pruning would drop, `schema::prune`) and duplicate fields in a JSON body. `Strict`
-//! fails with 400 `strict decoding error: unknown field "spec.x", duplicate field "spec.y"`;
-//! `Warn` (the default, as upstream) answers each as a `Warning` header (`endpoints::Warnings`);
-//! `Ignore` says nothing. The write itself then prunes as before (`registry::crd::validate_custom`).
-//! Built-in types are checked for duplicates only: their unknown fields are dropped by
-//! their decoder without a trace. A write to a multi-version CRD at a non-storage version
-//! is pruned by the conversion layer (`super::versioned`) before it reaches the verbs, so
-//! there `Warn` says nothing (`Strict` still fails).
+//! `metav1.FieldValidation*`): unknown fields of custom resources (what the CRD schema's pruning
+//! would drop, `schema::prune`) and duplicate fields in a JSON body. `Strict` fails with 400
+//! `strict decoding error: unknown field "spec.x", duplicate field "spec.y"`; `Warn` (the default,
+//! as upstream) answers each as a `Warning` header
+//! ([`endpoints::Warnings`](crate::endpoints::Warnings)); `Ignore` says nothing. The write itself
+//! then prunes as before
+//! ([`registry::crd::validate_custom`](crate::registry::crd::validate_custom)). Built-in types are
+//! checked for duplicates only: their unknown fields are dropped by their decoder without a trace.
+//! A write to a multi-version CRD at a non-storage version is pruned by the conversion layer
+//! ([`super::versioned`]) before it reaches the verbs, so there `Warn` says nothing (`Strict` still
+//! fails).
 
 use std::cell::RefCell;
 use std::collections::HashSet;

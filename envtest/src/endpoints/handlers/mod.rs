@@ -1,11 +1,12 @@
-//! The resource handlers: [`dispatch`] picks one from the method and the route (collection or
-//! item, subresource) — `read` (get, list), `create`, `update` (PUT and PATCH), `delete`
-//! (delete, deletecollection), `scale` (the `/scale` subresource), `eviction`
-//! (`pods/eviction`), `apply` (server-side apply), `watch`, `review` (the create-only review
-//! resources and `serviceaccounts/token`, answered by `auth`); `versioned` wraps it to serve custom resources at a non-storage version.
-//! Writes go through admission first (`admit`), then through the registry's generic write path
-//! (`registry::rest`); `fields` checks bodies by `?fieldValidation=`. The helpers here build
-//! write options from the query and render stored objects at the served version.
+//! The resource handlers: [`dispatch`] picks one from the method and the route (collection or item,
+//! subresource) — `read` (get, list), `create`, `update` (PUT and PATCH), `delete` (delete,
+//! deletecollection), `scale` (the `/scale` subresource), `eviction` (`pods/eviction`), `apply`
+//! (server-side apply), `watch`, `review` (the create-only review resources and
+//! `serviceaccounts/token`, answered by `auth`); `versioned` wraps it to serve custom resources at
+//! a non-storage version. Writes go through admission first (`admit`), then through the registry's
+//! generic write path ([`registry::rest`](crate::registry::rest)); `fields` checks bodies by
+//! `?fieldValidation=`. The helpers here build write options from the query and render stored
+//! objects at the served version.
 
 pub(crate) mod admit;
 pub(crate) mod apply;
@@ -83,23 +84,16 @@ pub(crate) async fn dispatch(
     }
 }
 
-/// The subresources served by their own handlers (`/scale`, `/eviction`, `/token`), or an error for one
-/// the type does not have; `None` for `/status` (served by the ordinary verbs).
+/// The subresources served by their own handlers (`/scale`, `/eviction`, `/token`), or an error for
+/// one the type does not have ([`ResourceType::subresources`]); `None` for `/status` (served by the
+/// ordinary verbs).
 fn subresource(
     state: &Arc<State>,
     r: &ResourceRoute,
     sub: &str,
     req: &Req,
 ) -> Option<Result<Response<Body>, ApiError>> {
-    let rt = &r.rt;
-    let ok = match sub {
-        "status" => rt.status,
-        "scale" => rt.scale.is_some(),
-        "eviction" => rt.group.is_empty() && rt.plural == "pods",
-        "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
-        other => crate::registry::builtins::object_subresources(rt).contains(&other),
-    };
-    if !ok {
+    if !r.rt.subresources().any(|s| s.name == sub) {
         return Some(Err(ApiError::unknown_path()));
     }
     let name = r.name.as_deref();

@@ -1,7 +1,7 @@
-//! Get and list (spec §1.6.2, §1.7). Lists honour selectors (`filter`), resourceVersion /
-//! resourceVersionMatch, and pagination: a continue token carries the list's resourceVersion
-//! and the last key, and every page is read from the store at that resourceVersion, so the
-//! pages form one consistent snapshot.
+//! Get and list (`k8s.io/apiserver/pkg/endpoints/handlers/get.go`). Lists honour selectors
+//! (`filter`), resourceVersion / resourceVersionMatch, and pagination: a continue token carries the
+//! list's resourceVersion and the last key, and every page is read from the store at that
+//! resourceVersion, so the pages form one consistent snapshot.
 
 use std::sync::Arc;
 

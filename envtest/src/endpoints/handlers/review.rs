@@ -1,8 +1,8 @@
 //! The create-only review resources (`TokenReview`, `SubjectAccessReview`,
 //! `LocalSubjectAccessReview`, `SelfSubjectAccessReview`, `SelfSubjectRulesReview`,
 //! `SelfSubjectReview`) and the ServiceAccount `token` subresource (TokenRequest): the body is
-//! decoded and type-checked here, `auth::review` answers for the requesting user, and nothing
-//! is stored.
+//! decoded and type-checked here, [`auth::review`](crate::auth::review) answers for the requesting
+//! user, and nothing is stored.
 
 use http::{Method, Response};
 

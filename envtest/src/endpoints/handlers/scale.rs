@@ -1,7 +1,9 @@
-//! The `/scale` subresource (spec §1.13): an `autoscaling/v1` `Scale` view of a workload or a
-//! custom resource with `subresources.scale`. Writes (PUT, merge or JSON patch) set the parent's
-//! replicas field through the ordinary update path, so generation, resourceVersion and watch
-//! events follow the parent's rules.
+//! The `/scale` subresource (`ScaleREST` in
+//! `k8s.io/kubernetes/pkg/registry/apps/deployment/storage/storage.go` and
+//! `k8s.io/apiextensions-apiserver/pkg/registry/customresource/etcd.go`): an `autoscaling/v1`
+//! `Scale` view of a workload or a custom resource with `subresources.scale`. Writes (PUT, merge or
+//! JSON patch) set the parent's replicas field through the ordinary update path, so generation,
+//! resourceVersion and watch events follow the parent's rules.
 
 use std::sync::Arc;
 
@@ -14,7 +16,8 @@ use crate::api::status::ApiError;
 use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{self, Body, Req};
-use crate::registry::rest::{WriteOpts, update_object};
+use crate::registry::hooks::update_object;
+use crate::registry::rest::WriteOpts;
 use crate::registry::{ResourceType, ScaleSpec};
 
 /// `.spec.replicas` → `/spec/replicas`.

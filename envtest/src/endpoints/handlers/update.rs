@@ -1,10 +1,11 @@
-//! Update (PUT) and patch (PATCH) of an item or its `/status` (spec §1.6.3–1.6.4). Both build a
-//! new object from the stored one and go through the registry's one update path
-//! (`registry::rest::update_object`: type/name/namespace checks, resourceVersion precondition,
-//! immutable fields, status-subresource rules, finalizers of an object being deleted,
-//! generation, validation — then a no-op write changes nothing, and an update that removes the
-//! last finalizer of a deleting object removes it). A patch is applied inside that path, to the
-//! object as committed, by `api::patch`.
+//! Update (PUT) and patch (PATCH) of an item or its `/status`
+//! (`k8s.io/apiserver/pkg/endpoints/handlers/{update,patch}.go`). Both build a new object from the
+//! stored one and go through the registry's one update path
+//! ([`registry::hooks::update_object`](crate::registry::hooks::update_object): type/name/namespace
+//! checks, resourceVersion precondition, immutable fields, status-subresource rules, finalizers of
+//! an object being deleted, generation, validation — then a no-op write changes nothing, and an
+//! update that removes the last finalizer of a deleting object removes it). A patch is applied
+//! inside that path, to the object as committed, by [`api::patch`](crate::api::patch).
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use crate::api::validation::FieldCause;
 use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{Body, Req};
-use crate::registry::rest::update_object;
+use crate::registry::hooks::update_object;
 
 /// PUT of the request's body, or of `admitted`: the object admission produced from the body or
 /// from a patch (which is then written as a replacement pinned to the version it was computed

@@ -1,13 +1,14 @@
-//! Serving a custom resource at a version other than its storage version (called by `server`
-//! for every resource request, around [`super::dispatch`]). A custom resource whose CRD converts
+//! Serving a custom resource at a version other than its storage version (called by `server` for
+//! every resource request, around [`super::dispatch`]). A custom resource whose CRD converts
 //! through a webhook, requested at a version other than its storage version, is served by the
 //! handlers at the storage-version type: the request body is pruned, defaulted and validated
-//! against the requested version's schema and converted to the storage version on the way in,
-//! and what comes back (an object, a list in one review, each chunk of watch events) is
-//! converted to the requested version on the way out (`registry::conversion::review` makes the
-//! calls). A JSON or merge patch is applied to the object converted to the requested version,
-//! converted back and written as an update pinned to the resourceVersion it was computed from
-//! (retried on a conflict). Everything else goes straight to the handlers.
+//! against the requested version's schema and converted to the storage version on the way in, and
+//! what comes back (an object, a list in one review, each chunk of watch events) is converted to
+//! the requested version on the way out
+//! ([`registry::conversion::review`](crate::registry::conversion::review) makes the calls). A JSON
+//! or merge patch is applied to the object converted to the requested version, converted back and
+//! written as an update pinned to the resourceVersion it was computed from (retried on a conflict).
+//! Everything else goes straight to the handlers.
 //!
 //! Admission runs at the storage version (`requestKind` still names the version asked for).
 //! Limits: server-side apply and `/scale` at a non-storage version go to the storage version

@@ -1,10 +1,10 @@
-//! Watch streams (spec §1.8). A watch registers with the `store` (which hands over the backlog
-//! from the requested resourceVersion, or the current objects, plus a bounded live channel) and
-//! a task turns those events into newline-delimited JSON on a chunked HTTP 200 response:
-//! selector transitions (ADDED/DELETED when an object starts/stops matching), bookmarks, the
-//! initial-events-end bookmark of streaming lists, `timeoutSeconds`, and an in-stream
-//! ERROR 410 when the start is older than the history. Lines are encoded once per event and
-//! shared among watchers; consecutive events are batched into one chunk.
+//! Watch streams (`k8s.io/apiserver/pkg/endpoints/handlers/watch.go`). A watch registers with the
+//! `store` (which hands over the backlog from the requested resourceVersion, or the current
+//! objects, plus a bounded live channel) and a task turns those events into newline-delimited JSON
+//! on a chunked HTTP 200 response: selector transitions (ADDED/DELETED when an object starts/stops
+//! matching), bookmarks, the initial-events-end bookmark of streaming lists, `timeoutSeconds`, and
+//! an in-stream ERROR 410 when the start is older than the history. Lines are encoded once per
+//! event and shared among watchers; consecutive events are batched into one chunk.
 
 use std::sync::Arc;
 use std::time::Duration;

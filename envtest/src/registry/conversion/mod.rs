@@ -1,11 +1,10 @@
-//! Conversion of custom resources between served versions (apiextensions' webhook converter):
-//! the data of a CRD's webhook conversion ([`Conversion`]: where the webhook is, which version
-//! objects are stored at), kept by the registry for every CRD with `strategy: Webhook`; the
-//! validation of `spec.conversion` ([`validate`]); and the conversion itself ([`convert_to`],
-//! one `ConversionReview` round trip in [`review`], over `webhook_client`). A CRD without a
-//! webhook converts by rewriting `apiVersion`. Used by admission (webhooks matched at another
-//! version) and by the handlers that serve at a non-storage version; calls `api` and
-//! `webhook_client` only.
+//! Conversion of custom resources between served versions (apiextensions' webhook converter): the
+//! data of a CRD's webhook conversion ([`Conversion`]: where the webhook is, which version objects
+//! are stored at), kept by the registry for every CRD with `strategy: Webhook`; the validation of
+//! `spec.conversion` ([`validate`](mod@validate)); and the conversion itself ([`convert_to`], one
+//! `ConversionReview` round trip in [`review`], over `webhook_client`). A CRD without a webhook
+//! converts by rewriting `apiVersion`. Used by admission (webhooks matched at another version) and
+//! by the handlers that serve at a non-storage version; calls `api` and `webhook_client` only.
 
 pub(crate) mod review;
 mod validate;

@@ -4,8 +4,8 @@
 //! as were sent, each at the desired version with the same kind, name, namespace and uid;
 //! the original metadata is then restored except labels and annotations, which the webhook
 //! may change. The call itself goes through the admission webhook client
-//! (`crate::webhook_client`). Used by [`super::convert_to`] and the handlers that serve at a
-//! non-storage version (`endpoints::handlers::versioned`).
+//! ([`crate::webhook_client`]). Used by [`super::convert_to`] and the handlers that serve at a
+//! non-storage version ([`endpoints::handlers::versioned`](crate::endpoints::handlers::versioned)).
 
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
-//! Upstream's validation of a CRD's `spec.conversion` ([`validate`]): `webhookClientConfig`
-//! with exactly one of `url` / `service`, an https URL without user info, query or fragment, a
-//! `caBundle` holding PEM certificates (read by `webhook_client::roots`), and
-//! `conversionReviewVersions` naming `v1` or `v1beta1`. Called by the CRD strategy (`super::super::crd`).
+//! Upstream's validation of a CRD's `spec.conversion` ([`validate`]): `webhookClientConfig` with
+//! exactly one of `url` / `service`, an https URL without user info, query or fragment, a
+//! `caBundle` holding PEM certificates (read by
+//! [`webhook_client::roots`](crate::webhook_client::roots)), and `conversionReviewVersions` naming
+//! `v1` or `v1beta1`. Called by the CRD strategy ([`super::super::crd`]).
 
 use serde_json::{Value, json};
 

@@ -1,10 +1,12 @@
-//! Field sets of server-side apply (spec §1.10): the leaf fields an object or an applied
-//! configuration sets, as paths of structured-merge-diff tokens — `f:<field>` for map keys,
-//! `k:{<key fields as JSON>}` for elements of associative lists, `v:<json>` for elements of
+//! Field sets of server-side apply (`sigs.k8s.io/structured-merge-diff/fieldpath/set.go`,
+//! `k8s.io/apimachinery/pkg/util/managedfields/internal/fields.go`): the leaf fields an object or
+//! an applied configuration sets, as paths of structured-merge-diff tokens — `f:<field>` for map
+//! keys, `k:{<key fields as JSON>}` for elements of associative lists, `v:<json>` for elements of
 //! sets and `.` for an element itself. They convert to and from the `fieldsV1` form stored in
 //! `metadata.managedFields`, and locate, read and remove the values they name. Which lists are
-//! associative comes from [`Shape`]: the strategic-merge table (`api::strategic`) for built-ins,
-//! the CRD schema's `x-kubernetes-list-type` for custom resources.
+//! associative comes from [`Shape`]: the strategic-merge table
+//! ([`api::strategic`](crate::api::strategic)) for built-ins, the CRD schema's
+//! `x-kubernetes-list-type` for custom resources.
 
 use std::collections::BTreeSet;
 

@@ -1,9 +1,10 @@
-//! `metadata.managedFields` entries (spec §1.10 item 7) read from and written to stored
-//! objects, and the apply step itself: conflict detection against the other managers, merging
-//! the applied configuration into the live object, and removing the fields a manager stopped
-//! applying that nobody else owns. Field sets come from `fieldset`; server-side apply
-//! (`endpoints::handlers::apply`) runs this inside the store's update path so that it sees
-//! exactly the committed state.
+//! `metadata.managedFields` entries
+//! (`k8s.io/apimachinery/pkg/util/managedfields/internal/managedfields.go`) read from and written
+//! to stored objects, and the apply step itself: conflict detection against the other managers,
+//! merging the applied configuration into the live object, and removing the fields a manager
+//! stopped applying that nobody else owns. Field sets come from `fieldset`; server-side apply
+//! ([`endpoints::handlers::apply`](crate::endpoints::handlers::apply)) runs this inside the store's
+//! update path so that it sees exactly the committed state.
 
 use serde_json::{Map, Value, json};
 

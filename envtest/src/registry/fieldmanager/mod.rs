@@ -1,9 +1,10 @@
-//! The field manager (kube-apiserver's `endpoints/handlers/fieldmanager`, spec §1.10): who
-//! owns which field of an object, as `metadata.managedFields`. [`fieldset`] holds the field
-//! paths and their `fieldsV1` form, [`managed`] the entries and the apply step (conflicts,
-//! merge, removal of dropped fields), [`compare`] the difference of two objects, and
-//! [`update`] the `Update` entries of non-apply writes ([`record_update`], called by
-//! `super::rest`). Server-side apply (`endpoints::handlers::apply`) drives `managed`. Calls
+//! The field manager (`k8s.io/apimachinery/pkg/util/managedfields/internal/fieldmanager.go`, once
+//! kube-apiserver's `endpoints/handlers/fieldmanager`): who owns which field of an object, as
+//! `metadata.managedFields`. [`fieldset`] holds the field paths and their `fieldsV1` form,
+//! [`managed`] the entries and the apply step (conflicts, merge, removal of dropped fields),
+//! [`compare`] the difference of two objects, and [`update`] the `Update` entries of non-apply
+//! writes ([`record_update`], called by [`super::rest`]). Server-side apply
+//! ([`endpoints::handlers::apply`](crate::endpoints::handlers::apply)) drives `managed`. Calls
 //! `api` and the registry's types only.
 
 pub(crate) mod compare;

@@ -1,14 +1,15 @@
-//! managedFields of non-apply writes (spec §1.10 item 5), as the apiserver's field manager
-//! records them: a POST, PUT or json/merge/strategic PATCH by manager M (the `fieldManager`
-//! query, else the User-Agent before its first `/`, else `unknown`) gets an `Update` entry per
-//! (M, apiVersion, subresource) holding every field it added or changed (`compare`), and those
-//! fields — and the ones it removed — leave every other manager's set. Updates never conflict.
-//! `managedFields` sent by the client replace the tracked ones when they decode, and reset
-//! tracking when they are `[]` or `[{}]` (upstream's `isResetManagedFields`); subresource
-//! writes always start from the stored entries. At most ten `Update` entries are kept: older
-//! ones merge into `ancient-changes` (upstream's `capManagersManager`). The generic
-//! write path (`registry::rest`) calls [`record_update`] from create and update; server-side
-//! apply keeps its own `Apply` entries.
+//! managedFields of non-apply writes
+//! (`k8s.io/apimachinery/pkg/util/managedfields/internal/structuredmerge.go`, `Update`), as the
+//! apiserver's field manager records them: a POST, PUT or json/merge/strategic PATCH by manager M
+//! (the `fieldManager` query, else the User-Agent before its first `/`, else `unknown`) gets an
+//! `Update` entry per (M, apiVersion, subresource) holding every field it added or changed
+//! (`compare`), and those fields — and the ones it removed — leave every other manager's set.
+//! Updates never conflict. `managedFields` sent by the client replace the tracked ones when they
+//! decode, and reset tracking when they are `[]` or `[{}]` (upstream's `isResetManagedFields`);
+//! subresource writes always start from the stored entries. At most ten `Update` entries are kept:
+//! older ones merge into `ancient-changes` (upstream's `capManagersManager`). The generic write
+//! path ([`registry::rest`](crate::registry::rest)) calls [`record_update`] from create and update;
+//! server-side apply keeps its own `Apply` entries.
 
 use serde_json::Value;
 

@@ -1,10 +1,10 @@
-//! Server-side apply through the admission webhooks, as the API server runs them: the apply
-//! is computed first (a dry run of `super::Apply::run`), the result goes to
-//! admission (`super::super::admit::object`) as the CREATE or UPDATE it amounts to — mutating webhooks may
-//! patch it, a validating denial stops the write with nothing stored — and a mutated result
-//! is then stored as it came back (pinned to the resourceVersion it was computed from, so a
-//! concurrent write makes it a 409). The managedFields entries are the ones the apply
-//! computed; fields a webhook added are owned by no one, as upstream.
+//! Server-side apply through the admission webhooks, as the API server runs them: the apply is
+//! computed first (a dry run of [`super::Apply::run`]), the result goes to admission
+//! ([`super::super::admit::object`]) as the CREATE or UPDATE it amounts to — mutating webhooks may
+//! patch it, a validating denial stops the write with nothing stored — and a mutated result is then
+//! stored as it came back (pinned to the resourceVersion it was computed from, so a concurrent
+//! write makes it a 409). The managedFields entries are the ones the apply computed; fields a
+//! webhook added are owned by no one, as upstream.
 
 use std::sync::Arc;
 
@@ -17,7 +17,8 @@ use crate::endpoints::Req;
 use crate::endpoints::State;
 use crate::endpoints::handlers::admit;
 use crate::endpoints::router::ResourceRoute;
-use crate::registry::rest::{self, WriteOpts};
+use crate::registry::hooks;
+use crate::registry::rest::WriteOpts;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -69,10 +70,10 @@ pub(crate) fn store(
     let ns = r.namespace.as_deref();
     if create {
         meta::remove_meta(&mut obj, "resourceVersion");
-        let out = rest::create_object(state, &r.rt, ns, obj, w)?;
+        let out = hooks::create_object(state, &r.rt, ns, obj, w)?;
         return Ok((201, out));
     }
-    let (out, _) = rest::update_object(
+    let (out, _) = hooks::update_object(
         state,
         &r.rt,
         ns,

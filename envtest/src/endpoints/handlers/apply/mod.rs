@@ -1,11 +1,13 @@
-//! Server-side apply (spec §1.10): `PATCH` with `application/apply-patch+yaml`. The request is
-//! checked here (fieldManager required, no managedFields in the body, kind and name), the
-//! applied configuration's field set is computed (`registry::fieldmanager::fieldset`), and the
-//! apply step (`registry::fieldmanager::managed`: conflicts, merge, removal of fields the
-//! manager dropped, the managedFields entries) runs inside the registry's update path
-//! (`registry::rest::update_object`), so it sees the
+//! Server-side apply (`applyPatcher` in `k8s.io/apiserver/pkg/endpoints/handlers/patch.go`):
+//! `PATCH` with `application/apply-patch+yaml`. The request is checked here (fieldManager required,
+//! no managedFields in the body, kind and name), the applied configuration's field set is computed
+//! ([`registry::fieldmanager::fieldset`](crate::registry::fieldmanager::fieldset)), and the apply
+//! step ([`registry::fieldmanager::managed`](crate::registry::fieldmanager::managed): conflicts,
+//! merge, removal of fields the manager dropped, the managedFields entries) runs inside the
+//! registry's update path
+//! ([`registry::hooks::update_object`](crate::registry::hooks::update_object)), so it sees the
 //! committed object under the store lock. A missing object is created through
-//! `registry::rest::create_object` (201).
+//! [`registry::hooks::create_object`](crate::registry::hooks::create_object) (201).
 
 mod admit;
 mod scale;
@@ -27,7 +29,8 @@ use crate::endpoints::{Body, Req};
 use crate::registry::ResourceType;
 use crate::registry::fieldmanager::fieldset::{self, Shape};
 use crate::registry::fieldmanager::managed::{self, Entry};
-use crate::registry::rest::{self, WriteOpts};
+use crate::registry::hooks;
+use crate::registry::rest::WriteOpts;
 
 /// Handles an apply patch of item `name` (or its `/status`): the applied result goes through
 /// the admission webhooks (`admit`) like any other write, then is stored.
@@ -137,13 +140,13 @@ impl<'a> Apply<'a> {
             };
             managed::write(&mut obj, &[entry]);
             crate::registry::objects::check_type(&mut obj, rt, &state.registry.siblings(rt))?;
-            match rest::create_object(state, rt, ns, obj, w) {
+            match hooks::create_object(state, rt, ns, obj, w) {
                 Ok(out) => return Ok((201, out)),
                 Err(e) if e.reason == "AlreadyExists" => {}
                 Err(e) => return Err(e),
             }
         }
-        let (out, _) = rest::update_object(state, rt, ns, name, self.sub, w, false, |cur| {
+        let (out, _) = hooks::update_object(state, rt, ns, name, self.sub, w, false, |cur| {
             let cur = crate::registry::objects::served(cur, rt).into_owned();
             let step = Step {
                 shape: Shape { rt },
@@ -291,7 +294,8 @@ impl Step<'_> {
     }
 }
 
-/// 409 Conflict naming every conflicting field and its manager (spec §1.9).
+/// 409 Conflict naming every conflicting field and its manager
+/// (`k8s.io/apimachinery/pkg/util/managedfields/internal/conflict.go`).
 pub(crate) fn conflict_error(found: &[managed::Conflict]) -> ApiError {
     let causes: Vec<Value> = found
         .iter()

@@ -3,7 +3,7 @@
 //! field (`.spec.replicas` of a workload, the CRD's `specReplicasPath`), owned by the manager's
 //! `Apply` entry with `subresource: scale` at the parent's apiVersion — upstream's
 //! `ScaleHandler` maps the field the same way. A value another manager owns conflicts (409)
-//! unless `force`. `super::super::scale` calls [`apply`] and renders the parent as a `Scale`.
+//! unless `force`. [`super::super::scale`] calls [`apply`] and renders the parent as a `Scale`.
 
 use std::sync::Arc;
 
