@@ -3,7 +3,7 @@
 //! found in the root pool as a chain of one, CA flag or not), while what Go refuses is still
 //! refused: such a certificate that does not name the host, and a bundle that holds another
 //! certificate. Each case denies a ConfigMap through a real ctrl-runtime webhook server under
-//! `failurePolicy: Fail`, so a refused handshake shows as a 500 and a call as the webhook's 403.
+//! `failurePolicy: Fail`, so a refused handshake shows as a 500 and a call as the webhook's 422 (ctrl-runtime's answer to `ValidationError::invalid`).
 
 mod common;
 
@@ -114,7 +114,7 @@ async fn a_self_signed_certificate_is_its_own_ca_bundle() {
         let (url, stop) = serve(&cert).await;
         let (code, message) = create_code(&url, &cert.0).await;
         assert_eq!(
-            code, 403,
+            code, 422,
             "CA flag {ca}: the webhook was called and denied: {message}"
         );
         assert!(message.contains("denied by the webhook"), "{message}");

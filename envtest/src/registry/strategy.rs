@@ -147,11 +147,10 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
 /// A CSR's main resource and `/status` keep its spec (`csrStrategy`).
 pub(crate) fn subresource_rules(
     cur: &Value,
-    new: Value,
+    mut new: Value,
     rt: &ResourceType,
     sub: Option<&str>,
 ) -> Value {
-    let mut new = status_rules(cur, new, rt, sub == Some("status"));
     let is_csr = rt.is("certificates.k8s.io", "certificatesigningrequests");
     match sub {
         Some("approval") => {
@@ -184,8 +183,12 @@ pub(crate) fn subresource_rules(
             }
             new = merged;
         }
-        _ if is_csr => new["spec"] = cur.get("spec").cloned().unwrap_or(Value::Null),
-        _ => {}
+        _ => {
+            new = status_rules(cur, new, rt, sub == Some("status"));
+            if is_csr {
+                new["spec"] = cur.get("spec").cloned().unwrap_or(Value::Null);
+            }
+        }
     }
     new
 }
