@@ -110,9 +110,12 @@ const DEFAULTERS: &[(&str, &str, Defaulter)] = &[
     ("apiregistration.k8s.io", "apiservices", others::api_service),
 ];
 
+/// The zero value of a kind's status, as Go encodes it.
+type ZeroStatus = fn() -> Value;
+
 /// The kinds whose `PrepareForCreate` resets `status` to its zero value (Go encodes the empty
 /// struct as `{}`, or with its own empty structs, as a Service's `loadBalancer: {}`).
-const CREATE_STATUS: &[(&str, &str, fn() -> Value)] = &[
+const CREATE_STATUS: &[(&str, &str, ZeroStatus)] = &[
     ("", "services", || json!({"loadBalancer": {}})),
     ("", "replicationcontrollers", || json!({"replicas": 0})),
     ("", "resourcequotas", || json!({})),

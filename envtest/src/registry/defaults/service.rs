@@ -225,7 +225,7 @@ fn ip_families(spec: &mut Value) -> Result<(), FieldCause> {
         .unwrap_or_default();
     if let Some((i, f)) = families.iter().enumerate().find(|(_, f)| *f != "IPv4") {
         return Err(FieldCause::invalid(
-            &format!("spec.ipFamilies[{i}]"),
+            format!("spec.ipFamilies[{i}]"),
             f,
             "not configured on this cluster",
         ));
