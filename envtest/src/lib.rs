@@ -34,8 +34,9 @@
 //! registry/      served types, hooks (writes, then the write observers), rest (generic
 //!                create/update/delete), strategy, crd, fieldmanager, schema, conversion,
 //!                builtins, context (the Apiserver: types, store, observers)
-//! auth/          authentication (tokens, ServiceAccount JWTs), impersonation, RBAC, the
-//!                review answers, the bootstrap policy — reads storage, used by server/endpoints
+//! auth/          authentication (tokens, ServiceAccount JWTs, client certificates),
+//!                impersonation, RBAC, the review answers, the bootstrap policy — reads storage,
+//!                used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
 //! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)

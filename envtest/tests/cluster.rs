@@ -68,10 +68,16 @@ async fn a_csr_is_approved_through_its_approval_subresource() {
     let env = common::env().await;
     let csr = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
         "metadata": {"name": "c"},
-        "spec": {"request": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K", "signerName": "example.com/signer", "usages": ["client auth"]}});
+        "spec": {"username": "someone-else", "request": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K", "signerName": "example.com/signer", "usages": ["client auth"]}});
     let base = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
     let (code, created) = req(&env, "POST", base, Some(csr)).await;
     assert_eq!(code, 201, "{created}");
+    // The requester is who sent it, whatever the body said.
+    assert_eq!(created["spec"]["username"], "admin");
+    assert_eq!(
+        created["spec"]["groups"],
+        json!(["system:masters", "system:authenticated"])
+    );
     let mut approve = created.clone();
     approve["status"] = json!({"conditions": [{"type": "Approved", "status": "True", "reason": "Test", "message": "ok"}]});
     approve["spec"]["signerName"] = json!("changed/by-approval");

@@ -29,6 +29,9 @@ pub(crate) struct WriteOpts<'a> {
     /// ([`super::fieldmanager::record_update`]); `None` for server-side apply (which keeps its own
     /// entries) and the server's own writes.
     pub manager: Option<super::fieldmanager::Writer<'a>>,
+    /// The requesting user, where a kind's strategy records it (a CSR's requester:
+    /// [`defaults::prepare_for_create`]); `None` for the server's own writes.
+    pub user: Option<&'a crate::auth::UserInfo>,
 }
 
 /// DeleteOptions as the delete path acts on them (the handlers decode them from the body and
@@ -90,7 +93,7 @@ pub(crate) fn create(
     }
     // After the field manager, as upstream's admission and storage come after it: what they
     // set (a Pod's status and admission defaults, a Service's addresses) has no owner.
-    defaults::prepare_for_create(&alloc, rt, &mut obj)?;
+    defaults::prepare_for_create(&alloc, rt, &mut obj, w.user)?;
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));

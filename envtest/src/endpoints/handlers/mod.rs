@@ -212,6 +212,7 @@ pub(crate) fn write_opts(q: &Query) -> Result<WriteOpts<'static>, ApiError> {
         dry_run: q.dry_run()?,
         strict,
         manager: None,
+        user: None,
     })
 }
 

@@ -30,6 +30,7 @@ use serde_json::{Map, Value, json};
 use super::ResourceType;
 use super::context::Apiserver;
 use crate::api::status::ApiError;
+use crate::auth::UserInfo;
 use crate::storage::ObjKey;
 
 /// Upstream's `SetObjectDefaults_<Kind>` of one resource.
@@ -177,12 +178,13 @@ pub(crate) fn apply(rt: &ResourceType, obj: &mut Value) {
 
 /// The strategy's `PrepareForCreate` of a built-in, once the object has its identity (uid,
 /// name): the status reset, then the kind's own rules (a Pod's phase and QoS class, a Job's
-/// selector, a Service's cluster IPs and node ports), then the defaults again (upstream
+/// selector, a Service's cluster IPs and node ports, a CSR's requester `user`), then the defaults again (upstream
 /// defaults the stored object when it is read back).
 pub(crate) fn prepare_for_create(
     alloc: &Allocation<'_>,
     rt: &ResourceType,
     obj: &mut Value,
+    user: Option<&UserInfo>,
 ) -> Result<(), ApiError> {
     if !built_in(rt) {
         return Ok(());
@@ -195,6 +197,7 @@ pub(crate) fn prepare_for_create(
         ("", "pods") => pod::prepare_for_create(obj),
         ("batch", "jobs") => workloads::generate_job_selector(obj),
         ("", "services") => service::allocate(obj, None, &alloc.used)?,
+        ("certificates.k8s.io", "certificatesigningrequests") => others::requester(obj, user),
         ("", "persistentvolumes") => {
             obj["status"]["lastPhaseTransitionTime"] = json!(crate::api::meta::now());
         }

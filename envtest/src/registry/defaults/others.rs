@@ -242,6 +242,30 @@ pub(crate) fn horizontal_pod_autoscaler(obj: &mut Value) {
     }
 }
 
+/// The CSR strategy's `PrepareForCreate`: what the client said of the requester is replaced
+/// by the requesting user (`username`, `uid`, `groups`, `extra`).
+pub(crate) fn requester(obj: &mut Value, user: Option<&crate::auth::UserInfo>) {
+    let Some(spec) = object(obj, "spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for k in ["username", "uid", "groups", "extra"] {
+        spec.remove(k);
+    }
+    let Some(u) = user else {
+        return;
+    };
+    spec.insert("username".into(), json!(u.name));
+    if !u.uid.is_empty() {
+        spec.insert("uid".into(), json!(u.uid));
+    }
+    if !u.groups.is_empty() {
+        spec.insert("groups".into(), json!(u.groups));
+    }
+    if !u.extra.is_empty() {
+        spec.insert("extra".into(), json!(u.extra));
+    }
+}
+
 /// `SetDefaults_ServiceReference`: port 443.
 pub(crate) fn api_service(obj: &mut Value) {
     if let Some(s) = present(obj, "spec").and_then(|s| present(s, "service")) {
