@@ -5,7 +5,7 @@
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
-pub use ctrl_runtime::{certwatcher, leaderelection, metrics, recorder, webhook};
+pub use ctrl_runtime::{certwatcher, leaderelection, metricsserver, recorder, webhook};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};
@@ -16,15 +16,17 @@ pub use ctrl_runtime::{rbac, tls};
 pub use tokio_util::sync::CancellationToken;
 
 /// The attribute for implementing ctrl's async traits (`Reconciler`, `Runnable`,
-/// `EventHandler`, ...) by hand: `#[ctrl::async_trait]`.
+/// `Source`, ...) by hand: `#[ctrl::async_trait]`.
 pub use async_trait::async_trait;
 
 /// The manager and its options (Go's `ctrl.Manager`, `ctrl.Options`,
 /// `ctrl.SetupSignalHandler`).
 pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
-/// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`) and its options.
+/// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
 pub use ctrl_builder::webhook::WebhookBuilder;
+/// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
+/// crate itself as `ctrl::builder`.
 pub use ctrl_builder::{self as builder, ControllerBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;` — the
@@ -45,14 +47,25 @@ pub mod prelude {
     pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request, TypedRequest};
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
+    pub use crate::metrics;
     pub use ctrl_runtime::cache::{Cache, ListOptions};
     pub use ctrl_runtime::client::{Client, ignore_already_exists, ignore_not_found};
     pub use ctrl_runtime::healthz;
+    pub use ctrl_runtime::log;
     pub use ctrl_runtime::manager::{
         self, BoxError, Manager, Runnable, RunnableFunc, shutdown_signal,
     };
     pub use ctrl_runtime::recorder::{self, EventType, Recorder};
-    pub use ctrl_runtime::{log, metrics};
+}
+
+/// Metrics (Go's `pkg/metrics`): the process-wide registry and its collectors, and, under
+/// Go's names, the metrics server (`metrics::server`, Go's `pkg/metrics/server`) and its
+/// authentication filters (`metrics::filters`, Go's `pkg/metrics/filters`), which live in
+/// [`ctrl_runtime::metricsserver`] (above the HTTP layers the registry knows nothing of).
+pub mod metrics {
+    pub use ctrl_runtime::metrics::*;
+    pub use ctrl_runtime::metricsserver as server;
+    pub use ctrl_runtime::metricsserver::filters;
 }
 
 /// The quickstart's code blocks (`docs/quickstart.md`), compiled and run as doc

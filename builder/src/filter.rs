@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use ctrl_runtime::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 use ctrl_runtime::predicate::{
-    AnnotationChanged, GenerationChanged, LabelChanged, Predicate, ResourceVersionChanged,
+    AnnotationChanged, GenerationChanged, LabelChanged, MetadataChanged, Predicate,
+    ResourceVersionChanged,
 };
 use kube::Resource;
 use kube::api::ObjectMeta;
@@ -119,29 +120,24 @@ fn on_update(event: &FilterEvent<'_>, changed: impl Fn(&ObjectMeta, &ObjectMeta)
     }
 }
 
-impl EventFilter for GenerationChanged {
-    fn filter(&self, event: &FilterEvent<'_>) -> bool {
-        on_update(event, |o, n| o.generation != n.generation)
-    }
+/// [`EventFilter`] for each "changed" predicate of `ctrl_runtime::predicate`: what it
+/// compares is its [`MetadataChanged::changed`], written once there.
+macro_rules! update_filters {
+    ($($p:ty),*) => {$(
+        impl EventFilter for $p {
+            fn filter(&self, event: &FilterEvent<'_>) -> bool {
+                on_update(event, |o, n| self.changed(o, n))
+            }
+        }
+    )*};
 }
 
-impl EventFilter for ResourceVersionChanged {
-    fn filter(&self, event: &FilterEvent<'_>) -> bool {
-        on_update(event, |o, n| o.resource_version != n.resource_version)
-    }
-}
-
-impl EventFilter for LabelChanged {
-    fn filter(&self, event: &FilterEvent<'_>) -> bool {
-        on_update(event, |o, n| o.labels != n.labels)
-    }
-}
-
-impl EventFilter for AnnotationChanged {
-    fn filter(&self, event: &FilterEvent<'_>) -> bool {
-        on_update(event, |o, n| o.annotations != n.annotations)
-    }
-}
+update_filters!(
+    GenerationChanged,
+    ResourceVersionChanged,
+    LabelChanged,
+    AnnotationChanged
+);
 
 /// A filter that judges every event by its object alone; updates by the new object
 /// (controller-runtime's `predicate.NewPredicateFuncs`, for any type).

@@ -1,10 +1,9 @@
 //! Manager-wide defaults for every controller (controller-runtime's `pkg/config`,
 //! `config.Controller`).
 //!
-//! A [`Controller`] sits in [`manager::Options::controller`](crate::manager::Options::controller).
-//! Each controller built against that manager (the builder does it for you) takes from
-//! it every option its own [`controller::Options`](crate::controller::Options) leave
-//! unset: per-controller options win, then the manager's, then controller-runtime's
+//! A [`Controller`] sits in the manager's `Options::controller`. Each controller built
+//! against that manager (the builder does it for you) takes from it every option its
+//! own `controller::Options` leave unset: per-controller options win, then the manager's, then controller-runtime's
 //! defaults. [`Controller::concurrency_for`] is the `group_kind_concurrency` lookup the
 //! builder does for the `For` type.
 
@@ -41,8 +40,8 @@ pub struct Controller {
     pub enable_warmup: Option<bool>,
     /// Use the priority queue. Unset means true (controller-runtime's default).
     pub use_priority_queue: Option<bool>,
-    /// Drop a reconcile after this long (see
-    /// [`controller::Options::reconciliation_timeout`](crate::controller::Options::reconciliation_timeout)).
+    /// Drop a reconcile after this long (the controller's own
+    /// `Options::reconciliation_timeout` wins).
     /// Unset means no timeout.
     pub reconciliation_timeout: Option<Duration>,
 }

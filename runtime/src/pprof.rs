@@ -2,8 +2,7 @@
 //! serves Go's `net/http/pprof`): a CPU profile in pprof's protobuf format and a
 //! heap summary, off by default.
 //!
-//! The manager (`crate::manager`) binds it on
-//! [`Options::pprof_bind_address`](crate::manager::Options::pprof_bind_address) (the
+//! The manager binds it on its `Options::pprof_bind_address` (the
 //! `--pprof-bind-address` flag) and runs it in its HTTP-servers group, an ordinary
 //! [`http::Server`](crate::http::Server) with [`router`]:
 //!

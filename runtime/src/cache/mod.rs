@@ -2,14 +2,14 @@
 //!
 //! A [`Cache`] holds one [`Informer`] per (type, scope), created lazily the first time
 //! anyone asks — a read through [`Cache::get`] / [`Cache::list`] or the client
-//! (`crate::client`), an index ([`Cache::index_field`]), or a controller's
+//! built over the cache, an index ([`Cache::index_field`]), or a controller's
 //! `source::Kind` — and shared by all of them, so every type is watched once however
 //! many controllers use it. Informers run on kube's `watcher` (`informer`), store
 //! `Arc<K>` with indexes (`store`), and fan events out to handlers through bounded
 //! buffers (`fanout`); what each holds is published as gauges (`footprint`). [`Options`] scope and trim what is watched (`options`: per
 //! type, per namespace, page size, a watch error hook); reads live in `reader`.
 //! [`Cache::remove_informer`] stops one informer; `source::Informer` feeds a
-//! controller from an informer you hold. The manager (`crate::manager`) starts the cache and waits for it
+//! controller from an informer you hold. The manager starts the cache and waits for it
 //! to sync before it starts controllers.
 //!
 //! Reads are served from memory and are therefore *eventually consistent*: a client
@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use fanout::{HandlerRegistration, InformerHandler, Notification};
 pub use informer::{IndexConflict, Informer};
+pub(crate) use object::typed_form;
 pub use object::{CacheObject, Scoped, gvk_string, object_key};
 pub use options::{
     ByObject, DEFAULT_HANDLER_BUFFER, DEFAULT_SYNC_PERIOD, MetaTransform, NAMESPACE_ALL,
@@ -273,7 +274,7 @@ impl Cache {
 
     /// Notes that `K` (with `dt`) is watched through this cache: a `source::Kind` was
     /// built for it or its informer created. [`Cache::watched_resources`] lists them,
-    /// for the RBAC rules the manager needs (`crate::rbac`).
+    /// for the RBAC rules the manager needs.
     pub fn record_watch<K: CacheObject>(&self, dt: &K::DynamicType) {
         let key = (K::group(dt).into_owned(), K::plural(dt).into_owned());
         self.inner.watched.lock().insert(key);

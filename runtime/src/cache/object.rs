@@ -1,7 +1,7 @@
 //! What the cache can hold: [`CacheObject`], a resource kube's watcher can stream, and
 //! [`Scoped`], which builds the right `Api` for the resource's scope.
 //!
-//! Every informer (`super::informer`) and every client call (`crate::client`) is
+//! Every informer (`super::informer`) and every client call is
 //! generic over `K: CacheObject`. Typed resources (`ConfigMap`, a `CustomResource`),
 //! `DynamicObject` (with an `ApiResource` as its dynamic type) and metadata-only
 //! `PartialObjectMeta<K>` all qualify.
@@ -110,3 +110,24 @@ pub fn object_key(namespace: Option<&str>, name: &str) -> String {
 pub fn gvk_string<K: Resource>(dt: &K::DynamicType) -> String {
     format!("{}/{}", K::api_version(dt), K::kind(dt))
 }
+
+/// Writes the typed form of a `*_with` method: the same call with the dynamic type `()`,
+/// for resources whose type is known at compile time (`ConfigMap`, a `CustomResource`),
+/// so that each reader and writer states once what its typed forms are. The dynamic form
+/// (`get_with(&api_resource, ..)`) serves `DynamicObject` and friends.
+///
+/// `typed_form! { /// doc  pub async fn get<K>(&self, name: &str) -> R = get_with where K: .. }`
+/// writes `pub async fn get<K>(&self, name: &str) -> R where K: .. { self.get_with::<K>(&(), name).await }`.
+macro_rules! typed_form {
+    ($(#[$doc:meta])* $vis:vis async fn $name:ident<$($g:ident),+>(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty
+        = $with:ident where $($bound:tt)+) => {
+        $(#[$doc])*
+        $vis async fn $name<$($g),+>(&self $(, $arg: $ty)*) -> $ret
+        where
+            $($bound)+
+        {
+            self.$with::<$($g),+>(&() $(, $arg)*).await
+        }
+    };
+}
+pub(crate) use typed_form;

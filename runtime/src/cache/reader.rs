@@ -1,6 +1,6 @@
 //! Reads from the cache: [`Cache::get`] and [`Cache::list`] with [`ListOptions`]
 //! (controller-runtime's `CacheReader`), and the [`ObjectGetter`] that typed
-//! reconcilers (`crate::reconcile::as_reconciler`) fetch their objects through.
+//! reconcilers ([`crate::reconcile::as_reconciler`]) fetch their objects through.
 //!
 //! A read of a type nobody watched yet starts its informer and waits for it to sync
 //! (unless `reader_fail_on_missing_informer` is set). Label selectors filter in
@@ -15,7 +15,7 @@ use kube::core::{Selector, SelectorExt};
 
 use super::informer::NotReady;
 use super::store::{field_index_name, namespaced_value};
-use super::{Cache, CacheObject, Error, Informer, gvk_string, object_key};
+use super::{Cache, CacheObject, Error, Informer, gvk_string, object_key, typed_form};
 use crate::reconcile::{self, ObjectGetter, Request};
 
 /// What a list returns (controller-runtime's `client.ListOptions`: `InNamespace`,
@@ -106,12 +106,10 @@ impl Cache {
         }
     }
 
-    /// The typed object `namespace/name` (`namespace` empty for cluster-scoped types).
-    pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error>
-    where
-        K: CacheObject<DynamicType = ()>,
-    {
-        self.get_with::<K>(&(), namespace, name).await
+    typed_form! {
+        /// The typed object `namespace/name` (`namespace` empty for cluster-scoped types).
+        pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error> = get_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// The object `namespace/name` of `K` with dynamic type `dt`.
@@ -129,12 +127,10 @@ impl Cache {
         })
     }
 
-    /// Typed objects matching `opts`, sorted by `namespace/name`.
-    pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error>
-    where
-        K: CacheObject<DynamicType = ()>,
-    {
-        self.list_with::<K>(&(), opts).await
+    typed_form! {
+        /// Typed objects matching `opts`, sorted by `namespace/name`.
+        pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> = list_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// Objects of `K` with dynamic type `dt` matching `opts`.

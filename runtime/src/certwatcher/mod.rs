@@ -1,7 +1,7 @@
 //! [`CertWatcher`]: a serving certificate and key read from files and re-read when
 //! they change (controller-runtime's `pkg/certwatcher`).
 //!
-//! The webhook server (`crate::webhook`) hands a watcher to rustls as its certificate
+//! The webhook server and the secure metrics server hand a watcher to rustls as its certificate
 //! resolver, so every new TLS connection gets the certificate currently on disk:
 //! cert-manager can rotate `tls.crt`/`tls.key` and no restart is needed. The watcher
 //! checks the files' size and modification time every [`DEFAULT_CHANGE_CHECK`] and
@@ -9,7 +9,7 @@
 //! [`DEFAULT_WATCH_INTERVAL`] (Go's 10 s poll). A pair that fails to load is logged and
 //! counted, and the last good certificate keeps being served. Reads are counted in
 //! `certwatcher_read_certificate_total` / `certwatcher_read_certificate_errors_total`
-//! in the process registry (`crate::metrics`).
+//! in the process registry ([`crate::metrics`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,14 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio_util::sync::CancellationToken;
+
+/// The certificate file a serving directory holds by default (the name cert-manager and
+/// kubebuilder's kustomize scaffolding write; Go's `CertName` default in `webhook.Options`
+/// and `metricsserver.Options`).
+pub const DEFAULT_CERT_NAME: &str = "tls.crt";
+
+/// The key file a serving directory holds by default (Go's `KeyName` default).
+pub const DEFAULT_KEY_NAME: &str = "tls.key";
 
 /// How often the files are re-read whatever their metadata says (Go's poll interval).
 pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_secs(10);

@@ -5,7 +5,7 @@
 use kube::api::ListParams;
 
 use super::Error;
-use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
+use crate::cache::{CacheObject, Scoped, gvk_string, object_key, typed_form};
 
 /// An uncached reader. Cheap to clone.
 #[derive(Clone)]
@@ -25,12 +25,10 @@ impl ApiReader {
         Self { kube }
     }
 
-    /// The object `namespace/name` (empty namespace for cluster-scoped types).
-    pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<K, Error>
-    where
-        K: CacheObject<DynamicType = ()>,
-    {
-        self.get_with::<K>(&(), namespace, name).await
+    typed_form! {
+        /// The object `namespace/name` (empty namespace for cluster-scoped types).
+        pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<K, Error> = get_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// The object `namespace/name` of `K` with dynamic type `dt` (a `DynamicObject`
@@ -48,12 +46,10 @@ impl ApiReader {
             .map_err(|e| Error::new("get", gvk_string::<K>(dt), object_key(ns, name), e))
     }
 
-    /// The objects `lp` selects in `namespace` (`None`: all namespaces).
-    pub async fn list<K>(&self, namespace: Option<&str>, lp: &ListParams) -> Result<Vec<K>, Error>
-    where
-        K: CacheObject<DynamicType = ()>,
-    {
-        self.list_with::<K>(&(), namespace, lp).await
+    typed_form! {
+        /// The objects `lp` selects in `namespace` (`None`: all namespaces).
+        pub async fn list<K>(&self, namespace: Option<&str>, lp: &ListParams) -> Result<Vec<K>, Error> = list_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// The objects of `K` with dynamic type `dt` that `lp` selects in `namespace`.

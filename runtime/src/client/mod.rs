@@ -2,7 +2,7 @@
 //! `pkg/client` as the manager builds it).
 //!
 //! [`Client::get`] and [`Client::list`] read the shared informer cache
-//! (`crate::cache`), starting an informer on a type's first read. Writes (`write`) go
+//! ([`crate::cache`]), starting an informer on a type's first read. Writes (`write`) go
 //! straight to the server through kube's `Api`: create, update, patch (merge, JSON,
 //! strategic, server-side apply with field manager and force), delete (propagation,
 //! preconditions) and delete-all-of. [`Client::status`] writes the status subresource
@@ -31,11 +31,12 @@ mod subresource;
 mod uncached;
 mod warnings;
 mod write;
+mod writer;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cache::{Cache, CacheObject, ListOptions, gvk_string, object_key};
+use crate::cache::{Cache, CacheObject, ListOptions, gvk_string, object_key, typed_form};
 
 pub use api_reader::ApiReader;
 pub use error::{Error, Source, ignore_already_exists, ignore_not_found};
@@ -48,7 +49,7 @@ pub use restmapper::{RestMapper, RestMapperError};
 pub use status::StatusClient;
 pub use subresource::SubResourceClient;
 pub use warnings::{WarningLogger, log_api_warnings};
-pub use write::{Writable, WritableWith};
+pub use writer::{Writable, WritableWith};
 
 /// Cached reads, direct writes (controller-runtime's `client.Client`). Cheap to clone.
 #[derive(Clone)]
@@ -133,13 +134,11 @@ impl Client {
         StatusClient::new(self)
     }
 
-    /// The typed object `namespace/name` from the cache (`namespace` empty for
-    /// cluster-scoped types).
-    pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error>
-    where
-        K: CacheObject<DynamicType = ()>,
-    {
-        self.get_with::<K>(&(), namespace, name).await
+    typed_form! {
+        /// The typed object `namespace/name` from the cache (`namespace` empty for
+        /// cluster-scoped types).
+        pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error> = get_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// The object `namespace/name` of `K` with dynamic type `dt` from the cache.
@@ -165,12 +164,10 @@ impl Client {
             })
     }
 
-    /// Typed objects matching `opts`, from the cache.
-    pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error>
-    where
-        K: CacheObject<DynamicType = ()>,
-    {
-        self.list_with::<K>(&(), opts).await
+    typed_form! {
+        /// Typed objects matching `opts`, from the cache.
+        pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> = list_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// Objects of `K` with dynamic type `dt` matching `opts`, from the cache.

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde::Serialize;
 
-use super::write::{Writable, WritableWith};
+use super::writer::{Writable, WritableWith};
 use super::{Client, Error, Source, WriteOptions};
-use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key};
+use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key, typed_form};
 
 /// A client whose every call happens in one namespace. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -76,10 +76,11 @@ impl NamespacedClient {
         }
     }
 
-    /// The typed object `name` in the namespace (any namespace argument of a
-    /// cluster-scoped type is empty).
-    pub async fn get<K: CacheObject<DynamicType = ()>>(&self, name: &str) -> Result<Arc<K>, Error> {
-        self.get_with::<K>(&(), name).await
+    typed_form! {
+        /// The typed object `name` in the namespace (any namespace argument of a
+        /// cluster-scoped type is empty).
+        pub async fn get<K>(&self, name: &str) -> Result<Arc<K>, Error> = get_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// The object `name` of `K` with dynamic type `dt` in the namespace.
@@ -96,13 +97,11 @@ impl NamespacedClient {
         self.client.get_with::<K>(dt, ns, name).await
     }
 
-    /// Typed objects in the namespace matching `opts` (whose namespace must be unset
-    /// or the client's).
-    pub async fn list<K: CacheObject<DynamicType = ()>>(
-        &self,
-        opts: &ListOptions,
-    ) -> Result<Vec<Arc<K>>, Error> {
-        self.list_with::<K>(&(), opts).await
+    typed_form! {
+        /// Typed objects in the namespace matching `opts` (whose namespace must be unset
+        /// or the client's).
+        pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> = list_with
+        where K: CacheObject<DynamicType = ()>
     }
 
     /// Objects of `K` with dynamic type `dt` in the namespace matching `opts`.
@@ -163,14 +162,10 @@ impl NamespacedClient {
         self.client.update_with_opts(dt, &*obj, opts).await
     }
 
-    /// Patches the object `obj` names in the namespace.
-    pub async fn patch<K: Writable, P: Serialize + std::fmt::Debug>(
-        &self,
-        obj: &K,
-        patch: &Patch<P>,
-        pp: PatchParams,
-    ) -> Result<K, Error> {
-        self.patch_with(&(), obj, patch, pp).await
+    typed_form! {
+        /// Patches the object `obj` names in the namespace.
+        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
+        where K: Writable, P: Serialize + std::fmt::Debug
     }
 
     /// Patches the object of dynamic type `dt` that `obj` names in the namespace.
@@ -185,9 +180,10 @@ impl NamespacedClient {
         self.client.patch_with(dt, &*obj, patch, pp).await
     }
 
-    /// Deletes the object `obj` names in the namespace.
-    pub async fn delete<K: Writable>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> {
-        self.delete_with(&(), obj, dp).await
+    typed_form! {
+        /// Deletes the object `obj` names in the namespace.
+        pub async fn delete<K>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> = delete_with
+        where K: Writable
     }
 
     /// Deletes the object of dynamic type `dt` that `obj` names in the namespace.

@@ -1,14 +1,15 @@
 //! [`StatusClient`]: writes to the `status` subresource (controller-runtime's
-//! `client.Status()` / `SubResourceWriter`). Got from [`Client::status`]; shares the
-//! client's field owner, error reporting (`super::error`) and, like the writes in
-//! `super::write`, comes in a typed form and a `*_with(dt, ..)` form for
-//! `DynamicObject`.
+//! `client.Status()` / `SubResourceWriter`), the object itself as the body. Got from
+//! [`Client::status`]; it is the client's one writer (`super::writer`) aimed at `status`,
+//! so it shares the client's field owner and error reporting, and like the writes in
+//! `super::write` comes in a typed form and a `*_with(dt, ..)` form for `DynamicObject`.
 
 use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 
-use super::write::{Target, Writable, WritableWith, apply_params, body, body_bytes};
+use super::writer::{BodyWrite, Writable, WritableWith, Writer, body_bytes};
 use super::{Client, Error, WriteOptions};
+use crate::cache::typed_form;
 
 /// Writes the status subresource of objects.
 #[derive(Debug)]
@@ -21,9 +22,14 @@ impl<'a> StatusClient<'a> {
         Self { client }
     }
 
-    /// Replaces the status of `obj` (the server ignores its spec).
-    pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.update_with(&(), obj).await
+    fn writer(&self) -> Writer<'a> {
+        Writer::subresource(self.client, "status")
+    }
+
+    typed_form! {
+        /// Replaces the status of `obj` (the server ignores its spec).
+        pub async fn update<K>(&self, obj: &K) -> Result<K, Error> = update_with
+        where K: Writable
     }
 
     /// Replaces the status of `obj` of dynamic type `dt`.
@@ -32,25 +38,16 @@ impl<'a> StatusClient<'a> {
         dt: &K::DynamicType,
         obj: &K,
     ) -> Result<K, Error> {
-        let t = Target::of(self.client.kube_client(), dt, obj);
-        let data = body_bytes(dt, obj).map_err(|e| t.fail("status update", e))?;
-        let req = kube::core::Request::new(t.api.resource_url());
-        self.client
-            .send_json(&WriteOptions::new(), |pp| {
-                req.replace_subresource("status", &t.name, pp, data)
-            })
+        let data = body_bytes(dt, obj);
+        self.writer()
+            .send(BodyWrite::Update, dt, obj, data, &WriteOptions::new())
             .await
-            .map_err(|e| t.fail("status update", e))
     }
 
-    /// Patches the status of the object `obj` names.
-    pub async fn patch<K: Writable, P: Serialize + std::fmt::Debug>(
-        &self,
-        obj: &K,
-        patch: &Patch<P>,
-        pp: PatchParams,
-    ) -> Result<K, Error> {
-        self.patch_with(&(), obj, patch, pp).await
+    typed_form! {
+        /// Patches the status of the object `obj` names.
+        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
+        where K: Writable, P: Serialize + std::fmt::Debug
     }
 
     /// Patches the status of the object of dynamic type `dt` that `obj` names.
@@ -61,22 +58,13 @@ impl<'a> StatusClient<'a> {
         patch: &Patch<P>,
         pp: PatchParams,
     ) -> Result<K, Error> {
-        let t = Target::of(self.client.kube_client(), dt, obj);
-        let pp = self.client.patch_params(pp);
-        t.api
-            .patch_status(&t.name, &pp, patch)
-            .await
-            .map_err(|e| t.fail("status patch", e))
+        self.writer().patch(dt, obj, patch, pp).await
     }
 
-    /// Server-side applies the status of `obj` as `field_manager`.
-    pub async fn apply<K: Writable>(
-        &self,
-        obj: &K,
-        field_manager: Option<&str>,
-        force: bool,
-    ) -> Result<K, Error> {
-        self.apply_with(&(), obj, field_manager, force).await
+    typed_form! {
+        /// Server-side applies the status of `obj` as `field_manager`.
+        pub async fn apply<K>(&self, obj: &K, field_manager: Option<&str>, force: bool) -> Result<K, Error> = apply_with
+        where K: Writable
     }
 
     /// Server-side applies the status of `obj` of dynamic type `dt`.
@@ -87,14 +75,6 @@ impl<'a> StatusClient<'a> {
         field_manager: Option<&str>,
         force: bool,
     ) -> Result<K, Error> {
-        let t = Target::of(self.client.kube_client(), dt, obj);
-        let intent = body(dt, obj).map_err(|e| t.fail("status patch", e))?;
-        self.patch_with(
-            dt,
-            obj,
-            &Patch::Apply(&*intent),
-            apply_params(field_manager, force),
-        )
-        .await
+        self.writer().apply(dt, obj, field_manager, force).await
     }
 }

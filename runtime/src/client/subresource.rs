@@ -3,17 +3,18 @@
 //! (controller-runtime's `client.SubResource(name)` / `SubResourceClient`). Got from
 //! [`Client::sub_resource`]. The subresource's body has its own type, chosen by the
 //! caller (`autoscaling/v1` `Scale`, `policy/v1` `Eviction`, or `serde_json::Value`);
-//! the object only names the target. Writes share the client's options
-//! (`super::options`) and errors (`super::error`); [`Client::status`]
-//! (`super::status`) is the status-only shorthand that takes the object itself as
-//! the body.
+//! the object only names the target. It is the client's one writer (`super::writer`)
+//! aimed at the subresource, so writes share the client's options and errors;
+//! [`Client::status`] (`super::status`) is the status-only shorthand that takes the
+//! object itself as the body.
 
 use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::write::{Target, Writable, WritableWith};
+use super::writer::{BodyWrite, Writable, WritableWith, Writer};
 use super::{Client, Error, WriteOptions};
+use crate::cache::typed_form;
 
 /// Reads and writes the subresource `name` of objects.
 #[derive(Debug)]
@@ -33,14 +34,15 @@ impl Client {
     }
 }
 
-impl SubResourceClient<'_> {
-    fn verb(&self, verb: &str) -> String {
-        format!("{} {verb}", self.name)
+impl<'a> SubResourceClient<'a> {
+    fn writer(&self) -> Writer<'_> {
+        Writer::subresource(self.client, &self.name)
     }
 
-    /// Reads the subresource of the object `obj` names, straight from the server.
-    pub async fn get<K: Writable, S: DeserializeOwned>(&self, obj: &K) -> Result<S, Error> {
-        self.get_with(&(), obj).await
+    typed_form! {
+        /// Reads the subresource of the object `obj` names, straight from the server.
+        pub async fn get<K, S>(&self, obj: &K) -> Result<S, Error> = get_with
+        where K: Writable, S: DeserializeOwned
     }
 
     /// [`get`](Self::get) for an object of dynamic type `dt`.
@@ -49,26 +51,14 @@ impl SubResourceClient<'_> {
         dt: &K::DynamicType,
         obj: &K,
     ) -> Result<S, Error> {
-        let t = Target::of(self.client.kube_client(), dt, obj);
-        let req = kube::core::Request::new(t.api.resource_url())
-            .get_subresource(&self.name, &t.name)
-            .map_err(|e| t.fail(&self.verb("get"), kube::Error::BuildRequest(e)))?;
-        self.client
-            .kube_client()
-            .request::<S>(req)
-            .await
-            .map_err(|e| t.fail(&self.verb("get"), e))
+        self.writer().get(dt, obj).await
     }
 
-    /// POSTs `body` to the subresource of the object `obj` names (an `Eviction` to
-    /// `eviction`, a `Binding` to `binding`); returns the server's answer.
-    pub async fn create<K: Writable, B: Serialize, S: DeserializeOwned>(
-        &self,
-        obj: &K,
-        body: &B,
-        opts: &WriteOptions,
-    ) -> Result<S, Error> {
-        self.create_with(&(), obj, body, opts).await
+    typed_form! {
+        /// POSTs `body` to the subresource of the object `obj` names (an `Eviction` to
+        /// `eviction`, a `Binding` to `binding`); returns the server's answer.
+        pub async fn create<K, B, S>(&self, obj: &K, body: &B, opts: &WriteOptions) -> Result<S, Error> = create_with
+        where K: Writable, B: Serialize, S: DeserializeOwned
     }
 
     /// [`create`](Self::create) for an object of dynamic type `dt`.
@@ -79,27 +69,17 @@ impl SubResourceClient<'_> {
         body: &B,
         opts: &WriteOptions,
     ) -> Result<S, Error> {
-        let t = Target::of(self.client.kube_client(), dt, obj);
-        let verb = self.verb("create");
-        let data = serde_json::to_vec(body).map_err(|e| t.fail(&verb, e))?;
-        let req = kube::core::Request::new(t.api.resource_url());
-        self.client
-            .send_json(opts, |pp| {
-                req.create_subresource(&self.name, &t.name, pp, data)
-            })
+        let data = serde_json::to_vec(body);
+        self.writer()
+            .send(BodyWrite::Create, dt, obj, data, opts)
             .await
-            .map_err(|e| t.fail(&verb, e))
     }
 
-    /// Replaces the subresource of the object `obj` names with `body` (a `Scale` with
-    /// new replicas); returns what the server stored.
-    pub async fn update<K: Writable, B: Serialize + DeserializeOwned>(
-        &self,
-        obj: &K,
-        body: &B,
-        opts: &WriteOptions,
-    ) -> Result<B, Error> {
-        self.update_with(&(), obj, body, opts).await
+    typed_form! {
+        /// Replaces the subresource of the object `obj` names with `body` (a `Scale` with
+        /// new replicas); returns what the server stored.
+        pub async fn update<K, B>(&self, obj: &K, body: &B, opts: &WriteOptions) -> Result<B, Error> = update_with
+        where K: Writable, B: Serialize + DeserializeOwned
     }
 
     /// [`update`](Self::update) for an object of dynamic type `dt`.
@@ -110,27 +90,17 @@ impl SubResourceClient<'_> {
         body: &B,
         opts: &WriteOptions,
     ) -> Result<B, Error> {
-        let t = Target::of(self.client.kube_client(), dt, obj);
-        let verb = self.verb("update");
-        let data = serde_json::to_vec(body).map_err(|e| t.fail(&verb, e))?;
-        let req = kube::core::Request::new(t.api.resource_url());
-        self.client
-            .send_json(opts, |pp| {
-                req.replace_subresource(&self.name, &t.name, pp, data)
-            })
+        let data = serde_json::to_vec(body);
+        self.writer()
+            .send(BodyWrite::Update, dt, obj, data, opts)
             .await
-            .map_err(|e| t.fail(&verb, e))
     }
 
-    /// Patches the subresource of the object `obj` names; `S` is the subresource's
-    /// type (`Scale`) or the object's (`status`).
-    pub async fn patch<K: Writable, P: Serialize + std::fmt::Debug, S: DeserializeOwned>(
-        &self,
-        obj: &K,
-        patch: &Patch<P>,
-        pp: PatchParams,
-    ) -> Result<S, Error> {
-        self.patch_with(&(), obj, patch, pp).await
+    typed_form! {
+        /// Patches the subresource of the object `obj` names; `S` is the subresource's
+        /// type (`Scale`) or the object's (`status`).
+        pub async fn patch<K, P, S>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<S, Error> = patch_with
+        where K: Writable, P: Serialize + std::fmt::Debug, S: DeserializeOwned
     }
 
     /// [`patch`](Self::patch) for an object of dynamic type `dt`.
@@ -146,16 +116,6 @@ impl SubResourceClient<'_> {
         P: Serialize + std::fmt::Debug,
         S: DeserializeOwned,
     {
-        let t = Target::of(self.client.kube_client(), dt, obj);
-        let verb = self.verb("patch");
-        let pp = self.client.patch_params(pp);
-        let req = kube::core::Request::new(t.api.resource_url())
-            .patch_subresource(&self.name, &t.name, &pp, patch)
-            .map_err(|e| t.fail(&verb, kube::Error::BuildRequest(e)))?;
-        self.client
-            .kube_client()
-            .request::<S>(req)
-            .await
-            .map_err(|e| t.fail(&verb, e))
+        self.writer().patch(dt, obj, patch, pp).await
     }
 }

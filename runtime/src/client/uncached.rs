@@ -2,7 +2,7 @@
 //! [`Client`] built with [`Client::disable_for`] reads those types straight from the
 //! server through its [`ApiReader`](super::ApiReader) and never starts an informer
 //! for them — for types read rarely, or too many to hold in memory (Secrets), or that
-//! must be read fresh. Everything else still reads the cache (`crate::cache`).
+//! must be read fresh. Everything else still reads the cache ([`crate::cache`]).
 
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@
 //! [`WarningLogger`], which logs its warnings at `warn` level with the request's
 //! method and path, and hands the response on unchanged. Build the manager's client
 //! from the wrapped one and every write and read ([`super::Client`],
-//! `crate::cache`) is covered.
+//! [`crate::cache`]) is covered.
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -11,105 +11,29 @@
 //!
 //! Creates and updates also come as `*_opts` forms taking [`WriteOptions`] (dry-run,
 //! field manager, field validation; `super::options`); patches take them in kube's
-//! `PatchParams`, deletes in `DeleteParams`. A dry-run client dry-runs them all.
+//! `PatchParams`, deletes in `DeleteParams`. A dry-run client dry-runs them all. Creates,
+//! updates, patches and applies go through the one writer (`super::writer`) the status
+//! and subresource clients use too.
 
-use std::any::TypeId;
-use std::borrow::Cow;
-
-use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
+use super::writer::{BodyWrite, Target, Writable, WritableWith, Writer, body_bytes};
 use super::{Client, Error, WriteOptions};
-use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
-
-/// A resource the client can write given its dynamic type: typed resources (`()`),
-/// `DynamicObject` (`ApiResource`).
-pub trait WritableWith: CacheObject + Serialize + DeserializeOwned {}
-impl<K: CacheObject + Serialize + DeserializeOwned> WritableWith for K {}
-
-/// A typed resource the client can write (no dynamic type needed).
-pub trait Writable: WritableWith<DynamicType = ()> {}
-impl<K: WritableWith<DynamicType = ()>> Writable for K {}
-
-/// The target of one write: the `Api` for the object's namespace, its name, and the
-/// `apiVersion/Kind` and `namespace/name` that name it in errors.
-pub(crate) struct Target<K> {
-    pub(crate) api: Api<K>,
-    pub(crate) name: String,
-    kind: String,
-    key: String,
-}
-
-impl<K: CacheObject> Target<K> {
-    pub(crate) fn of(kube: &kube::Client, dt: &K::DynamicType, obj: &K) -> Self {
-        let m = obj.meta();
-        let ns = m.namespace.as_deref().filter(|n| !n.is_empty());
-        let name = m.name.clone().unwrap_or_default();
-        Self {
-            api: <K::Scope as Scoped>::api::<K>(kube.clone(), ns, dt),
-            key: object_key(ns, &name),
-            name,
-            kind: gvk_string::<K>(dt),
-        }
-    }
-
-    /// A client error for `verb` on this target.
-    pub(crate) fn fail(&self, verb: &str, e: impl Into<super::Source>) -> Error {
-        Error::new(verb, self.kind.clone(), self.key.clone(), e)
-    }
-}
-
-/// `obj` as the body of a write: a typed resource as is (its serializer writes
-/// `apiVersion`/`kind`); a dynamic one with `apiVersion`/`kind` from `dt` when it
-/// lacks them.
-pub(crate) fn body<'a, K: WritableWith>(
-    dt: &K::DynamicType,
-    obj: &'a K,
-) -> Result<Cow<'a, K>, serde_json::Error> {
-    if TypeId::of::<K::DynamicType>() == TypeId::of::<()>() {
-        return Ok(Cow::Borrowed(obj));
-    }
-    let mut v = serde_json::to_value(obj)?;
-    let Some(map) = v.as_object_mut() else {
-        return Ok(Cow::Borrowed(obj));
-    };
-    if map.contains_key("apiVersion") && map.contains_key("kind") {
-        return Ok(Cow::Borrowed(obj));
-    }
-    map.insert("apiVersion".into(), K::api_version(dt).into());
-    map.insert("kind".into(), K::kind(dt).into());
-    serde_json::from_value(v).map(Cow::Owned)
-}
-
-/// The JSON bytes of [`body`].
-pub(crate) fn body_bytes<K: WritableWith>(
-    dt: &K::DynamicType,
-    obj: &K,
-) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&*body(dt, obj)?)
-}
-
-/// Patch parameters for a server-side apply.
-pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchParams {
-    PatchParams {
-        field_manager: field_manager.map(str::to_string),
-        force,
-        ..Default::default()
-    }
-}
+use crate::cache::{Scoped, gvk_string, typed_form};
 
 impl Client {
-    /// Creates `obj` in its namespace; returns the stored object.
-    pub async fn create<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.create_with_opts(&(), obj, &WriteOptions::new()).await
+    typed_form! {
+        /// Creates `obj` in its namespace; returns the stored object.
+        pub async fn create<K>(&self, obj: &K) -> Result<K, Error> = create_with
+        where K: Writable
     }
 
-    /// [`create`](Self::create) with per-call options (dry-run, field manager, field
-    /// validation).
-    pub async fn create_opts<K: Writable>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> {
-        self.create_with_opts(&(), obj, opts).await
+    typed_form! {
+        /// [`create`](Self::create) with per-call options (dry-run, field manager, field
+        /// validation).
+        pub async fn create_opts<K>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> = create_with_opts
+        where K: Writable
     }
 
     /// Creates `obj` of dynamic type `dt` (e.g. a `DynamicObject` and its
@@ -129,23 +53,22 @@ impl Client {
         obj: &K,
         opts: &WriteOptions,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let data = body_bytes(dt, obj).map_err(|e| t.fail("create", e))?;
-        let req = kube::core::Request::new(t.api.resource_url());
-        self.send_json(opts, |pp| req.create(pp, data))
+        Writer::object(self)
+            .send(BodyWrite::Create, dt, obj, body_bytes(dt, obj), opts)
             .await
-            .map_err(|e| t.fail("create", e))
     }
 
-    /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
-    /// fails with 409 Conflict).
-    pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.update_with_opts(&(), obj, &WriteOptions::new()).await
+    typed_form! {
+        /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
+        /// fails with 409 Conflict).
+        pub async fn update<K>(&self, obj: &K) -> Result<K, Error> = update_with
+        where K: Writable
     }
 
-    /// [`update`](Self::update) with per-call options.
-    pub async fn update_opts<K: Writable>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> {
-        self.update_with_opts(&(), obj, opts).await
+    typed_form! {
+        /// [`update`](Self::update) with per-call options.
+        pub async fn update_opts<K>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> = update_with_opts
+        where K: Writable
     }
 
     /// Replaces `obj` of dynamic type `dt`, guarded by its `resourceVersion`.
@@ -164,23 +87,16 @@ impl Client {
         obj: &K,
         opts: &WriteOptions,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let data = body_bytes(dt, obj).map_err(|e| t.fail("update", e))?;
-        let req = kube::core::Request::new(t.api.resource_url());
-        self.send_json(opts, |pp| req.replace(&t.name, pp, data))
+        Writer::object(self)
+            .send(BodyWrite::Update, dt, obj, body_bytes(dt, obj), opts)
             .await
-            .map_err(|e| t.fail("update", e))
     }
 
-    /// Patches the object `obj` names with `patch` (merge, JSON, strategic or apply;
-    /// `pp` carries the field manager, force and dry-run).
-    pub async fn patch<K: Writable, P: Serialize + std::fmt::Debug>(
-        &self,
-        obj: &K,
-        patch: &Patch<P>,
-        pp: PatchParams,
-    ) -> Result<K, Error> {
-        self.patch_with(&(), obj, patch, pp).await
+    typed_form! {
+        /// Patches the object `obj` names with `patch` (merge, JSON, strategic or apply;
+        /// `pp` carries the field manager, force and dry-run).
+        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
+        where K: Writable, P: Serialize + std::fmt::Debug
     }
 
     /// Patches the object of dynamic type `dt` that `obj` names with `patch`.
@@ -191,23 +107,14 @@ impl Client {
         patch: &Patch<P>,
         pp: PatchParams,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let pp = self.patch_params(pp);
-        t.api
-            .patch(&t.name, &pp, patch)
-            .await
-            .map_err(|e| t.fail("patch", e))
+        Writer::object(self).patch(dt, obj, patch, pp).await
     }
 
-    /// Server-side applies `obj` as `field_manager` (falling back to the client's
-    /// field owner), taking over conflicting fields when `force` is set.
-    pub async fn apply<K: Writable>(
-        &self,
-        obj: &K,
-        field_manager: Option<&str>,
-        force: bool,
-    ) -> Result<K, Error> {
-        self.apply_with(&(), obj, field_manager, force).await
+    typed_form! {
+        /// Server-side applies `obj` as `field_manager` (falling back to the client's
+        /// field owner), taking over conflicting fields when `force` is set.
+        pub async fn apply<K>(&self, obj: &K, field_manager: Option<&str>, force: bool) -> Result<K, Error> = apply_with
+        where K: Writable
     }
 
     /// Server-side applies `obj` of dynamic type `dt` as `field_manager`.
@@ -218,21 +125,16 @@ impl Client {
         field_manager: Option<&str>,
         force: bool,
     ) -> Result<K, Error> {
-        let t = Target::of(&self.kube, dt, obj);
-        let intent = body(dt, obj).map_err(|e| t.fail("patch", e))?;
-        self.patch_with(
-            dt,
-            obj,
-            &Patch::Apply(&*intent),
-            apply_params(field_manager, force),
-        )
-        .await
+        Writer::object(self)
+            .apply(dt, obj, field_manager, force)
+            .await
     }
 
-    /// Deletes the object `obj` names; `dp` sets propagation, grace period and
-    /// preconditions (uid, resourceVersion).
-    pub async fn delete<K: Writable>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> {
-        self.delete_with(&(), obj, dp).await
+    typed_form! {
+        /// Deletes the object `obj` names; `dp` sets propagation, grace period and
+        /// preconditions (uid, resourceVersion).
+        pub async fn delete<K>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> = delete_with
+        where K: Writable
     }
 
     /// Deletes the object of dynamic type `dt` that `obj` names.
@@ -250,15 +152,11 @@ impl Client {
             .map_err(|e| t.fail("delete", e))
     }
 
-    /// Deletes every object of `K` in `namespace` (`None`: all namespaces, or the
-    /// cluster) that `lp` selects (controller-runtime's `DeleteAllOf`).
-    pub async fn delete_all_of<K: Writable>(
-        &self,
-        namespace: Option<&str>,
-        lp: &ListParams,
-        dp: &DeleteParams,
-    ) -> Result<(), Error> {
-        self.delete_all_of_with::<K>(&(), namespace, lp, dp).await
+    typed_form! {
+        /// Deletes every object of `K` in `namespace` (`None`: all namespaces, or the
+        /// cluster) that `lp` selects (controller-runtime's `DeleteAllOf`).
+        pub async fn delete_all_of<K>(&self, namespace: Option<&str>, lp: &ListParams, dp: &DeleteParams) -> Result<(), Error> = delete_all_of_with
+        where K: Writable
     }
 
     /// Deletes every object of `K` with dynamic type `dt` in `namespace` that `lp`
@@ -282,39 +180,5 @@ impl Client {
                     e,
                 )
             })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
-
-    fn gizmos() -> ApiResource {
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("x.io", "v2", "Gizmo"), "gizmos")
-    }
-
-    #[test]
-    fn a_dynamic_body_gets_its_type_from_the_api_resource() {
-        let ar = gizmos();
-        let mut obj = DynamicObject::new("g", &ar);
-        obj.types = None;
-        let sent = body(&ar, &obj).unwrap();
-        let want = TypeMeta {
-            api_version: "x.io/v2".into(),
-            kind: "Gizmo".into(),
-        };
-        assert_eq!(sent.types.as_ref(), Some(&want));
-        assert!(matches!(sent, Cow::Owned(_)));
-    }
-
-    #[test]
-    fn bodies_that_carry_their_type_are_sent_as_they_are() {
-        let ar = gizmos();
-        let obj = DynamicObject::new("g", &ar);
-        assert!(matches!(body(&ar, &obj).unwrap(), Cow::Borrowed(_)));
-        let cm = ConfigMap::default();
-        assert!(matches!(body(&(), &cm).unwrap(), Cow::Borrowed(_)));
     }
 }

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 use super::{Inner, Options};
+use crate::error::panic_message;
 use crate::reconcile::{Action, Error, Request, TypedRequest, with_reconcile_id};
 use crate::workqueue::{AddOpts, Queue};
 
@@ -33,14 +34,6 @@ fn rate_limited(priority: i32) -> AddOpts {
         priority: Some(priority),
         ..AddOpts::default()
     }
-}
-
-fn panic_message(payload: &Panic) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("non-string panic payload")
 }
 
 /// The reconcile's span: a [`Request`]'s namespace and name as fields of their own,
@@ -144,7 +137,7 @@ impl<R: TypedRequest> Inner<R> {
             Ok(result) => Ok(result),
             Err(payload) => {
                 self.metrics.panics.inc();
-                let msg = panic_message(&payload).to_string();
+                let msg = panic_message(&*payload).to_string();
                 if self.opts.recovers_panic() {
                     tracing::error!(panic = %msg, "Observed a panic in reconciler");
                     Ok(Err(Error::new(format!("panic: {msg} [recovered]"))))

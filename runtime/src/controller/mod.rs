@@ -1,14 +1,14 @@
 //! The Controller: workers that take requests from a work queue and reconcile them
 //! (controller-runtime's `pkg/controller` and `pkg/internal/controller`).
 //!
-//! A [`Controller`] owns a queue (`crate::workqueue`), the sources that fill it
-//! (`crate::source`, each with its handler and predicates) and a
-//! [`Reconciler`](crate::reconcile::Reconciler), all over one request type `R`
+//! A [`Controller`] owns a queue ([`crate::workqueue`]), the sources that fill it
+//! ([`crate::source`], each with its handler and predicates) and a
+//! [`Reconciler`], all over one request type `R`
 //! ([`Request`] by default; any [`TypedRequest`] for Go's `TypedController[request]`).
 //! [`Controller::start`] starts the
 //! sources in parallel, then runs `max_concurrent_reconciles` workers; the queue
 //! guarantees one key is never reconciled by two workers at once. What happens after a
-//! reconcile is controller-runtime's `reconcileHandler` (see [`handle`]); metrics are in
+//! reconcile is controller-runtime's `reconcileHandler` (see `handle`); metrics are in
 //! [`metrics`]. The builder and manager drive controllers; tests can drive them directly.
 
 mod handle;

@@ -11,8 +11,8 @@
 use async_trait::async_trait;
 use kube::Resource;
 
-use super::BoxError;
 use super::finalizers::{add_finalizer, contains_finalizer, remove_finalizer};
+use crate::error::BoxError;
 
 /// What a finalize changed on the object (Go's `finalizer.Result`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -17,6 +17,8 @@
 //! `create_or_patch_with`; the finalizer helpers and [`Finalizers`] take any
 //! `kube::Resource`, dynamic ones included.
 
+use crate::error::BoxError;
+
 mod create;
 mod finalizer;
 mod finalizers;
@@ -36,9 +38,6 @@ pub use owner::{
     set_controller_reference_with, set_owner_reference, set_owner_reference_dynamic,
     set_owner_reference_with,
 };
-
-/// A boxed error from user code (a mutate closure, a finalizer).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a controllerutil call failed. Messages follow controller-runtime's.
 #[derive(Debug, thiserror::Error)]

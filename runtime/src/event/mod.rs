@@ -1,8 +1,8 @@
-//! Events: what happened to an object, as informers (`crate::cache`) and sources
-//! (`crate::source`) report it (controller-runtime's `pkg/event`).
+//! Events: what happened to an object, as informers and sources report it
+//! (controller-runtime's `pkg/event`).
 //!
-//! Predicates (`crate::predicate`) filter events and event handlers (`crate::handler`)
-//! turn them into reconcile requests. Objects are shared `Arc<K>`: an event is cheap to
+//! A leaf of the controller's data flow: predicates filter events and event handlers
+//! turn them into reconcile requests, both above this module. Objects are shared `Arc<K>`: an event is cheap to
 //! clone and never deep-copies the object.
 
 use std::sync::Arc;
@@ -37,7 +37,7 @@ pub struct DeleteEvent<K> {
 }
 
 /// Something other than a create, update or delete happened to an object: an external
-/// trigger, a timer, a webhook (used by `crate::source::Channel`).
+/// trigger, a timer, a webhook (what a `source::Channel` carries).
 #[derive(Debug)]
 pub struct GenericEvent<K> {
     /// The object.

@@ -57,6 +57,32 @@ impl Handler {
     async fn serve_aggregated(&self, req: &Request) -> Response {
         let query = Query::parse(req.uri().query());
         let mut excluded: BTreeSet<String> = query.values("exclude").collect();
+        let parts = self.run_checks(req, &excluded).await;
+        for p in parts.iter().filter(|p| p.excluded) {
+            excluded.remove(p.name);
+        }
+        for name in &excluded {
+            tracing::debug!(checker = %name, "cannot exclude health check, no matches for it");
+        }
+        let failed = parts.iter().any(|p| !p.healthy);
+        let status = if failed {
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            StatusCode::OK
+        };
+        if !failed && !query.has("verbose") {
+            return text(status, "ok");
+        }
+        text(status, verbose_body(&parts, &excluded))
+    }
+
+    /// Every check's outcome, in name order (those in `excluded` are not run); a handler
+    /// without checks answers as if it had `ping`.
+    async fn run_checks<'a>(
+        &'a self,
+        req: &Request,
+        excluded: &BTreeSet<String>,
+    ) -> Vec<Status<'a>> {
         let results = futures::future::join_all(self.checks.iter().map(|(name, check)| {
             let skip = excluded.contains(name.as_str());
             async move {
@@ -81,9 +107,6 @@ impl Handler {
                 excluded: was_excluded,
             })
             .collect();
-        for p in parts.iter().filter(|p| p.excluded) {
-            excluded.remove(p.name);
-        }
         if self.checks.is_empty() {
             parts.push(Status {
                 name: "ping",
@@ -91,50 +114,44 @@ impl Handler {
                 excluded: false,
             });
         }
-        for name in &excluded {
-            tracing::debug!(checker = %name, "cannot exclude health check, no matches for it");
-        }
-        let failed = parts.iter().any(|p| !p.healthy);
-        let status = if failed {
-            StatusCode::INTERNAL_SERVER_ERROR
-        } else {
-            StatusCode::OK
-        };
-        if !failed && !query.has("verbose") {
-            return text(status, "ok");
-        }
-        let mut body = String::new();
-        for p in &parts {
-            let _ = if p.excluded {
-                writeln!(body, "[+]{} excluded: ok", p.name)
-            } else if p.healthy {
-                writeln!(body, "[+]{} ok", p.name)
-            } else {
-                // The reason stays out: this endpoint is public; `/<name>` has it.
-                writeln!(body, "[-]{} failed: reason withheld", p.name)
-            };
-        }
-        if !excluded.is_empty() {
-            let quoted: Vec<String> = excluded.iter().map(|n| format!("{n:?}")).collect();
-            let _ = writeln!(
-                body,
-                "warn: some health checks cannot be excluded: no matches for {}",
-                quoted.join(",")
-            );
-        }
-        if failed {
-            let failing: Vec<&str> = parts
-                .iter()
-                .filter(|p| !p.healthy)
-                .map(|p| p.name)
-                .collect();
-            tracing::info!(failing = ?failing, "healthz check failed");
-            body.push_str("healthz check failed\n");
-        } else {
-            body.push_str("healthz check passed\n");
-        }
-        text(status, body)
+        parts
     }
+}
+
+/// The verbose aggregate (Go's `handleRootHealth`): a line per check, the exclusions that
+/// matched nothing, and the verdict. A failed check's reason stays out: this endpoint is
+/// public; `/<name>` has it.
+fn verbose_body(parts: &[Status<'_>], unmatched: &BTreeSet<String>) -> String {
+    let mut body = String::new();
+    for p in parts {
+        let _ = if p.excluded {
+            writeln!(body, "[+]{} excluded: ok", p.name)
+        } else if p.healthy {
+            writeln!(body, "[+]{} ok", p.name)
+        } else {
+            writeln!(body, "[-]{} failed: reason withheld", p.name)
+        };
+    }
+    if !unmatched.is_empty() {
+        let quoted: Vec<String> = unmatched.iter().map(|n| format!("{n:?}")).collect();
+        let _ = writeln!(
+            body,
+            "warn: some health checks cannot be excluded: no matches for {}",
+            quoted.join(",")
+        );
+    }
+    let failing: Vec<&str> = parts
+        .iter()
+        .filter(|p| !p.healthy)
+        .map(|p| p.name)
+        .collect();
+    if failing.is_empty() {
+        body.push_str("healthz check passed\n");
+    } else {
+        tracing::info!(failing = ?failing, "healthz check failed");
+        body.push_str("healthz check failed\n");
+    }
+    body
 }
 
 async fn serve_one(check: &dyn Checker, req: &Request) -> Response {

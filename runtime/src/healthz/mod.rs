@@ -5,7 +5,7 @@
 //! serves them with controller-runtime's bodies and codes: the aggregate at its root
 //! (`ok`, or the verbose list with `?verbose`, `?exclude=<name>` to skip a check,
 //! always verbose and `500` on failure) and each check at `/<name>`. The manager
-//! (`crate::manager`) mounts one handler at `/healthz` and one at `/readyz` on its
+//! mounts one handler at `/healthz` and one at `/readyz` on its
 //! health probe server (an [`http::Server`](crate::http::Server)), and registers the
 //! cache's sync as a readiness check.
 
@@ -19,8 +19,9 @@ pub use handler::Handler;
 
 use crate::http::Request;
 
-/// The error a check fails with.
-pub type CheckError = Box<dyn std::error::Error + Send + Sync + 'static>;
+/// The error a check fails with: the crate's one boxed error ([`BoxError`](crate::error::BoxError)),
+/// under the name Go's `healthz.Checker` signature suggests.
+pub use crate::error::BoxError as CheckError;
 
 /// One health or readiness check (Go's `healthz.Checker`). It gets the probe request
 /// and fails with an error whose text is shown only on the check's own endpoint

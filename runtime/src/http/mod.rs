@@ -1,9 +1,9 @@
 //! A small HTTP/1.1 server for the manager's own endpoints (controller-runtime's
 //! `pkg/internal/httpserver` and `manager.Server`).
 //!
-//! The metrics server (`crate::metrics::server`) and the health probe server
-//! (`crate::healthz`) are both a [`Server`] with a [`Router`] of [`Handler`]s; the
-//! manager (`crate::manager`) runs each server as a runnable in its HTTP-servers
+//! The metrics server, the health probe server and the profiling server are each a
+//! [`Server`] with a [`Router`] of [`Handler`]s (they sit above this module); the
+//! manager runs each server as a runnable in its HTTP-servers
 //! group. Limits follow controller-runtime's servers: headers must arrive within
 //! 32 s and fit in 1 MiB (else `431`), bodies are capped, bad paths get `404`, and a
 //! garbage request never takes the server down. The transport limits — system-maximum

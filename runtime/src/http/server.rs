@@ -8,7 +8,7 @@
 //! and fit in [`DEFAULT_MAX_HEADER_BYTES`] (else `431` and the connection closes);
 //! bodies over [`DEFAULT_MAX_BODY_BYTES`] get `413`; a panicking handler gets `500`.
 //! With [`Server::with_tls`] (the secure metrics server) connections are TLS
-//! (`crate::tls`): HTTP/1.1, or h2 where ALPN negotiated it; plain HTTP on the port
+//! ([`crate::tls`]): HTTP/1.1, or h2 where ALPN negotiated it; plain HTTP on the port
 //! gets `400`.
 
 use std::convert::Infallible;
@@ -136,7 +136,7 @@ impl Server {
         })
     }
 
-    /// Serves TLS on the listener instead of plain HTTP (see `crate::tls`).
+    /// Serves TLS on the listener instead of plain HTTP (see [`crate::tls`]).
     pub fn with_tls(mut self, tls: tls::Serving) -> Self {
         self.tls = Some(tls);
         self

@@ -5,7 +5,7 @@
 //! renewing every retry period and giving up once the renew deadline passes without
 //! a successful renewal, and an optional release on cancel.
 //!
-//! The manager (`crate::manager`) drives it: [`LeaderElector::acquire`], then the
+//! The manager drives it: [`LeaderElector::acquire`], then the
 //! leader-election runnables start while [`LeaderElector::renew`] runs; a `false`
 //! from `renew` is "leader election lost". What it has seen of the lock lives in
 //! `observe`; the `leader_election_master_status` gauge in `metrics`.

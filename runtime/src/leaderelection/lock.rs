@@ -53,7 +53,7 @@ pub trait Lock: Send + Sync + 'static {
 pub struct ResourceLock(Arc<Mutex<Option<Box<dyn Lock>>>>);
 
 impl ResourceLock {
-    /// Wraps `lock` for [`manager::Options`](crate::manager::Options).
+    /// Wraps `lock` for the manager's `Options::leader_election_resource_lock`.
     pub fn new(lock: impl Lock) -> Self {
         Self(Arc::new(Mutex::new(Some(Box::new(lock)))))
     }

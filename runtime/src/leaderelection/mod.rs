@@ -11,9 +11,9 @@
 //! - `resourcelock`: [`new_resource_lock`], the lock from manager options (id, namespace, identity);
 //! - `metrics`: the `leader_election_master_status{name}` gauge.
 //!
-//! The manager (`crate::manager`, its `leader` seam) runs an elector when
-//! `Options::leader_election` is set: leader-election runnables start once the lease
-//! is held, and losing it stops the manager with [`crate::manager::Error::LeaderElectionLost`].
+//! The manager (its `leader` seam) runs an elector when `Options::leader_election` is
+//! set: leader-election runnables start once the lease is held, and losing it stops the
+//! manager with its `Error::LeaderElectionLost`.
 
 mod elector;
 mod lock;

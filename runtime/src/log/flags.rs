@@ -1,5 +1,5 @@
 //! controller-runtime's zap flags (`zap.Options.BindFlags`) as a clap [`Args`] to
-//! `#[command(flatten)]` next to [`crate::manager::Args`]. A flag that is not given
+//! `#[command(flatten)]` next to the manager's `Args`. A flag that is not given
 //! leaves the program's own [`Options`] alone, as in Go, where `BindFlags` writes
 //! into an `Options` the program may have filled in first.
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use super::BoxError;
-use crate::metrics::server::ExtraHandlerError;
+use crate::error::BoxError;
+use crate::metricsserver::ExtraHandlerError;
 
 /// Why the manager could not be built, refused a call, or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 
 use super::Options;
-use crate::metrics::{filters, server as metrics_server};
+use crate::certwatcher::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
+use crate::metricsserver::{self as metrics_server, filters};
 use crate::tls::TlsOptions;
-use crate::webhook::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 
 /// The flags kubebuilder scaffolds into an operator's `main`.
 ///

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{Error, Group, Runnable};
+use crate::error::panic_message;
 
 #[derive(Default)]
 struct State {
@@ -140,7 +141,7 @@ impl RunnableGroup {
                 Ok(Err(source)) => Error::Runnable { name, source },
                 Err(payload) => Error::Panicked {
                     name,
-                    message: panic_message(&*payload),
+                    message: panic_message(&*payload).to_string(),
                 },
             };
             if stopped {
@@ -194,15 +195,5 @@ impl RunnableGroup {
     pub(super) fn running(&self) -> Vec<String> {
         let st = self.state.lock();
         st.running.values().map(|(name, _)| name.clone()).collect()
-    }
-}
-
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_string()
     }
 }

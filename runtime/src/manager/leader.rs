@@ -2,7 +2,7 @@
 //! the leader-election group (controller-runtime's `startLeaderElection`).
 //!
 //! Without leader election, [`campaign`] starts the group at once. With it, the
-//! elector (`crate::leaderelection`) runs in its own task: once it holds the Lease,
+//! elector ([`crate::leaderelection`]) runs in its own task: once it holds the Lease,
 //! the group starts (in another task, so renewing never waits for it) and
 //! `elected()` resolves; if it stops leading, it reports
 //! [`Error::LeaderElectionLost`] and the manager stops with no grace period. The

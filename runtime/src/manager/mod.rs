@@ -3,18 +3,18 @@
 //! (controller-runtime's `pkg/manager`).
 //!
 //! A [`Manager`] is built from a `kube::Client` and [`Options`]; it makes the shared
-//! [`Cache`] (`crate::cache`) and the [`Client`] over it (`crate::client`), and serves metrics (`crate::metrics::server`),
-//! health probes (`crate::healthz`) and, if asked, profiles (`crate::pprof`) on
+//! [`Cache`] ([`crate::cache`]) and the [`Client`] over it ([`crate::client`]), and serves metrics ([`crate::metricsserver`]),
+//! health probes ([`crate::healthz`]) and, if asked, profiles ([`crate::pprof`]) on
 //! listeners bound in [`Manager::new`].
-//! Everything it runs is a [`Runnable`] in one of six [`Group`]s — HTTP servers,
-//! webhooks, caches, others, warmup, leader-election — started in that order (`start`) and
-//! stopped in reverse dependency order within the grace period. Controllers
-//! (`crate::controller`) are runnables; the builder adds them for you. The webhook
-//! server (`crate::webhook`) is [`Options::webhook_server`], handed out by
+//! Everything it runs is a [`Runnable`] in one of six [`Group`]s, started in
+//! [`Group::START_ORDER`] (`start`) and stopped in [`Group::STOP_ORDER`] within the
+//! grace period. Controllers
+//! ([`crate::controller`]) are runnables; the builder adds them for you. The webhook
+//! server ([`crate::webhook`]) is [`Options::webhook_server`], handed out by
 //! [`Manager::webhook_server`] and run in the webhooks group. Leader
 //! election plugs in at one seam (`leader`); [`shutdown_signal`] and the
 //! [`Args`] flags cover `main`. [`Manager::rbac_rules`] (`rbac`) says which RBAC
-//! rules all of this needs (`crate::rbac`).
+//! rules all of this needs ([`crate::rbac`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -57,17 +57,19 @@ use crate::cache::Cache;
 use crate::client::{ApiReader, Client};
 use crate::healthz::{self, Checker};
 use crate::http::{self, Handler};
-use crate::metrics::server::ExtraHandlers;
+use crate::metricsserver::ExtraHandlers;
 use crate::recorder;
 use crate::webhook;
 
+/// The error a runnable fails with (the crate's one boxed error, [`crate::error::BoxError`]).
+pub use crate::error::BoxError;
 pub use error::Error;
 pub use flags::{Args, ConfigError, load_config};
 pub use options::{
     CACHE_SYNC_CHECK, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT, DEFAULT_LIVENESS_ENDPOINT,
     DEFAULT_READINESS_ENDPOINT, Options,
 };
-pub use runnable::{BoxError, Group, Runnable, RunnableFunc};
+pub use runnable::{Group, Runnable, RunnableFunc};
 pub use signals::shutdown_signal;
 
 use group::RunnableGroup;
@@ -263,7 +265,7 @@ impl Manager {
     }
 
     /// The client: reads from the cache, writes to the API server (see
-    /// `crate::client` for how stale a read can be).
+    /// [`crate::client`] for how stale a read can be).
     pub fn client(&self) -> Client {
         self.inner.client.clone()
     }
@@ -326,7 +328,7 @@ impl Manager {
         self.inner.probe_addr
     }
 
-    /// Where the profiling server (`crate::pprof`) listens, if enabled.
+    /// Where the profiling server ([`crate::pprof`]) listens, if enabled.
     pub fn pprof_addr(&self) -> Option<SocketAddr> {
         self.inner.pprof_addr
     }

@@ -9,7 +9,7 @@ use crate::http::ServerOptions;
 use crate::leaderelection::{
     self, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
 };
-use crate::metrics::server::{self as metrics_server, DEFAULT_BIND_ADDRESS};
+use crate::metricsserver::{self as metrics_server, DEFAULT_BIND_ADDRESS};
 use crate::webhook;
 
 /// controller-runtime's default graceful shutdown period.
@@ -38,7 +38,7 @@ pub struct Options {
     pub metrics_bind_address: String,
     /// How the metrics server serves (Go's `Options.Metrics`): plain HTTP by default;
     /// `secure_serving` for HTTPS, `filter_provider` for authentication and
-    /// authorization, `tls` for hardening. See [`crate::metrics::server::Options`].
+    /// authorization, `tls` for hardening. See [`crate::metricsserver::Options`].
     pub metrics: metrics_server::Options,
     /// Where `/healthz` and `/readyz` are served; empty or `"0"` (the default)
     /// disables the health probe server.
@@ -61,7 +61,7 @@ pub struct Options {
     /// waits forever.
     pub graceful_shutdown_timeout: Duration,
     /// Whether to elect a leader before starting leader-election runnables (the
-    /// `--leader-elect` flag); default off. See `crate::leaderelection`.
+    /// `--leader-elect` flag); default off. See [`crate::leaderelection`].
     pub leader_election: bool,
     /// The name of the Lease used for leader election; required when
     /// `leader_election` is on.

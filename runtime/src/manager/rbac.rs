@@ -1,5 +1,5 @@
 //! `Manager::rbac_rules`: the minimal RBAC rules of what this manager runs
-//! (`crate::rbac`) — gathered from its cache's watches, its recorder, leader election,
+//! ([`crate::rbac`]) — gathered from its cache's watches, its recorder, leader election,
 //! the secure metrics filter, and the rules reconcilers declared.
 
 use std::sync::atomic::Ordering;

@@ -9,12 +9,11 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-/// The error a runnable fails with.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+use crate::error::BoxError;
 
-/// The manager's runnable groups, in start order (controller-runtime's `runnables`).
-/// They stop in the order Others, LeaderElection, Warmup, Caches, Webhooks,
-/// HttpServers.
+/// The manager's runnable groups (controller-runtime's `runnables`). They start in
+/// [`Group::START_ORDER`] and stop in [`Group::STOP_ORDER`]; the manager looks a group
+/// up by its place in `START_ORDER`, never by the order of this declaration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Group {
     /// The metrics and health probe servers (and any user [`http::Server`](crate::http::Server)).
@@ -34,8 +33,14 @@ pub enum Group {
     LeaderElection,
 }
 
+/// The leader-election runnables start last, once elected (`Manager::start` campaigns
+/// for the last group of `START_ORDER`).
+const _: () = assert!(matches!(Group::START_ORDER[5], Group::LeaderElection));
+
 impl Group {
-    /// All groups in start order.
+    /// All groups in start order (Go's `controllerManager.Start`): each group starts
+    /// once the one before it is ready; the last, [`Group::LeaderElection`], once this
+    /// replica is elected. The one place this order is written.
     pub const START_ORDER: [Group; 6] = [
         Group::HttpServers,
         Group::Webhooks,
@@ -45,7 +50,9 @@ impl Group {
         Group::LeaderElection,
     ];
 
-    /// All groups in stop order.
+    /// All groups in stop order (Go's `engageStopProcedure`): the runnables first (those
+    /// without leader election, then the leader's, then the warmups), then what they
+    /// used, in reverse start order. The one place this order is written.
     pub const STOP_ORDER: [Group; 6] = [
         Group::Others,
         Group::LeaderElection,
@@ -54,6 +61,14 @@ impl Group {
         Group::Webhooks,
         Group::HttpServers,
     ];
+
+    /// This group's place in [`Group::START_ORDER`].
+    pub(super) fn start_index(self) -> usize {
+        Self::START_ORDER
+            .iter()
+            .position(|g| *g == self)
+            .expect("START_ORDER lists every group")
+    }
 
     /// The group an ordinary runnable joins: [`Group::LeaderElection`] if it needs
     /// leader election, else [`Group::Others`].
@@ -218,5 +233,20 @@ impl Runnable for RunnableFunc {
     }
     fn name(&self) -> String {
         self.name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Group;
+
+    #[test]
+    fn each_order_lists_every_group_once() {
+        for (i, g) in Group::START_ORDER.into_iter().enumerate() {
+            assert_eq!(g.start_index(), i, "{g:?}");
+        }
+        let mut stop = Group::STOP_ORDER.to_vec();
+        stop.sort_by_key(|g| g.start_index());
+        assert_eq!(stop, Group::START_ORDER);
     }
 }

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Error, Group, Inner, Manager, leader};
 use crate::http::{Router, Server};
-use crate::metrics::server::{self as metrics_server, ExtraHandlers};
+use crate::metricsserver::{self as metrics_server, ExtraHandlers};
 
 impl Manager {
     /// Runs the manager until `ctx` is cancelled (then returns `Ok`) or a runnable
@@ -18,13 +18,10 @@ impl Manager {
     /// leader election, losing the lease stops it at once, with no grace period, and
     /// returns [`Error::LeaderElectionLost`].
     ///
-    /// Start order: HTTP servers (metrics, probes), webhooks, caches (waiting for
-    /// them to sync), runnables without leader election, warmups (on every
-    /// replica), then — once elected — the leader-election runnables, after which
-    /// [`Manager::elected`] resolves. Stop order: others, leader-election
-    /// runnables, warmups, caches, webhooks, HTTP servers,
-    /// each group cancelled and awaited in turn within
-    /// `graceful_shutdown_timeout`; runnables still running then are aborted (their
+    /// The groups start in [`Group::START_ORDER`], each once the one before is ready
+    /// (the caches: synced), the last — the leader-election runnables — once elected,
+    /// after which [`Manager::elected`] resolves. They stop in [`Group::STOP_ORDER`],
+    /// each group cancelled and awaited in turn within `graceful_shutdown_timeout`; runnables still running then are aborted (their
     /// futures dropped) and named in the error. Calling `start` twice is an error.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         let inner = &self.inner;
@@ -38,21 +35,13 @@ impl Manager {
         };
         let run = async {
             self.add_internal_runnables()?;
-            for g in [
-                Group::HttpServers,
-                Group::Webhooks,
-                Group::Caches,
-                Group::Others,
-                Group::Warmup,
-            ] {
-                inner.group(g).start().await?;
+            let (elected, before) = Group::START_ORDER
+                .split_last()
+                .expect("START_ORDER is not empty");
+            for g in before {
+                inner.group(*g).start().await?;
             }
-            leader::campaign(
-                &inner.leader,
-                inner.group(Group::LeaderElection),
-                &inner.elected,
-            )
-            .await?;
+            leader::campaign(&inner.leader, inner.group(*elected), &inner.elected).await?;
             tracing::info!("Manager started");
             futures::future::pending::<Result<(), Error>>().await
         };
@@ -180,6 +169,6 @@ impl Inner {
     }
 
     pub(super) fn group(&self, g: Group) -> &Arc<super::group::RunnableGroup> {
-        &self.groups[g as usize]
+        &self.groups[g.start_index()]
     }
 }

@@ -5,7 +5,7 @@
 //! client-go records these from inside its REST client; kube has no such hook, so
 //! [`ClientMetricsLayer`] is a tower layer put on the client's service stack with
 //! [`kube::client::ClientBuilder::with_layer`]. [`new_client`] builds a client with
-//! it, and [`Args::client`](crate::manager::Args::client) uses that, so the Manager's
+//! it, and the manager's `Args::client` uses that, so the Manager's
 //! client, its cache's watches and the Events recorder are all counted. A client built
 //! some other way is not counted. Everything is registered in the process
 //! [`registry`](super::registry).

@@ -1,17 +1,17 @@
-//! The process-wide Prometheus registry every ctrl metric is registered in.
+//! The process-wide Prometheus registry every ctrl metric is registered in
+//! (controller-runtime's `pkg/metrics`).
 //!
-//! Work-queue metrics (`crate::workqueue`), controller metrics (`crate::controller`),
-//! the kube client's request metrics ([`client`]), process metrics ([`process`]), the tokio runtime's ([`runtime`]) and
-//! user collectors all go here, so one scrape of the metrics server shows everything,
-//! under controller-runtime's metric names. The server ([`server`]) serves plain
-//! HTTP or, with `secure_serving`, HTTPS behind the authentication and authorization
-//! filter of [`filters`].
+//! A leaf: the work queue's, the controllers', the webhooks' and the leader elector's
+//! metrics are registered here by those modules, next to the kube client's request
+//! metrics ([`client`]), process metrics ([`process`]), the tokio runtime's
+//! ([`runtime`]) and user collectors, so one scrape shows everything under
+//! controller-runtime's metric names. Serving them is the metrics server's job
+//! (`metricsserver`, Go's `pkg/metrics/server`), which sits above the HTTP and TLS
+//! layers this module knows nothing of.
 
 pub mod client;
-pub mod filters;
 pub mod process;
 pub mod runtime;
-pub mod server;
 
 use std::sync::OnceLock;
 

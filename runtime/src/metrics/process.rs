@@ -1,7 +1,6 @@
 //! `process_*` metrics read from `/proc/self` (the Go client's process collector),
-//! registered in the [`registry`](super::registry) by the metrics server
-//! ([`super::server`]) so a scrape shows them next to controller and work-queue
-//! metrics.
+//! registered in the [`registry`](super::registry) by the metrics server when it builds
+//! its router, so a scrape shows them next to controller and work-queue metrics.
 //!
 //! A small hand-written collector rather than prometheus's `process` feature, which
 //! would pull procfs and an old major version of rustix into the build. Off Linux

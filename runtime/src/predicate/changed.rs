@@ -2,6 +2,7 @@
 //! look at, and pass creates, deletes and generic events.
 
 use kube::Resource;
+use kube::api::ObjectMeta;
 
 use super::Predicate;
 use crate::event::UpdateEvent;
@@ -26,26 +27,53 @@ pub struct LabelChanged;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AnnotationChanged;
 
-impl<K: Resource + 'static> Predicate<K> for ResourceVersionChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        e.object_old.meta().resource_version != e.object_new.meta().resource_version
+/// What a "changed" predicate compares: the metadata of an update's old and new object.
+/// The one place each predicate's field is named; its [`Predicate`] impl here and its
+/// event filter in ctrl-builder (`with_event_filter`, any watched type) both ask it.
+pub trait MetadataChanged {
+    /// Whether `new` differs from `old` in what this predicate looks at.
+    fn changed(&self, old: &ObjectMeta, new: &ObjectMeta) -> bool;
+}
+
+impl MetadataChanged for ResourceVersionChanged {
+    fn changed(&self, old: &ObjectMeta, new: &ObjectMeta) -> bool {
+        old.resource_version != new.resource_version
     }
 }
 
-impl<K: Resource + 'static> Predicate<K> for GenerationChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        e.object_old.meta().generation != e.object_new.meta().generation
+impl MetadataChanged for GenerationChanged {
+    fn changed(&self, old: &ObjectMeta, new: &ObjectMeta) -> bool {
+        old.generation != new.generation
     }
 }
 
-impl<K: Resource + 'static> Predicate<K> for LabelChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        e.object_old.meta().labels != e.object_new.meta().labels
+impl MetadataChanged for LabelChanged {
+    fn changed(&self, old: &ObjectMeta, new: &ObjectMeta) -> bool {
+        old.labels != new.labels
     }
 }
 
-impl<K: Resource + 'static> Predicate<K> for AnnotationChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        e.object_old.meta().annotations != e.object_new.meta().annotations
+impl MetadataChanged for AnnotationChanged {
+    fn changed(&self, old: &ObjectMeta, new: &ObjectMeta) -> bool {
+        old.annotations != new.annotations
     }
 }
+
+/// `Predicate<K>` for each "changed" predicate: an update passes when
+/// [`MetadataChanged::changed`]; creates, deletes and generic events pass.
+macro_rules! update_predicates {
+    ($($p:ty),*) => {$(
+        impl<K: Resource + 'static> Predicate<K> for $p {
+            fn update(&self, e: &UpdateEvent<K>) -> bool {
+                self.changed(e.object_old.meta(), e.object_new.meta())
+            }
+        }
+    )*};
+}
+
+update_predicates!(
+    ResourceVersionChanged,
+    GenerationChanged,
+    LabelChanged,
+    AnnotationChanged
+);

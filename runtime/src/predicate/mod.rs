@@ -1,8 +1,8 @@
 //! Predicates: filters that decide which events reach an event handler
 //! (controller-runtime's `pkg/predicate`).
 //!
-//! Sources (`crate::source`) ask every predicate of a watch before they pass an event
-//! (`crate::event`) to its handler (`crate::handler`); one `false` drops it. Predicates
+//! Sources ask every predicate of a watch before they pass an event ([`crate::event`])
+//! to its handler; one `false` drops it. Predicates
 //! are stateless functions of the event, as in controller-runtime (kube-runtime's
 //! predicates remember objects for a TTL; these do not).
 
@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 
-pub use changed::{AnnotationChanged, GenerationChanged, LabelChanged, ResourceVersionChanged};
+pub use changed::{
+    AnnotationChanged, GenerationChanged, LabelChanged, MetadataChanged, ResourceVersionChanged,
+};
 pub use label_selector::{LabelSelectorPredicate, SelectorError};
 
 /// Filters events before they reach an event handler. Each method defaults to `true`

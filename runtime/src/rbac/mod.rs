@@ -4,11 +4,11 @@
 //! [`Manifest`] turns a manager's [`Rules`] into the ServiceAccount, ClusterRole,
 //! Role and bindings to deploy it with.
 //!
-//! The manager (`crate::manager::Manager::rbac_rules`) gathers the rules: get, list,
+//! The manager (`Manager::rbac_rules`) gathers the rules: get, list,
 //! watch on every resource its cache is asked to watch (the builder's `For`, `Owns`,
 //! `Watches`, informers got directly), create and patch on `events.k8s.io` Events once
 //! a recorder is handed out, Leases for leader election, TokenReviews and
-//! SubjectAccessReviews for the secure metrics filter (`crate::metrics::filters`), and
+//! SubjectAccessReviews for the secure metrics filter ([`crate::metricsserver::filters`]), and
 //! whatever reconcilers declare with `ControllerBuilder::permissions` or
 //! `Manager::add_rbac_rules`. Serving webhooks needs no permission: the API server
 //! calls them.
@@ -100,7 +100,7 @@ pub fn watch_rule(group: &str, resource: &str) -> Rule {
         .verbs(["get", "list", "watch"])
 }
 
-/// What the recorder (`crate::recorder`, `events.k8s.io/v1` Events folded into
+/// What the recorder ([`crate::recorder`], `events.k8s.io/v1` Events folded into
 /// series) needs.
 pub fn events_rule() -> Rule {
     rule()
@@ -109,7 +109,7 @@ pub fn events_rule() -> Rule {
         .verbs(["create", "patch"])
 }
 
-/// What the leader elector (`crate::leaderelection`: it reads, creates, renews and
+/// What the leader elector ([`crate::leaderelection`]: it reads, creates, renews and
 /// watches its Lease) needs in the Lease's namespace.
 pub fn leader_election_rule() -> Rule {
     rule()
@@ -118,7 +118,7 @@ pub fn leader_election_rule() -> Rule {
         .verbs(["get", "list", "watch", "create", "update"])
 }
 
-/// What the secure metrics filter (`crate::metrics::filters`) needs (kubebuilder's
+/// What the secure metrics filter ([`crate::metricsserver::filters`]) needs (kubebuilder's
 /// `metrics-auth-role`).
 pub fn metrics_auth_rules() -> Vec<Rule> {
     vec![
@@ -137,7 +137,7 @@ pub fn metrics_auth_rules() -> Vec<Rule> {
 /// `metrics-reader` ClusterRole).
 pub fn metrics_reader_rule() -> Rule {
     rule()
-        .urls([crate::metrics::server::METRICS_PATH])
+        .urls([crate::metricsserver::METRICS_PATH])
         .verbs(["get"])
 }
 

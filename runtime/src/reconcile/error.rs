@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+use crate::error::BoxError;
 
 /// Why a reconcile failed.
 ///

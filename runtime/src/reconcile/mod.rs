@@ -1,9 +1,9 @@
 //! Reconcilers: the user code a controller drives (controller-runtime's `pkg/reconcile`).
 //!
-//! A [`Request`] names one object; the controller (`crate::controller`) takes requests
-//! from its work queue and hands them to a [`Reconciler`], then acts on the returned
-//! [`Action`] or [`Error`]. Event handlers (`crate::handler`) are what put requests in
-//! the queue.
+//! A [`Request`] names one object; the controller takes requests from its work queue
+//! and hands them to a [`Reconciler`], then acts on the returned [`Action`] or
+//! [`Error`]. Event handlers are what put requests in the queue. Both sit above this
+//! module, which is a leaf, as Go's `pkg/reconcile` is.
 //!
 //! There is one reconciler trait, [`Reconciler<R>`](Reconciler), and what it receives is
 //! its type parameter: `Reconciler` (= `Reconciler<Request>`) gets namespace/name,

@@ -4,7 +4,7 @@
 //!
 //! The adapter fetches the object a [`Request`] names and skips the reconcile when it
 //! is gone (NotFound), so the reconciler sees only objects that exist. The cache
-//! (`crate::cache`) implements [`ObjectGetter`]; tests can use any map.
+//! implements [`ObjectGetter`]; tests can use any map.
 
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! `mgr.GetEventRecorder`): reconcilers tell people what they did by writing
 //! `events.k8s.io/v1` Events, which `kubectl describe` and `kubectl events` show.
 //!
-//! A [`Provider`] belongs to the [`Manager`](crate::manager::Manager); each
+//! A [`Provider`] belongs to the manager; each
 //! [`Recorder`] it hands out (`mgr.event_recorder(name)`) stamps its Events with
 //! `reportingController = name`. Recording never waits on the API server: an Event
 //! goes into a bounded queue ([`DEFAULT_QUEUE_LENGTH`], client-go's broadcaster

@@ -22,8 +22,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::LABEL_CONTROLLER_RING;
+use crate::error::BoxError;
 use crate::leaderelection::{ElectorConfig, LeaderElector, LeaseLock, Lock};
-use crate::manager::{BoxError, Group, Runnable};
+use crate::manager::{Group, Runnable};
 
 /// How long a dead lease lingers before it is Orphaned and deleted (upstream's `leaseTTL`).
 pub const LEASE_TTL: Duration = Duration::from_secs(60);

@@ -1,4 +1,4 @@
-//! Sharding metrics, registered in the manager's registry (`crate::metrics`), named
+//! Sharding metrics, registered in the manager's registry ([`crate::metrics`]), named
 //! as upstream's sharder names them (`controller_sharding_*`) so its dashboards apply.
 //!
 //! The sharder (`super::sharder`) counts assignments, movements and drains and sets the

@@ -21,7 +21,7 @@
 //! - `controllerring`: the [`ControllerRing`] API naming the sharded resources;
 //! - `metrics`: assignments, movements, drains, ring size, objects per shard.
 //!
-//! The manager (`crate::manager`) runs the [`ShardLease`] (caches group) and the
+//! The manager ([`crate::manager`]) runs the [`ShardLease`] (caches group) and the
 //! [`Sharder`] (leader election group); `ctrl-builder`'s `ControllerBuilder::sharded` puts
 //! a controller on one shard: its caches select only the shard's label
 //! ([`Shard::select`]) and drains are acknowledged before the reconciler sees the object.

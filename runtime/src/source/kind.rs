@@ -1,8 +1,8 @@
 //! [`Kind`]: the cache-backed source (controller-runtime's `source.Kind`).
 //!
-//! Registers a handler on the shared informer of `K` (`crate::cache`), so any number
+//! Registers a handler on the shared informer of `K` ([`crate::cache`]), so any number
 //! of controllers watching `K` share one watch. Events pass the predicates
-//! (`crate::predicate`) and go to the event handler (`crate::handler`), which fills the
+//! ([`crate::predicate`]) and go to the event handler ([`crate::handler`]), which fills the
 //! controller's queue. If the type is not served yet (a CRD installed later), `start`
 //! keeps checking every [`KIND_RETRY_INTERVAL`] until it is, and the controller's
 //! `cache_sync_timeout` bounds the wait in `wait_for_sync`, which is event-driven: it

@@ -1,11 +1,11 @@
 //! Sources: where a controller's events come from (controller-runtime's `pkg/source`).
 //!
-//! A [`Source`] is started by a controller (`crate::controller`) with the controller's
-//! work queue. It produces events (`crate::event`), filters them through predicates
-//! (`crate::predicate`) and hands them to an event handler (`crate::handler`), which
+//! A [`Source`] is started by a controller with the controller's
+//! work queue. It produces events ([`crate::event`]), filters them through predicates
+//! ([`crate::predicate`]) and hands them to an event handler ([`crate::handler`]), which
 //! adds requests to the queue. [`Channel`] turns a stream of generic events into a
 //! source; [`Func`] makes one from a closure; [`Kind`] is the cache-backed watch of one
-//! type (`crate::cache`); [`Informer`] is fed by an informer the caller holds.
+//! type ([`crate::cache`]); [`Informer`] is fed by an informer the caller holds.
 //!
 //! A source fills a queue of any [`TypedRequest`] type `R` (Go's `TypedSource[request]`),
 //! [`Request`] by default; its handler decides which requests an event becomes.

@@ -1,5 +1,5 @@
-//! TLS for every server the manager runs over TLS — the webhook server
-//! (`crate::webhook`) and the secure metrics server (`crate::metrics::server`): the
+//! TLS for every server the manager runs over TLS — the webhook server and the secure
+//! metrics server, both above this module: the
 //! hardening options ([`TlsOptions`]: HTTP/2 off unless enabled, a minimum TLS
 //! version, hooks that adjust the rustls configuration, as Go's `TLSOpts
 //! []func(*tls.Config)`), the rustls [`ServerConfig`] built from them, an in-memory
@@ -7,8 +7,8 @@
 //! and the accept step both servers share (`accept`: plain HTTP on the TLS port gets
 //! Go's `400`, the handshake is bounded in time).
 //!
-//! Certificates on disk come from `crate::certwatcher`, which keeps them current; the
-//! crypto provider is ring (`crate::certwatcher::crypto_provider`).
+//! Certificates on disk come from [`crate::certwatcher`], which keeps them current; the
+//! crypto provider is ring ([`crate::certwatcher::crypto_provider`]).
 
 mod accept;
 mod insecure;

@@ -17,8 +17,9 @@ use http::{HeaderValue, StatusCode, header};
 use http_body_util::Full;
 pub use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus, UserInfo};
 
-use super::admission::{MAX_REQUEST_BYTES, not_json, panic_message};
+use super::admission::{MAX_REQUEST_BYTES, not_json};
 use super::metrics;
+use crate::error::panic_message;
 use crate::http as h;
 
 /// Decides who a token belongs to (Go's `authentication.Handler`).
@@ -84,7 +85,7 @@ impl TokenReviewWebhook {
             Ok(status) => status,
             Err(panic) => {
                 metrics::panic_observed();
-                let what = panic_message(&panic);
+                let what = panic_message(&*panic);
                 tracing::error!(panic = %what, "panic in token review handler");
                 errored(format!("panic: {what} [recovered]"))
             }

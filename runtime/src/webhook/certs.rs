@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::certwatcher::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -81,8 +82,8 @@ pub fn generate_self_signed(dir: &Path, hosts: &[&str]) -> Result<SelfSignedCert
     };
     std::fs::create_dir_all(dir)?;
     write_atomic(&dir.join(CA_CERT_NAME), &out.ca_pem)?;
-    write_atomic(&dir.join(super::DEFAULT_KEY_NAME), &out.key_pem)?;
-    write_atomic(&dir.join(super::DEFAULT_CERT_NAME), &out.cert_pem)?;
+    write_atomic(&dir.join(DEFAULT_KEY_NAME), &out.key_pem)?;
+    write_atomic(&dir.join(DEFAULT_CERT_NAME), &out.cert_pem)?;
     Ok(out)
 }
 

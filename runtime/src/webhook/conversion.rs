@@ -243,7 +243,7 @@ impl Webhook {
             Ok(response) => response,
             Err(payload) => {
                 super::metrics::conversion_panic_observed();
-                let what = super::admission::panic_message(&payload);
+                let what = crate::error::panic_message(&*payload);
                 tracing::error!(panic = %what, "panic in conversion webhook");
                 json!({
                     "uid": request.get("uid").cloned().unwrap_or(Value::String(String::new())),

@@ -1,5 +1,5 @@
 //! The webhook metrics, under controller-runtime's names, in the process registry
-//! (`crate::metrics`): per-path latency, requests by HTTP code, requests in flight,
+//! ([`crate::metrics`]): per-path latency, requests by HTTP code, requests in flight,
 //! and recovered handler panics (admission and conversion, as Go counts them apart).
 //!
 //! As Go's `InstrumentedHook`: the latency histogram has the labels `webhook` and

@@ -1,10 +1,10 @@
 //! Webhooks: the TLS [`Server`] and the admission and conversion handlers it serves
 //! (controller-runtime's `pkg/webhook`).
 //!
-//! - [`Server`] (`server`): path -> handler over rustls (`crate::tls`: HTTP/1.1 only
+//! - [`Server`] (`server`): path -> handler over rustls ([`crate::tls`]: HTTP/1.1 only
 //!   unless h2 is enabled),
 //!   a runnable in the manager's Webhooks group, certificates kept current by
-//!   `crate::certwatcher`, instrumented with controller-runtime's webhook metrics
+//!   [`crate::certwatcher`], instrumented with controller-runtime's webhook metrics
 //!   (`metrics`).
 //! - [`admission`]: AdmissionReview v1, `CustomDefaulter` / `CustomValidator`, panic
 //!   recovery.
@@ -37,6 +37,5 @@ mod metrics;
 mod server;
 
 pub use server::{
-    CONVERT_PATH, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, DEFAULT_PORT, Error, Options, Server,
-    StartedChecker, default_cert_dir,
+    CONVERT_PATH, DEFAULT_PORT, Error, Options, Server, StartedChecker, default_cert_dir,
 };

@@ -1,5 +1,5 @@
 //! [`Server`]: the webhook server (controller-runtime's `webhook.Server`): a
-//! path -> handler map served over TLS (rustls, ring; hardened by `crate::tls`:
+//! path -> handler map served over TLS (rustls, ring; hardened by [`crate::tls`]:
 //! HTTP/1.1 only unless [`Options::tls`] enables h2, TLS 1.2+), run by the manager as
 //! a runnable in its Webhooks group.
 //!
@@ -32,20 +32,15 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::metrics::{self, InFlight};
-use crate::certwatcher::CertWatcher;
+use crate::certwatcher::{CertWatcher, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 use crate::healthz::{CheckError, Checker};
 use crate::http::{self as h, Handler};
-use crate::manager::{BoxError, Group, Runnable};
 use crate::tls::{self, TlsOptions};
 
 /// controller-runtime's default webhook port.
 pub const DEFAULT_PORT: u16 = 9443;
 /// Where the conversion webhook is served.
 pub const CONVERT_PATH: &str = "/convert";
-/// The default certificate file name.
-pub const DEFAULT_CERT_NAME: &str = "tls.crt";
-/// The default key file name.
-pub const DEFAULT_KEY_NAME: &str = "tls.key";
 
 /// The default certificate directory: `<tmp>/k8s-webhook-server/serving-certs`.
 pub fn default_cert_dir() -> PathBuf {
@@ -249,6 +244,17 @@ impl Server {
         StartedChecker(self.clone())
     }
 
+    /// Resolves `true` once [`Server::serve`] listens (or, with nothing registered, has
+    /// decided not to), `false` if `ctx` is cancelled first. The manager waits for it
+    /// before it starts the caches, whose first lists may need a conversion webhook.
+    pub async fn wait_serving(&self, ctx: CancellationToken) -> bool {
+        let mut rx = self.inner.ready.subscribe();
+        tokio::select! {
+            r = rx.wait_for(|r| *r) => r.is_ok(),
+            _ = ctx.cancelled() => false,
+        }
+    }
+
     /// Serves until `ctx` is cancelled, then stops accepting and lets requests in
     /// flight finish.
     pub async fn serve(&self, ctx: CancellationToken) -> Result<(), Error> {
@@ -390,29 +396,6 @@ async fn respond(inner: &Inner, req: http::Request<Incoming>, max_body: usize) -
     };
     flight.done(t0.elapsed(), resp.status().as_u16());
     resp
-}
-
-#[async_trait]
-impl Runnable for Server {
-    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
-        self.serve(ctx).await.map_err(|e| Box::new(e) as BoxError)
-    }
-    fn need_leader_election(&self) -> bool {
-        false
-    }
-    fn group(&self) -> Group {
-        Group::Webhooks
-    }
-    async fn wait_ready(&self, ctx: CancellationToken) -> bool {
-        let mut rx = self.inner.ready.subscribe();
-        tokio::select! {
-            r = rx.wait_for(|r| *r) => r.is_ok(),
-            _ = ctx.cancelled() => false,
-        }
-    }
-    fn name(&self) -> String {
-        "webhook server".into()
-    }
 }
 
 /// The readiness check from [`Server::started_checker`].

@@ -1,6 +1,6 @@
 //! The bookkeeping both state machines share, under the queue lock: the key table and its
 //! per-key [`Entry`], the processing count, `get` waiters, shutdown and drain, the delay
-//! wheel and the metric handles.
+//! heap and the metric handles.
 //!
 //! [`super::queue`] (the plain queue: a FIFO of slots) and [`super::priority`] (FIFO
 //! buckets per priority) each wrap a [`Core`] and implement [`QueueState`]; the lock, the
@@ -12,32 +12,34 @@ use tokio::time::Instant;
 
 use super::QueueKey;
 use super::delaying::DelayHeap;
-use super::metrics::{QueueMetrics, now_ns};
+use super::metrics::{QueueMetrics, now_ticks};
 use super::table::{KeyArg, Table};
 
 /// The flag bit of an item handed out and not `done` yet (the same in both queues).
 pub(crate) const PROCESSING: u8 = 2;
 
-/// A key's state: the fields both queues keep, and the queue's own `X`.
+/// A key's state: the fields both queues keep, and the queue's own `S`
+/// ([`QueueState::KeyState`]: the priority queue's priority and ticket, nothing for the
+/// plain queue).
 #[derive(Default)]
-pub(crate) struct Entry<X> {
+pub(crate) struct Entry<S> {
     /// The queue's flag bits ([`PROCESSING`] and its own).
     pub(crate) flags: u8,
-    /// The earliest pending deadline of the key, if any, as the delay wheel's tick (see
-    /// [`Core::tick_of`]): 8 bytes where an `Instant` takes 16, and the wheel fires whole
+    /// The earliest pending deadline of the key, if any, as the delay heap's tick (see
+    /// [`Core::tick_of`]): 8 bytes where an `Instant` takes 16, and the heap fires whole
     /// ticks anyway.
     pub(crate) ready_tick: Option<NonZeroU64>,
     /// Its entry in `Core::in_flight` while processing (metrics only).
     in_flight: u32,
-    /// When the key was queued (metrics only; 0 = unset).
-    add_ns: u64,
+    /// When the key was queued, a [`now_ticks`] stamp (metrics only; 0 = unset).
+    queued_at: u64,
     /// The queue's own per-key state.
-    pub(crate) x: X,
+    pub(crate) own: S,
 }
 
 /// What both queues keep under their lock besides their ready lists.
-pub(crate) struct Core<T, X> {
-    pub(crate) table: Table<T, Entry<X>>,
+pub(crate) struct Core<T, S> {
+    pub(crate) table: Table<T, Entry<S>>,
     pub(crate) delays: DelayHeap,
     processing: usize,
     /// When each item being processed started (metrics only).
@@ -52,11 +54,11 @@ pub(crate) struct Core<T, X> {
 /// A queue's state as the shared machinery (`super::shared`) sees it.
 pub(crate) trait QueueState<T: QueueKey>: Send + 'static {
     /// The queue's own per-key state.
-    type X: Default;
+    type KeyState: Default;
     /// The shared part.
-    fn core(&self) -> &Core<T, Self::X>;
+    fn core(&self) -> &Core<T, Self::KeyState>;
     /// The shared part, mutably.
-    fn core_mut(&mut self) -> &mut Core<T, Self::X>;
+    fn core_mut(&mut self) -> &mut Core<T, Self::KeyState>;
     /// `Add` now (priority 0): returns the key back when it was not stored (duplicate or
     /// shut down), so the caller drops it outside the lock, and the waiters to wake.
     fn add_now<K: KeyArg<T>>(&mut self, hash: u64, key: K) -> (Option<K>, usize);
@@ -66,7 +68,7 @@ pub(crate) trait QueueState<T: QueueKey>: Send + 'static {
     fn fire_slot(&mut self, idx: u32, at: u64) -> usize;
 }
 
-impl<T: QueueKey, X: Default> Core<T, X> {
+impl<T: QueueKey, S: Default> Core<T, S> {
     pub(crate) fn new(metrics: Option<QueueMetrics>) -> Self {
         Self {
             table: Table::new(),
@@ -96,7 +98,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
     }
 
     /// The item in `idx` became queued at priority `prio`: count it in the metrics. Its
-    /// queue wait starts at `at`, a [`now_ns`] timestamp the timer reads once for a whole
+    /// queue wait starts at `at`, a [`now_ticks`] timestamp the timer reads once for a whole
     /// batch of due items, or 0: read the clock now. An add passes 0, so it reads the clock
     /// only on a miss, under the lock; reading it before the lock would cost every dedup hit
     /// a clock read (S2 with metrics went from 0.84x to 0.75x of metrics off).
@@ -104,9 +106,9 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         let Some(m) = &mut self.metrics else { return };
         m.note_add(prio);
         if let Some(n) = self.table.get_mut(idx)
-            && n.val.add_ns == 0
+            && n.val.queued_at == 0
         {
-            n.val.add_ns = if at != 0 { at } else { now_ns() };
+            n.val.queued_at = if at != 0 { at } else { now_ticks() };
         }
     }
 
@@ -119,7 +121,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
 
     /// Hands out the item in `idx` (already taken off its ready list, at priority `prio`):
     /// marks it processing and returns its key; records its queue latency (metrics only).
-    /// `now` (a [`now_ns`] timestamp read by `get` before it took the lock, 0 without
+    /// `now` (a [`now_ticks`] timestamp read by `get` before it took the lock, 0 without
     /// metrics) is both the end of the item's wait and the start of its work.
     pub(crate) fn start_processing(&mut self, idx: u32, prio: i32, now: u64) -> Option<T> {
         let n = self.table.get_mut(idx)?;
@@ -128,16 +130,16 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         if let Some(m) = &mut self.metrics {
             m.note_depth(prio, -1);
             let e = &mut n.val;
-            if e.add_ns != 0 {
-                m.note_latency(e.add_ns, now);
-                e.add_ns = 0;
+            if e.queued_at != 0 {
+                m.note_latency(e.queued_at, now);
+                e.queued_at = 0;
             }
             e.in_flight = self.in_flight.insert(now);
         }
         Some(n.key.clone())
     }
 
-    /// `done` for `key` at `now` (a [`now_ns`] timestamp read before the lock, 0 without
+    /// `done` for `key` at `now` (a [`now_ticks`] timestamp read before the lock, 0 without
     /// metrics): `None` if it was not being processed, else its slot; records its work
     /// duration (metrics only).
     pub(crate) fn finish_processing(&mut self, hash: u64, key: &T, now: u64) -> Option<u32> {
@@ -161,7 +163,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         self.draining && self.processing == 0
     }
 
-    /// The delay wheel's tick of a deadline: deadlines in one tick fire together, so two
+    /// The delay heap's tick of a deadline: deadlines in one tick fire together, so two
     /// deadlines of a key are compared by tick.
     pub(crate) fn tick_of(&self, at: Instant) -> NonZeroU64 {
         self.delays.tick_of(at)
@@ -179,7 +181,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
         (start, wake && !start)
     }
 
-    /// Whether the deadline of slot `idx` still falls in `tick` (else the wheel's entry is
+    /// Whether the deadline of slot `idx` still falls in `tick` (else the heap's entry is
     /// stale: an earlier deadline already fired, or the slot was reused).
     pub(crate) fn due(&self, tick: u64, idx: u32) -> bool {
         self.table
@@ -220,7 +222,7 @@ impl<T: QueueKey, X: Default> Core<T, X> {
 /// moved entry's slot had to be updated: a cache line another consumer's core owns).
 #[derive(Default)]
 struct InFlight {
-    /// Start timestamps; 0 marks a free entry ([`now_ns`] is never 0).
+    /// Start timestamps; 0 marks a free entry ([`now_ticks`] is never 0).
     starts: Vec<u64>,
     free: Vec<u32>,
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// The wheel's resolution: deadlines are rounded **up** to whole ticks, so an item is
+/// The heap's resolution: deadlines are rounded **up** to whole ticks, so an item is
 /// never ready early. tokio's timer wakes the task on whole milliseconds of its own clock;
 /// a tick finer than that keeps the two roundings from adding up (with 1 ms ticks on a
 /// grid offset from tokio's, an item was up to 2 ms late, 1 ms on average; now at most

@@ -1,8 +1,8 @@
 //! Work queues with client-go semantics: dedup, a processing set, delays, rate limiting,
 //! priorities and metrics.
 //!
-//! Event handlers (`crate::handler`) add keys through the object-safe [`Queue`] trait;
-//! controllers (`crate::controller`) take keys out with [`Queue::get_boxed`], reconcile
+//! Event handlers add keys through the object-safe [`Queue`] trait; controllers take
+//! keys out with [`Queue::get_boxed`], reconcile
 //! them, and report back with [`Queue::done`] / [`Queue::forget`] /
 //! [`Queue::add_rate_limited`]. Concrete queues implement [`Queue`] and also offer
 //! faster inherent methods for direct use.

@@ -61,7 +61,7 @@ impl<T: QueueKey> State<T> {
     fn new_ticket(&mut self, idx: u32) {
         self.next_ticket += 1;
         if let Some(n) = self.core.table.get_mut(idx) {
-            n.val.x.ticket = self.next_ticket;
+            n.val.own.ticket = self.next_ticket;
         }
     }
 
@@ -72,7 +72,7 @@ impl<T: QueueKey> State<T> {
             return 0;
         };
         n.val.flags |= IN_BUCKET;
-        let (ticket, prio) = (n.val.x.ticket, n.val.x.priority);
+        let (ticket, prio) = (n.val.own.ticket, n.val.own.priority);
         let bucket = self.buckets.entry(Reverse(prio)).or_default();
         if bucket.back().is_none_or(|&(t, _)| t < ticket) {
             bucket.push_back((ticket, idx));
@@ -91,7 +91,7 @@ impl<T: QueueKey> State<T> {
             return 0;
         };
         n.val.ready_tick = None;
-        let (flags, prio) = (n.val.flags, n.val.x.priority);
+        let (flags, prio) = (n.val.flags, n.val.own.priority);
         self.ready += 1;
         self.core.count_add(idx, prio, at);
         if flags & PROCESSING == 0 {
@@ -121,7 +121,7 @@ impl<T: QueueKey> State<T> {
         (rejected, self.add_idx(idx, prio, ready))
     }
 
-    /// [`Self::add`] for a key in slot `idx`, ready now or in wheel tick `ready`.
+    /// [`Self::add`] for a key in slot `idx`, ready now or in delay tick `ready`.
     fn add_idx(&mut self, idx: u32, prio: i32, ready: Option<NonZeroU64>) -> AddResult {
         let Some(n) = self.core.table.get_mut(idx) else {
             return (0, (false, false));
@@ -129,16 +129,16 @@ impl<T: QueueKey> State<T> {
         let e = &mut n.val;
         if e.flags & QUEUED == 0 {
             e.flags |= QUEUED;
-            e.x.priority = prio;
+            e.own.priority = prio;
             return match ready {
                 None => (self.become_ready(idx, 0), (false, false)),
                 Some(tick) => (0, self.core.delay(idx, tick)),
             };
         }
         let mut woken = 0;
-        if prio > e.x.priority {
-            let old = e.x.priority;
-            e.x.priority = prio;
+        if prio > e.own.priority {
+            let old = e.own.priority;
+            e.own.priority = prio;
             if e.ready_tick.is_none() {
                 let in_bucket = e.flags & IN_BUCKET != 0;
                 if let Some(m) = &mut self.core.metrics {
@@ -171,7 +171,7 @@ impl<T: QueueKey> State<T> {
         for (prio, bucket) in self.buckets.iter_mut() {
             while let Some((ticket, idx)) = bucket.pop_front() {
                 if let Some(n) = self.core.table.get(idx)
-                    && n.val.x.ticket == ticket
+                    && n.val.own.ticket == ticket
                     && n.val.flags & IN_BUCKET != 0
                 {
                     found = Some(idx);
@@ -193,7 +193,7 @@ impl<T: QueueKey> State<T> {
         let idx = found?;
         let n = self.core.table.get_mut(idx)?;
         n.val.flags &= !(IN_BUCKET | QUEUED);
-        let prio = n.val.x.priority;
+        let prio = n.val.own.priority;
         self.ready -= 1;
         let key = self.core.start_processing(idx, prio, now)?;
         Some((key, prio))
@@ -220,7 +220,7 @@ impl<T: QueueKey> State<T> {
 }
 
 impl<T: QueueKey> QueueState<T> for State<T> {
-    type X = Prio;
+    type KeyState = Prio;
     fn core(&self) -> &Core<T, Prio> {
         &self.core
     }

@@ -140,7 +140,7 @@ impl<T: QueueKey> State<T> {
 }
 
 impl<T: QueueKey> QueueState<T> for State<T> {
-    type X = ();
+    type KeyState = ();
     fn core(&self) -> &Core<T, ()> {
         &self.core
     }

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::core::QueueState;
 use super::delaying::{TimerTarget, spawn_timer};
-use super::metrics::{UnfinishedWork, now_ns, register_unfinished_work, secs_between};
+use super::metrics::{UnfinishedWork, now_ticks, register_unfinished_work, secs_between};
 use super::table::{Borrowed, KeyArg};
 use super::{QueueKey, RateLimiter};
 
@@ -71,7 +71,7 @@ impl<S: QueueState<T>, T: QueueKey> Shared<S, T> {
 
     /// A metrics timestamp, or 0 when the queue has no metrics.
     pub(crate) fn now(&self) -> u64 {
-        if self.metrics_on { now_ns() } else { 0 }
+        if self.metrics_on { now_ticks() } else { 0 }
     }
 
     /// The hash of `key` in the key table (computed before the lock is taken).
@@ -208,7 +208,7 @@ impl<S: QueueState<T>, T: QueueKey> UnfinishedWork for Shared<S, T> {
     }
 
     fn update_unfinished_work(&self, _now: std::time::Instant) {
-        let now = now_ns();
+        let now = now_ticks();
         let s = self.state.lock();
         let core = s.core();
         let mut total = 0.0;

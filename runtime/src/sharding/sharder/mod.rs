@@ -38,7 +38,8 @@ pub use status::CONDITION_READY;
 pub use webhook::{webhook_configuration, webhook_path};
 
 use super::{ControllerRing, metrics};
-use crate::manager::{BoxError, Runnable};
+use crate::error::BoxError;
+use crate::manager::Runnable;
 use members::Members;
 
 /// The holder identity the sharder writes into leases it takes over (upstream's

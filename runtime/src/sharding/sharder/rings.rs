@@ -17,7 +17,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Sharder, SharderOptions};
-use crate::manager::{BoxError, Runnable};
+use crate::error::BoxError;
+use crate::manager::Runnable;
 use crate::sharding::ControllerRing;
 use crate::webhook::Server;
 

@@ -16,6 +16,7 @@ use http_body_util::Full;
 
 use super::Handler;
 use super::review::{API_VERSION, AdmissionReview, KIND, Response};
+use crate::error::panic_message;
 use crate::http as h;
 use crate::webhook::metrics;
 
@@ -106,7 +107,7 @@ impl Webhook {
                 Ok(r) => r,
                 Err(panic) => {
                     metrics::panic_observed();
-                    let what = panic_message(&panic);
+                    let what = panic_message(&*panic);
                     tracing::error!(uid = %req.uid, panic = %what, "panic in admission handler");
                     Response::errored(500, format!("panic: {what} [recovered]"))
                 }
@@ -116,17 +117,6 @@ impl Webhook {
         };
         resp.uid = req.uid;
         resp
-    }
-}
-
-/// A panic payload's message (`&str` or `String`), for logs and `[recovered]` errors.
-pub(crate) fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
     }
 }
 

@@ -9,13 +9,13 @@
 //! carries the JSON patch between the object as sent and as defaulted) and
 //! [`CustomValidator`] (create / update(old, new) / delete, each returning warnings
 //! or a denial). [`multi_mutating_handler`] and [`multi_validating_handler`] serve
-//! several handlers at one path (`multi`). The webhook server (`crate::webhook::Server`) routes paths to
+//! several handlers at one path (`multi`). The webhook server ([`crate::webhook::Server`]) routes paths to
 //! webhooks; `ctrl-builder`'s `WebhookBuilder` registers them under kubebuilder's
 //! paths.
 
 mod defaulter;
 mod http;
-pub(crate) use http::{not_json, panic_message};
+pub(crate) use http::not_json;
 mod multi;
 mod review;
 mod validator;

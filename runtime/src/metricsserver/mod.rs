@@ -1,19 +1,23 @@
 //! The metrics server: `/metrics` in Prometheus text format over the process-wide
-//! [`registry`](super::registry) (controller-runtime's `metrics/server`).
+//! [`registry`](crate::metrics::registry) (controller-runtime's `pkg/metrics/server`),
+//! and its authentication and authorization [`filters`] (Go's `pkg/metrics/filters`).
 //!
-//! The manager (`crate::manager`) binds it on `metrics_bind_address` (default
-//! [`DEFAULT_BIND_ADDRESS`], `"0"` disables) and runs it in its HTTP-servers group;
-//! extra handlers can be added before start. It is an ordinary
-//! [`http::Server`](crate::http::Server) with [`router`]; `process_*` metrics
-//! ([`super::process`]) and `tokio_*` metrics ([`super::runtime`]) are registered
-//! when the router is built.
+//! Apart from [`crate::metrics`] as in Go: the registry is a leaf every layer registers
+//! in, the server sits on [`crate::http`], [`crate::tls`] and [`crate::certwatcher`].
+//! The manager binds it on `metrics_bind_address` (default [`DEFAULT_BIND_ADDRESS`],
+//! `"0"` disables) and runs it in its HTTP-servers group; extra handlers can be added
+//! before start. It is an ordinary [`http::Server`](crate::http::Server) with
+//! [`router`]; `process_*` metrics ([`crate::metrics::process`]) and `tokio_*` metrics
+//! ([`crate::metrics::runtime`]) are registered when the router is built.
 //!
 //! [`Options`] (the manager's `Options::metrics`, Go's `metricsserver.Options`) make it
-//! secure: HTTPS (`crate::tls`) with the certificate in `cert_dir` (kept current by a
-//! `CertWatcher`) or, when that has none, a self-signed one; and a filter around every
-//! handler, usually [`super::filters::with_authentication_and_authorization`]. The
-//! default stays plain HTTP, as controller-runtime's; kubebuilder's
-//! `--metrics-secure` (`crate::manager::Args`, default true) turns both on.
+//! secure: HTTPS ([`crate::tls`]) with the certificate in `cert_dir` (kept current by a
+//! [`CertWatcher`]) or, when that has none, a self-signed one; and a filter around every
+//! handler, usually [`filters::with_authentication_and_authorization`]. The default
+//! stays plain HTTP, as controller-runtime's; kubebuilder's `--metrics-secure` (the
+//! manager's `Args`, default true) turns both on.
+
+pub mod filters;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,10 +27,10 @@ use async_trait::async_trait;
 use http::{HeaderValue, StatusCode, header};
 use prometheus::{Encoder, Registry, TextEncoder};
 
-use super::filters::{Filter, FilterProvider};
-use crate::certwatcher::CertWatcher;
+use crate::certwatcher::{CertWatcher, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 use crate::http::{Handler, Request, Response, Router, text};
 use crate::tls::{self, TlsOptions};
+use filters::{Filter, FilterProvider};
 
 /// Where the metrics are served (Go's `defaultMetricsEndpoint`).
 pub const METRICS_PATH: &str = "/metrics";
@@ -53,7 +57,7 @@ impl std::fmt::Debug for MetricsHandler {
 impl MetricsHandler {
     /// A handler for the process-wide registry.
     pub fn new() -> Self {
-        Self::for_registry(super::registry().clone())
+        Self::for_registry(crate::metrics::registry().clone())
     }
 
     /// A handler for another registry.
@@ -166,7 +170,7 @@ pub struct Options {
     /// The key file; default `tls.key`.
     pub key_name: String,
     /// Builds the filter wrapped around `/metrics` and every extra handler (Go's
-    /// `FilterProvider`), e.g. [`super::filters::with_authentication_and_authorization`].
+    /// `FilterProvider`), e.g. [`filters::with_authentication_and_authorization`].
     /// Default none.
     pub filter_provider: Option<FilterProvider>,
     /// TLS hardening when secure (Go's `TLSOpts`): HTTP/2 off unless enabled, TLS 1.2+.
@@ -178,8 +182,8 @@ impl Default for Options {
         Self {
             secure_serving: false,
             cert_dir: default_cert_dir(),
-            cert_name: crate::webhook::DEFAULT_CERT_NAME.into(),
-            key_name: crate::webhook::DEFAULT_KEY_NAME.into(),
+            cert_name: DEFAULT_CERT_NAME.into(),
+            key_name: DEFAULT_KEY_NAME.into(),
             filter_provider: None,
             tls: TlsOptions::default(),
         }
@@ -254,8 +258,8 @@ pub fn router(extra: &ExtraHandlers) -> Router {
 /// [`router`] with every handler wrapped in `filter` (Go wraps `/metrics` and each
 /// extra handler).
 pub fn filtered_router(extra: &ExtraHandlers, filter: Option<&Filter>) -> Router {
-    super::process::register();
-    super::runtime::register();
+    crate::metrics::process::register();
+    crate::metrics::runtime::register();
     let wrap = |h: Arc<dyn Handler>| match filter {
         Some(f) => f(h),
         None => h,

@@ -4,7 +4,7 @@
 //! the request's path (a `SubjectAccessReview` of the non-resource URL, e.g.
 //! `/metrics`), both asked of the API server the manager talks to.
 //!
-//! The metrics server (`super::server`) wraps `/metrics` and every extra handler in
+//! The metrics server ([`super`]) wraps `/metrics` and every extra handler in
 //! the filter its [`FilterProvider`] builds from the manager's client. Answers are
 //! Go's: no or a rejected token `401 Unauthorized`, a user without the permission
 //! `403 Authorization denied for user <name>`, a review that could not be made `500`.
@@ -13,7 +13,7 @@
 //! minutes and never cached for good. Denials are not cached (upstream keeps them 30 s):
 //! a permission just granted works on the next scrape. The manager's own ServiceAccount needs `create` on `tokenreviews`
 //! (`authentication.k8s.io`) and `subjectaccessreviews` (`authorization.k8s.io`);
-//! see [`crate::rbac`].
+//! the `rbac` module lists them.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -29,8 +29,8 @@ use k8s_openapi::api::authorization::v1::{
 use kube::api::{Api, PostParams};
 use parking_lot::Mutex;
 
+use crate::error::BoxError;
 use crate::http::{Handler, Request, Response, text};
-use crate::manager::BoxError;
 
 /// Wraps a handler (Go's `metricsserver.Filter`).
 pub type Filter = Arc<dyn Fn(Arc<dyn Handler>) -> Arc<dyn Handler> + Send + Sync>;

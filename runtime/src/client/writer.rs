@@ -1,0 +1,273 @@
+//! [`Writer`]: the one write path of the client, generic over where a write lands — the
+//! object itself or one of its subresources — as controller-runtime's `client.Writer` and
+//! `SubResourceWriter` are one REST client underneath.
+//!
+//! The client's own writes (`write`: create, update, patch, apply), the status writer
+//! ([`StatusClient`](super::StatusClient), the subresource `status` with the object as its
+//! body) and the subresource client ([`SubResourceClient`](super::SubResourceClient), any
+//! subresource with a body of its own) each pick a [`Writer`] and hand it the body; the
+//! writer builds the request (kube's request builder), applies the client-wide options
+//! (`super::options`) and names the verb in errors: `update` on the object, `status update`
+//! on its status, `scale patch` on its scale.
+//!
+//! It also holds what every write shares: [`WritableWith`] / [`Writable`] (what can be
+//! written), the [`Target`] of a write and its [`body`] (a `DynamicObject` gets its
+//! `apiVersion`/`kind` from its `ApiResource`).
+
+use std::any::TypeId;
+use std::borrow::Cow;
+
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use kube::core::Request;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{Client, Error, WriteOptions};
+use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
+
+/// A resource the client can write given its dynamic type: typed resources (`()`),
+/// `DynamicObject` (`ApiResource`).
+pub trait WritableWith: CacheObject + Serialize + DeserializeOwned {}
+impl<K: CacheObject + Serialize + DeserializeOwned> WritableWith for K {}
+
+/// A typed resource the client can write (no dynamic type needed).
+pub trait Writable: WritableWith<DynamicType = ()> {}
+impl<K: WritableWith<DynamicType = ()>> Writable for K {}
+
+/// The target of one write: the `Api` for the object's namespace, its name, and the
+/// `apiVersion/Kind` and `namespace/name` that name it in errors.
+pub(crate) struct Target<K> {
+    pub(crate) api: Api<K>,
+    pub(crate) name: String,
+    kind: String,
+    key: String,
+}
+
+impl<K: CacheObject> Target<K> {
+    pub(crate) fn of(kube: &kube::Client, dt: &K::DynamicType, obj: &K) -> Self {
+        let m = obj.meta();
+        let ns = m.namespace.as_deref().filter(|n| !n.is_empty());
+        let name = m.name.clone().unwrap_or_default();
+        Self {
+            api: <K::Scope as Scoped>::api::<K>(kube.clone(), ns, dt),
+            key: object_key(ns, &name),
+            name,
+            kind: gvk_string::<K>(dt),
+        }
+    }
+
+    /// A client error for `verb` on this target.
+    pub(crate) fn fail(&self, verb: &str, e: impl Into<super::Source>) -> Error {
+        Error::new(verb, self.kind.clone(), self.key.clone(), e)
+    }
+}
+
+/// `obj` as the body of a write: a typed resource as is (its serializer writes
+/// `apiVersion`/`kind`); a dynamic one with `apiVersion`/`kind` from `dt` when it
+/// lacks them.
+pub(crate) fn body<'a, K: WritableWith>(
+    dt: &K::DynamicType,
+    obj: &'a K,
+) -> Result<Cow<'a, K>, serde_json::Error> {
+    if TypeId::of::<K::DynamicType>() == TypeId::of::<()>() {
+        return Ok(Cow::Borrowed(obj));
+    }
+    let mut v = serde_json::to_value(obj)?;
+    let Some(map) = v.as_object_mut() else {
+        return Ok(Cow::Borrowed(obj));
+    };
+    if map.contains_key("apiVersion") && map.contains_key("kind") {
+        return Ok(Cow::Borrowed(obj));
+    }
+    map.insert("apiVersion".into(), K::api_version(dt).into());
+    map.insert("kind".into(), K::kind(dt).into());
+    serde_json::from_value(v).map(Cow::Owned)
+}
+
+/// The JSON bytes of [`body`].
+pub(crate) fn body_bytes<K: WritableWith>(
+    dt: &K::DynamicType,
+    obj: &K,
+) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&*body(dt, obj)?)
+}
+
+/// Patch parameters for a server-side apply.
+pub(crate) fn apply_params(field_manager: Option<&str>, force: bool) -> PatchParams {
+    PatchParams {
+        field_manager: field_manager.map(str::to_string),
+        force,
+        ..Default::default()
+    }
+}
+
+/// A write with a body: a create (POST) or an update (PUT).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BodyWrite {
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+}
+
+/// Writes to the objects it is given, or to the subresource `sub` of each.
+pub(crate) struct Writer<'a> {
+    client: &'a Client,
+    sub: Option<&'a str>,
+}
+
+impl<'a> Writer<'a> {
+    /// Writes to the objects themselves.
+    pub(crate) fn object(client: &'a Client) -> Self {
+        Self { client, sub: None }
+    }
+
+    /// Writes to the subresource `sub` of the objects.
+    pub(crate) fn subresource(client: &'a Client, sub: &'a str) -> Self {
+        Self {
+            client,
+            sub: Some(sub),
+        }
+    }
+
+    /// `verb` as errors name it: `update`, or `status update` on a subresource.
+    fn verb(&self, verb: &'static str) -> Cow<'static, str> {
+        match self.sub {
+            None => Cow::Borrowed(verb),
+            Some(sub) => Cow::Owned(format!("{sub} {verb}")),
+        }
+    }
+
+    /// Reads the subresource of the object `obj` names, straight from the server.
+    pub(crate) async fn get<K: WritableWith, S: DeserializeOwned>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+    ) -> Result<S, Error> {
+        let t = Target::of(self.client.kube_client(), dt, obj);
+        let verb = self.verb("get");
+        let req = Request::new(t.api.resource_url());
+        let req = match self.sub {
+            Some(sub) => req.get_subresource(sub, &t.name),
+            None => req.get(&t.name, &Default::default()),
+        };
+        let req = req.map_err(|e| t.fail(&verb, kube::Error::BuildRequest(e)))?;
+        self.client
+            .kube_client()
+            .request::<S>(req)
+            .await
+            .map_err(|e| t.fail(&verb, e))
+    }
+
+    /// Sends `data` (the JSON of the body, or why it has none) with `how`: a new object
+    /// POSTed to its collection or a body to the object's subresource (an `Eviction`), or a
+    /// PUT of the object or of its subresource.
+    pub(crate) async fn send<K: WritableWith, S: DeserializeOwned>(
+        &self,
+        how: BodyWrite,
+        dt: &K::DynamicType,
+        obj: &K,
+        data: serde_json::Result<Vec<u8>>,
+        opts: &WriteOptions,
+    ) -> Result<S, Error> {
+        let t = Target::of(self.client.kube_client(), dt, obj);
+        let verb = self.verb(match how {
+            BodyWrite::Create => "create",
+            BodyWrite::Update => "update",
+        });
+        let data = data.map_err(|e| t.fail(&verb, e))?;
+        let req = Request::new(t.api.resource_url());
+        let name = t.name.as_str();
+        self.client
+            .send_json(opts, |pp| match (how, self.sub) {
+                (BodyWrite::Create, Some(sub)) => req.create_subresource(sub, name, pp, data),
+                (BodyWrite::Create, None) => req.create(pp, data),
+                (BodyWrite::Update, Some(sub)) => req.replace_subresource(sub, name, pp, data),
+                (BodyWrite::Update, None) => req.replace(name, pp, data),
+            })
+            .await
+            .map_err(|e| t.fail(&verb, e))
+    }
+
+    /// Patches the object `obj` names (metadata-only for a `PartialObjectMeta`, as kube's
+    /// `Api::patch`), or its subresource; `pp` completed with the client-wide options.
+    pub(crate) async fn patch<K, P, S>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<S, Error>
+    where
+        K: WritableWith,
+        P: Serialize + std::fmt::Debug,
+        S: DeserializeOwned,
+    {
+        let t = Target::of(self.client.kube_client(), dt, obj);
+        let verb = self.verb("patch");
+        let pp = self.client.patch_params(pp);
+        let req = Request::new(t.api.resource_url());
+        let req = match self.sub {
+            Some(sub) => req.patch_subresource(sub, &t.name, &pp, patch),
+            None if K::metadata_api() => req.patch_metadata(&t.name, &pp, patch),
+            None => req.patch(&t.name, &pp, patch),
+        };
+        let req = req.map_err(|e| t.fail(&verb, kube::Error::BuildRequest(e)))?;
+        self.client
+            .kube_client()
+            .request::<S>(req)
+            .await
+            .map_err(|e| t.fail(&verb, e))
+    }
+
+    /// Server-side applies `obj` (as its own intent) as `field_manager` (falling back to
+    /// the client's field owner), taking over conflicting fields when `force` is set.
+    pub(crate) async fn apply<K: WritableWith>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        field_manager: Option<&str>,
+        force: bool,
+    ) -> Result<K, Error> {
+        let intent = body(dt, obj).map_err(|e| {
+            Target::of(self.client.kube_client(), dt, obj).fail(&self.verb("patch"), e)
+        })?;
+        let pp = apply_params(field_manager, force);
+        self.patch(dt, obj, &Patch::Apply(&*intent), pp).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
+
+    fn gizmos() -> ApiResource {
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("x.io", "v2", "Gizmo"), "gizmos")
+    }
+
+    #[test]
+    fn a_dynamic_body_gets_its_type_from_the_api_resource() {
+        let ar = gizmos();
+        let mut obj = DynamicObject::new("g", &ar);
+        obj.types = None;
+        let sent = body(&ar, &obj).unwrap();
+        let want = TypeMeta {
+            api_version: "x.io/v2".into(),
+            kind: "Gizmo".into(),
+        };
+        assert_eq!(sent.types.as_ref(), Some(&want));
+        assert!(matches!(sent, Cow::Owned(_)));
+    }
+
+    #[test]
+    fn bodies_that_carry_their_type_are_sent_as_they_are() {
+        let ar = gizmos();
+        let obj = DynamicObject::new("g", &ar);
+        assert!(matches!(body(&ar, &obj).unwrap(), Cow::Borrowed(_)));
+        let cm = ConfigMap::default();
+        assert!(matches!(body(&(), &cm).unwrap(), Cow::Borrowed(_)));
+    }
+}
