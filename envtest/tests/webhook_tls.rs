@@ -9,11 +9,12 @@ mod common;
 
 use async_trait::async_trait;
 use base64::Engine;
+use ctrl_runtime::certwatcher::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 use ctrl_runtime::manager::Runnable;
 use ctrl_runtime::webhook::admission::{
     CustomValidator, Request, ValidationError, Warnings, validating_webhook,
 };
-use ctrl_runtime::webhook::{self, DEFAULT_CERT_NAME, DEFAULT_KEY_NAME, Server, certs};
+use ctrl_runtime::webhook::{self, Server, certs};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
