@@ -1,6 +1,7 @@
 //! The public entry point: [`Environment::builder`] configures and starts an embedded API
 //! server on 127.0.0.1 (built-in types, namespaces `default`, `kube-system`, `kube-public`,
-//! `kube-node-lease`, and the CRDs given), and [`Environment`] hands out a `kube::Client`, the URL
+//! `kube-node-lease`, the `default/kubernetes` Service pointing at the server, and the CRDs
+//! given), and [`Environment`] hands out a `kube::Client`, the URL
 //! and a kubeconfig. Every environment is independent, so each test can start its own.
 //!
 //! The top layer: it builds every layer below — the store, the registry with the built-in
@@ -303,6 +304,7 @@ impl EnvironmentBuilder {
                 self.controllers,
                 workloads.then_some(tls.cert_pem.as_str()),
             ),
+            allocations: Default::default(),
         });
         let token = self
             .token
@@ -323,6 +325,7 @@ impl EnvironmentBuilder {
         });
         seed(&api, crds)?;
         seed_rbac(&api);
+        seed_kubernetes_service(&api, addr.port());
         crate::admission::seed(&api, &self.webhooks).map_err(|message| Error::Parse {
             path: "webhooks".into(),
             message,
@@ -334,12 +337,21 @@ impl EnvironmentBuilder {
             controllers::start_workloads(&api, &state.shutdown);
         }
         let ca_pem = tls.cert_pem.clone();
-        tokio::spawn(server::serve(listener, state.clone(), Arc::new(tls)));
+        let tls = Arc::new(tls);
+        let admin_cert = tls
+            .issue_client(crate::auth::ADMIN_USER, &[crate::auth::MASTERS])
+            .map_err(|message| Error::Parse {
+                path: "admin client certificate".into(),
+                message,
+            })?;
+        tokio::spawn(server::serve(listener, state.clone(), tls.clone()));
         Ok(Environment {
             state,
             addr,
             auth,
             ca_pem,
+            tls,
+            admin_cert,
         })
     }
 }
@@ -421,6 +433,66 @@ fn seed_rbac(api: &Apiserver) {
     }
 }
 
+/// The `default/kubernetes` Service (cluster IP
+/// [`KUBERNETES_IP`](crate::registry::defaults::service::KUBERNETES_IP), port 443 `https` to
+/// this server's port) with its Endpoints and EndpointSlice pointing at this server, as
+/// kube-apiserver's bootstrap controller keeps them (`pkg/controlplane/controller/kubernetesservice`).
+fn seed_kubernetes_service(api: &Apiserver, port: u16) {
+    use crate::registry::defaults::service::KUBERNETES_IP;
+    let snap = api.registry.snapshot();
+    let meta =
+        |labels: Value| json!({"name": "kubernetes", "namespace": "default", "labels": labels});
+    let objects = [
+        (
+            "",
+            "services",
+            json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": meta(json!({"component": "apiserver", "provider": "kubernetes"})),
+                "spec": {"clusterIP": KUBERNETES_IP, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+            }),
+        ),
+        (
+            "",
+            "endpoints",
+            json!({
+                "apiVersion": "v1", "kind": "Endpoints",
+                "metadata": meta(json!({"endpointslice.kubernetes.io/skip-mirror": "true"})),
+                "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+            }),
+        ),
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": meta(json!({"kubernetes.io/service-name": "kubernetes"})),
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            }),
+        ),
+    ];
+    if let Some(rt) = snap.get("", "v1", "componentstatuses") {
+        for cs in crate::registry::builtins::component_statuses() {
+            let _ = create_object(api, rt, None, cs, Default::default());
+        }
+    }
+    for (group, plural, obj) in objects {
+        if let Some(rt) = snap.get(group, "v1", plural)
+            && let Err(e) = create_object(api, rt, Some("default"), obj, Default::default())
+        {
+            tracing::warn!(plural, error = %e.message, "seeding default/kubernetes");
+        }
+    }
+}
+
+/// Base64 of a PEM text (a kubeconfig's `*-data` fields).
+fn b64(pem: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
 /// A running embedded API server. Dropping it (or [`stop`](Self::stop)) shuts it down.
 pub struct Environment {
     state: Arc<State>,
@@ -428,6 +500,10 @@ pub struct Environment {
     auth: Arc<Auth>,
     /// The serving certificate (PEM), which kubeconfigs trust.
     ca_pem: String,
+    /// Issues client certificates.
+    tls: Arc<crate::tls::Tls>,
+    /// The admin's client certificate and key (PEM), which the admin kubeconfig carries.
+    admin_cert: (String, String),
 }
 
 impl std::fmt::Debug for Environment {
@@ -517,40 +593,79 @@ impl Environment {
         format!("https://{}", self.addr)
     }
 
-    /// The server's self-signed certificate (PEM) for `127.0.0.1` and `localhost`, to trust
-    /// when connecting over TLS.
+    /// The server's CA certificate (PEM), which signed its serving certificate (for `127.0.0.1`
+    /// and `localhost`) and the client certificates: what to trust when connecting over TLS.
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
     }
 
     /// Writes a kubeconfig (context `envtest`, namespace `default`) for the admin: this server
-    /// over TLS, trusting its certificate.
+    /// over TLS, trusting its CA, with the admin's bearer token and a client certificate (CN
+    /// `admin`, O `system:masters`), as Go envtest's admin kubeconfig carries one.
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
-        self.write_user_kubeconfig(&self.config(), path)
+        let mut admin = self.config();
+        admin.auth_info.client_certificate_data = Some(b64(&self.admin_cert.0));
+        admin.auth_info.client_key_data = Some(b64(&self.admin_cert.1).into());
+        self.write_user_kubeconfig(&admin, path)
     }
 
-    /// Writes a kubeconfig (context `envtest`, namespace `default`) for the bearer token of
-    /// `user` (a config from [`add_user`](Self::add_user)): this server over TLS, trusting its
-    /// certificate.
+    /// Writes a kubeconfig (context `envtest`, namespace `default`) for `user` (a config from
+    /// [`add_user`](Self::add_user) or [`add_user_certificate`](Self::add_user_certificate)):
+    /// this server over TLS, trusting its CA, with the user's bearer token and client
+    /// certificate, whichever it has.
     pub fn write_user_kubeconfig(
         &self,
         user: &kube::Config,
         path: impl AsRef<Path>,
     ) -> std::io::Result<()> {
-        use base64::Engine;
         use secrecy::ExposeSecret;
-        let token = user
-            .auth_info
-            .token
-            .as_ref()
-            .map(|t| t.expose_secret().to_string());
-        let token = token.unwrap_or_default();
-        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let a = &user.auth_info;
+        let mut creds = String::new();
+        if let Some(t) = &a.token {
+            creds.push_str(&format!("    token: {}\n", t.expose_secret()));
+        }
+        if let (Some(c), Some(k)) = (&a.client_certificate_data, &a.client_key_data) {
+            creds.push_str(&format!(
+                "    client-certificate-data: {c}\n    client-key-data: {}\n",
+                k.expose_secret()
+            ));
+        }
+        if creds.is_empty() {
+            creds.push_str("    token: \"\"\n");
+        }
+        let ca = b64(&self.ca_pem);
         let text = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\nusers:\n- name: envtest\n  user:\n    token: {token}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: envtest\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\ncontexts:\n- name: envtest\n  context:\n    cluster: envtest\n    user: envtest\n    namespace: default\ncurrent-context: envtest\nusers:\n- name: envtest\n  user:\n{creds}",
             self.https_url()
         );
         std::fs::write(path, text)
+    }
+
+    /// Adds a user authenticated by an X.509 client certificate signed by this server's CA,
+    /// as kube-apiserver's `--client-ca-file` authenticator reads it: the certificate's Common
+    /// Name is the user and its Organizations are the groups (the first two of `groups` are
+    /// written), plus `system:authenticated`. Returns a `kube::Config` over TLS carrying the
+    /// certificate (use it with `kube::Client::try_from`, or write it with
+    /// [`write_user_kubeconfig`](Self::write_user_kubeconfig)). What the user may do is up to
+    /// RBAC, as for [`add_user`](Self::add_user).
+    pub fn add_user_certificate(&self, name: &str, groups: &[&str]) -> Result<kube::Config, Error> {
+        let (cert, key) = self
+            .tls
+            .issue_client(name, groups)
+            .map_err(|message| Error::Parse {
+                path: "client certificate".into(),
+                message,
+            })?;
+        let uri: http::Uri = self.https_url().parse().unwrap_or_default();
+        let mut cfg = kube::Config::new(uri);
+        cfg.default_namespace = "default".into();
+        cfg.default_retry = false;
+        let ca = rustls::pki_types::pem::PemObject::from_pem_slice(self.ca_pem.as_bytes())
+            .map(|c: rustls::pki_types::CertificateDer<'static>| c.to_vec());
+        cfg.root_cert = ca.ok().map(|c| vec![c]);
+        cfg.auth_info.client_certificate_data = Some(b64(&cert));
+        cfg.auth_info.client_key_data = Some(b64(&key).into());
+        Ok(cfg)
     }
 
     /// Fault injection and the request log of this server.

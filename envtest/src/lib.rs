@@ -36,8 +36,9 @@
 //! registry/      served types, hooks (writes, then the write observers), rest (generic
 //!                create/update/delete), strategy, crd, fieldmanager, schema, conversion,
 //!                builtins, context (the Apiserver: types, store, observers)
-//! auth/          authentication (tokens, ServiceAccount JWTs), impersonation, RBAC, the
-//!                review answers, the bootstrap policy — reads storage, used by server/endpoints
+//! auth/          authentication (tokens, ServiceAccount JWTs, client certificates),
+//!                impersonation, RBAC, the review answers, the bootstrap policy — reads storage,
+//!                used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
 //! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
@@ -67,6 +68,16 @@
 //!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`,
 //!   aggregated ClusterRoles stay empty, and neither the kubelet nor the workload controllers
 //!   run.
+//! * **Built-in defaulting as kube-apiserver** (`registry::defaults`): every write of a
+//!   built-in is defaulted by upstream's `defaults.go` of its group/version (a Pod's
+//!   `restartPolicy`, `dnsPolicy`, container `imagePullPolicy`, ...; a Deployment's `replicas`,
+//!   `strategy`, ...), and the strategies' `PrepareForCreate` set create-time status (a Pod
+//!   `Pending` with its QoS class, a Service's `loadBalancer: {}`), a Job's selector, and a
+//!   Service's cluster IP (10.0.0.0/24) and node ports, freed when it goes. Pods, Services,
+//!   ServiceAccounts, Namespaces, PVs, PVCs and StorageClasses answer a delete with the object
+//!   (`ReturnDeletedObject`). Every environment has the `default/kubernetes` Service (and its
+//!   Endpoints and EndpointSlice) pointing at itself, APIServices, CSRs with `approval`,
+//!   `pods/ephemeralcontainers` and read-only `componentstatuses`.
 //! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`], `controllers::kubelet`): Pods
 //!   are bound to a simulated Node ([`SIMULATED_NODE`]; [`EnvironmentBuilder::nodes`] for more)
 //!   in one write (`spec.nodeName` and `PodScheduled`), run (`Running`, `Ready`, IPs, container
@@ -127,14 +138,18 @@
 //!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s). TLS offers ALPN `h2`
 //!   and `http/1.1`; HTTP/2 has kube-apiserver's stream limits (`ctrl_net::http2`).
 //! * **Authentication and RBAC are on**, as in Go's envtest: every request needs a bearer
-//!   token the server knows (401 otherwise; `/healthz`, `/readyz`, `/livez` and `/version`
+//!   token the server knows or, over TLS, a client certificate signed by the environment's CA
+//!   (CN = user, O = groups: [`Environment::add_user_certificate`]; the admin kubeconfig carries
+//!   one) (401 otherwise; `Bearer  <token>` with two spaces is an empty token; `/healthz`, `/readyz`, `/livez` and `/version`
 //!   stay public). [`Environment::client`], [`Environment::config`] and the kubeconfig are the
 //!   admin (user `admin` in `system:masters`); [`Environment::add_user`] adds restricted users,
 //!   the `serviceaccounts/<name>/token` subresource issues ServiceAccount tokens, and Roles,
 //!   ClusterRoles (with aggregation) and their bindings decide, with kube-apiserver's 403
 //!   messages; [`Authorization::AlwaysAllow`] turns RBAC off. Kubeconfigs point at the same
-//!   port over HTTPS (a self-signed certificate they trust): kubectl sends credentials only
-//!   over TLS.
+//!   port over HTTPS (a certificate signed by the environment's CA, which they trust): kubectl
+//!   sends credentials only over TLS.
+//! * Webhook serving certificates are verified as Go's `crypto/x509` does (`webhook_client`):
+//!   a self-signed certificate given as its own `caBundle` is accepted.
 
 mod admission;
 mod api;

@@ -4,7 +4,7 @@
 //! share. HTTPS on the same port (`tls`: a connection that starts with a handshake), HTTP/2
 //! there when the client picks `h2` in ALPN, else HTTP/1.1; the body limit, authentication and
 //! every filter below are the same for both. Each request is authenticated and
-//! authorized first (`auth`: bearer tokens, impersonation, RBAC; health and version are public, as
+//! authorized first (`auth`: client certificates, bearer tokens, impersonation, RBAC; health and version are public, as
 //! upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit (413
 //! with `Connection: close`, without buffering more), recorded in the request log, routed
 //! ([`endpoints::router`]) and handed to [`endpoints::serve`] (resource handlers, discovery,
@@ -55,10 +55,13 @@ pub(crate) async fn serve(listener: TcpListener, state: Arc<State>, tls: Arc<Tls
 async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
     let stop = state.shutdown.clone();
     let head_timeout = state.settings.header_read_timeout;
-    let svc = service_fn(move |req| {
-        let st = state.clone();
-        async move { Ok::<_, Infallible>(handle(st, req).await) }
-    });
+    let svc = |cert_user: Option<Arc<UserInfo>>| {
+        let state = state.clone();
+        service_fn(move |req| {
+            let (st, cu) = (state.clone(), cert_user.clone());
+            async move { Ok::<_, Infallible>(handle(st, req, cu).await) }
+        })
+    };
     let served = async {
         let Ok(is_tls) = tokio::time::timeout(head_timeout, crate::tls::starts_tls(&stream)).await
         else {
@@ -69,18 +72,19 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
             else {
                 return;
             };
+            let cert_user = client_certificate_user(&s);
             if crate::tls::negotiated_h2(&s) {
                 ctrl_net::http2(head_timeout)
-                    .serve_connection(TokioIo::new(s), svc)
+                    .serve_connection(TokioIo::new(s), svc(cert_user))
                     .await
             } else {
                 ctrl_net::http1(head_timeout)
-                    .serve_connection(TokioIo::new(s), svc)
+                    .serve_connection(TokioIo::new(s), svc(cert_user))
                     .await
             }
         } else {
             ctrl_net::http1(head_timeout)
-                .serve_connection(TokioIo::new(stream), svc)
+                .serve_connection(TokioIo::new(stream), svc(None))
                 .await
         };
         if let Err(e) = r {
@@ -93,7 +97,20 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
     }
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
+/// The user of the client certificate a TLS connection presented (verified against the CA
+/// in the handshake, `tls`), as `auth::x509` reads it.
+fn client_certificate_user(
+    s: &tokio_rustls::server::TlsStream<TcpStream>,
+) -> Option<Arc<UserInfo>> {
+    let der = s.get_ref().1.peer_certificates()?.first()?;
+    crate::auth::x509::user_of(der).map(Arc::new)
+}
+
+async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+    cert_user: Option<Arc<UserInfo>>,
+) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let raw_query = parts.uri.query().unwrap_or("").to_string();
@@ -102,7 +119,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let route = router::route(&path, &snap);
     let (verb, resource) = classify(&parts.method, &query, route.as_ref().ok());
     let resp = 'resp: {
-        let user = match authorize(&state, &parts, &query, route.as_ref().ok()) {
+        let user = match authorize(&state, &parts, &query, route.as_ref().ok(), cert_user) {
             Ok(u) => Arc::new(u),
             Err(e) => break 'resp error(&e),
         };
@@ -170,6 +187,7 @@ fn authorize(
     parts: &http::request::Parts,
     query: &Query,
     route: Option<&Route>,
+    cert_user: Option<Arc<UserInfo>>,
 ) -> Result<UserInfo, ApiError> {
     let public = matches!(route, Some(Route::Health | Route::Version));
     let path = parts.uri.path();
@@ -179,6 +197,7 @@ fn authorize(
         |k| query.get(k),
         &parts.headers,
         public,
+        cert_user.as_deref(),
     )
 }
 

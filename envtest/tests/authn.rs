@@ -23,6 +23,23 @@ fn client(cfg: kube::Config) -> Client {
     Client::try_from(cfg).expect("client")
 }
 
+/// A request with `headers` is a 401 `Unauthorized`.
+async fn unauthorized(env: &ctrl_envtest::Environment, headers: &[(&str, &str)]) {
+    let (code, _, body) = common::raw_anonymous(
+        env,
+        "GET",
+        "/api/v1/namespaces",
+        None,
+        "application/json",
+        headers,
+    )
+    .await;
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(code, 401, "{headers:?}");
+    assert_eq!(v["reason"], "Unauthorized");
+    assert_eq!(v["message"], "Unauthorized");
+}
+
 #[tokio::test]
 async fn anonymous_and_unknown_credentials_are_unauthorized() {
     let env = common::env().await;
@@ -31,20 +48,27 @@ async fn anonymous_and_unknown_credentials_are_unauthorized() {
         &[("Authorization", "Bearer wrong")][..],
         &[("Authorization", "Basic YWRtaW46YWRtaW4=")][..],
     ] {
-        let (code, _, body) = common::raw_anonymous(
-            &env,
-            "GET",
-            "/api/v1/namespaces",
-            None,
-            "application/json",
-            headers,
-        )
-        .await;
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(code, 401, "{headers:?}");
-        assert_eq!(v["reason"], "Unauthorized");
-        assert_eq!(v["message"], "Unauthorized");
+        unauthorized(&env, headers).await;
     }
+    // Two spaces: upstream's bearer authenticator splits on single spaces and reads an empty
+    // token, so the admin's token after them is not accepted.
+    let two_spaces = format!("Bearer  {}", env.admin_token());
+    unauthorized(&env, &[("Authorization", two_spaces.as_str())]).await;
+    let (code, _, _) = common::raw_full(
+        &env,
+        "DELETE",
+        "/api/v1/namespaces/default",
+        None,
+        "application/json",
+        &[("Authorization", &two_spaces)],
+    )
+    .await;
+    assert_eq!(code, 401, "a delete with it deletes nothing");
+    let (code, ns) = common::raw(&env, "GET", "/api/v1/namespaces/default", None, "").await;
+    assert_eq!(
+        (code, &ns["status"]["phase"]),
+        (200, &serde_json::json!("Active"))
+    );
     // A write without credentials changes nothing.
     let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"anon"}}"#;
     let (code, _, _) = common::raw_anonymous(
@@ -292,7 +316,7 @@ async fn kubectl_service_account_token_can_i_whoami_and_as() {
     let out = k.run(&["create", "token", "robot"]).await;
     assert!(out.ok, "{out:?}");
     let t = out.stdout.trim().to_string();
-    let tok = format!("--token={t}");
+    let tok = token_kubeconfig(&env, &k, &t);
     let out = k.run(&[&tok, "get", "pods"]).await;
     assert!(!out.ok);
     assert!(
@@ -428,7 +452,7 @@ async fn kubectl_create_role_and_bindings_grant_a_service_account() {
         .unwrap()[0];
     assert_eq!(sel.match_labels.as_ref().unwrap()["team"], "a");
     let out = k.run(&["create", "token", "reader"]).await;
-    let tok = format!("--token={}", out.stdout.trim());
+    let tok = token_kubeconfig(&env, &k, out.stdout.trim());
     let out = k.run(&[&tok, "get", "pods"]).await;
     assert!(out.ok, "{out:?}");
     let out = k.run(&[&tok, "get", "nodes"]).await;
@@ -514,4 +538,19 @@ async fn admission_webhooks_are_told_who_writes() {
             ),
         ]
     );
+}
+
+/// `--kubeconfig=<file>` of a kubeconfig that authenticates with `token` alone. (`--token` on
+/// the admin kubeconfig would not do: it carries a client certificate, which kube-apiserver's
+/// authenticators ask before any token, as ctrl-envtest's do.)
+fn token_kubeconfig(
+    env: &ctrl_envtest::Environment,
+    k: &kubectl_cli::Kubectl,
+    token: &str,
+) -> String {
+    let path = k.file(&format!("token-{}", token.len()), "");
+    let mut cfg = env.config();
+    cfg.auth_info.token = Some(token.to_string().into());
+    env.write_user_kubeconfig(&cfg, &path).expect("kubeconfig");
+    format!("--kubeconfig={}", path.display())
 }

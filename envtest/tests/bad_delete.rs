@@ -164,3 +164,34 @@ async fn a_failing_precondition_deletes_nothing_on_an_object() {
     let (code, _) = common::raw(&env, "DELETE", target, Some("{}"), "application/json").await;
     assert_eq!(code, 200);
 }
+
+/// A DeleteOptions body nested deeper than Go's JSON decoder accepts (10,000 levels: the
+/// hostile-input probe sent a 600 KB ConfigMap-shaped body) is a 400 and deletes nothing, where
+/// serde would skip the deep unknown field and delete.
+#[tokio::test]
+async fn a_body_nested_deeper_than_go_accepts_deletes_nothing() {
+    let (env, before) = setup().await;
+    let depth = 100_000;
+    let body = format!(
+        r#"{{"kind":"ConfigMap","apiVersion":"v1","data":{{"x":{}{}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    for target in TARGETS {
+        let (code, status, what) = delete(&env, target, "", Some(&body)).await;
+        assert_eq!(code, 400, "{what}: {status}");
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("exceeded max depth"),
+            "{status}"
+        );
+    }
+    before.check(&env, "deep nesting").await;
+    before.check_no_events(&env, "after-deep-nesting").await;
+    // Nesting within the limit is decoded (and the unknown field ignored).
+    let ok = format!(r#"{{"x":{}{}}}"#, "[".repeat(100), "]".repeat(100));
+    let (code, _, what) = delete(&env, TARGETS[0], "", Some(&ok)).await;
+    assert_eq!(code, 200, "{what}");
+}

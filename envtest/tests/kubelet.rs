@@ -250,7 +250,12 @@ async fn grace_comes_from_the_spec_can_shorten_and_zero_is_immediate() {
         grace_period_seconds: Some(0),
         ..Default::default()
     };
-    assert!(api.delete("p", &now).await.expect("delete").is_right());
+    // A removed Pod is answered with the Pod (upstream's ReturnDeletedObject): it is gone.
+    assert!(api.delete("p", &now).await.expect("delete").is_left());
+    assert!(
+        api.get_opt("p").await.unwrap().is_none(),
+        "p removed at once"
+    );
     assert!(api.get_opt("p").await.expect("get").is_none());
 
     // So does grace 0 on a pod that was never deleted before.
@@ -258,7 +263,12 @@ async fn grace_comes_from_the_spec_can_shorten_and_zero_is_immediate() {
         .await
         .expect("create");
     wait_for(&api, "q", "running", running).await;
-    assert!(api.delete("q", &now).await.expect("delete").is_right());
+    // A removed Pod is answered with the Pod (upstream's ReturnDeletedObject): it is gone.
+    assert!(api.delete("q", &now).await.expect("delete").is_left());
+    assert!(
+        api.get_opt("q").await.unwrap().is_none(),
+        "q removed at once"
+    );
     assert!(api.get_opt("q").await.expect("get").is_none());
 }
 
@@ -340,7 +350,12 @@ async fn without_simulation_nothing_touches_a_pod() {
         grace_period_seconds: Some(30),
         ..Default::default()
     };
-    assert!(api.delete("still", &dp).await.expect("delete").is_right());
+    // A removed Pod is answered with the Pod (upstream's ReturnDeletedObject): it is gone.
+    assert!(api.delete("still", &dp).await.expect("delete").is_left());
+    assert!(
+        api.get_opt("still").await.unwrap().is_none(),
+        "still removed at once"
+    );
 }
 
 #[tokio::test]

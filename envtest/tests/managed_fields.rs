@@ -285,15 +285,26 @@ async fn status_and_scale_writes_carry_their_subresource() {
     let api: Api<Deployment> = Api::namespaced(env.client(), "default");
     let created = api.create(&post("creator"), &deployment(1)).await.unwrap();
     // spec and the pod template are Go structs that exist in the zero value: no "." for them;
-    // the label selector is atomic; containers are keyed by name.
+    // the label selector is atomic; containers are keyed by name. The creator owns what
+    // defaulting filled in (upstream's field manager runs on the defaulted object).
     assert_eq!(
         fields(entry(&entries(&created.metadata), "creator")),
         json!({"f:spec": {
+            "f:progressDeadlineSeconds": {},
             "f:replicas": {},
+            "f:revisionHistoryLimit": {},
             "f:selector": {},
+            "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}, "f:type": {}},
             "f:template": {
                 "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
-                "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}},
+                "f:spec": {
+                    "f:containers": {"k:{\"name\":\"c\"}": {
+                        ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                        "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {},
+                    }},
+                    "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {},
+                    "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
+                },
             },
         }})
     );

@@ -407,5 +407,8 @@ async fn discovery_lists_each_subresource_in_both_forms() {
     aggregated.sort();
     listed.sort();
     assert_eq!(aggregated, listed);
-    assert_eq!(listed, ["pods/eviction", "pods/status"]);
+    assert_eq!(
+        listed,
+        ["pods/ephemeralcontainers", "pods/eviction", "pods/status"]
+    );
 }

@@ -230,7 +230,10 @@ async fn core_printer_columns() {
     let cells = t["rows"][0]["cells"].as_array().unwrap().clone();
     assert_eq!(cells[1], "LoadBalancer");
     assert_eq!(cells[3], "<pending>");
-    assert_eq!(cells[4], "443/TCP,53/UDP");
+    // A LoadBalancer Service gets node ports (30000-32767), printed after each port.
+    let ports = cells[4].as_str().unwrap();
+    let re = regex::Regex::new(r"^443:3\d{4}/TCP,53:3\d{4}/UDP$").unwrap();
+    assert!(re.is_match(ports), "{ports}");
     assert_eq!(cells[6], "app=a");
 
     let secret: Secret = serde_json::from_value(json!({

@@ -63,12 +63,7 @@ impl Authenticator {
         let Some(h) = authorization else {
             return Ok(None);
         };
-        let token = h
-            .strip_prefix("Bearer ")
-            .or_else(|| h.strip_prefix("bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or(())?;
+        let token = bearer_token(h).ok_or(())?;
         self.token_user(token, &[token::ISSUER.to_string()])
             .map(|(u, _)| Some(u))
             .ok_or(())
@@ -110,6 +105,17 @@ impl Authenticator {
             .get_value(&key, &(c.namespace.clone(), c.name.clone()))
             .is_some_and(|sa| sa.pointer("/metadata/uid").and_then(Value::as_str) == Some(&c.uid))
     }
+}
+
+/// The token of an `Authorization` header as upstream's bearer-token authenticator reads it
+/// (`apiserver/pkg/authentication/request/bearertoken`): the trimmed header split on single
+/// spaces into at most three parts, the first `bearer` in any case, the token the second part
+/// — so `Bearer  <token>` (two spaces) carries an empty token, which is refused.
+fn bearer_token(header: &str) -> Option<&str> {
+    let mut parts = header.trim().splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// `system:serviceaccount:<ns>:<name>` in `system:serviceaccounts`,
@@ -185,6 +191,14 @@ mod tests {
         assert_eq!(a.authenticate(None), Ok(None));
         assert_eq!(a.authenticate(Some("Bearer nope")), Err(()));
         assert_eq!(a.authenticate(Some("Basic YTpi")), Err(()));
+        assert_eq!(
+            a.authenticate(Some("Bearer  adm")),
+            Err(()),
+            "two spaces: empty token"
+        );
+        assert_eq!(a.authenticate(Some("Bearer ")), Err(()));
+        assert!(a.authenticate(Some("BEARER adm")).unwrap().is_some());
+        assert!(a.authenticate(Some("Bearer adm extra")).unwrap().is_some());
         let t = a.add_user("alice", &["dev".into()]);
         let alice = a
             .authenticate(Some(&format!("Bearer {t}")))

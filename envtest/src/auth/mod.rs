@@ -6,6 +6,7 @@
 //! is and whether they may, and the review resources (`TokenReview`, `SubjectAccessReview`,
 //! `SelfSubject*Review`, the ServiceAccount `token` subresource) are answered by [`review`].
 //!
+//! * [`x509`]: client certificates signed by the environment's CA (CN = user, O = groups).
 //! * [`authn`]: bearer tokens — the admin user (`system:masters`), users added at run time,
 //!   ServiceAccount tokens ([`token`]: JWTs signed by this server, issued by TokenRequest).
 //! * [`impersonate`]: the `Impersonate-User` / `-Group` / `-Uid` / `-Extra-*` headers.
@@ -21,6 +22,7 @@ pub(crate) mod impersonate;
 pub(crate) mod rbac;
 pub(crate) mod review;
 pub(crate) mod token;
+pub(crate) mod x509;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -128,7 +130,8 @@ impl Auth {
         }
     }
 
-    /// The user a request acts as, or the Status to answer instead: 401 without credentials
+    /// The user a request acts as — `cert_user` (a verified client certificate's, `x509`) or
+    /// the bearer token's — or the Status to answer instead: 401 without credentials
     /// this server accepts (anonymous requests only where `public`: health and version), 403
     /// when an impersonation or the request itself is not allowed. `param` looks up a decoded
     /// query parameter.
@@ -139,12 +142,18 @@ impl Auth {
         param: impl Fn(&str) -> Option<&'q str>,
         headers: &http::HeaderMap,
         public: bool,
+        cert_user: Option<&UserInfo>,
     ) -> Result<UserInfo, ApiError> {
         let unauthorized = || ApiError::new(401, "Unauthorized", "Unauthorized");
         let header = headers
             .get(http::header::AUTHORIZATION)
             .map(|v| v.to_str().unwrap_or(""));
-        let user = match self.authn.authenticate(header) {
+        // Upstream's union authenticator asks the client certificate before the tokens.
+        let authenticated = match cert_user {
+            Some(u) => Ok(Some(u.clone())),
+            None => self.authn.authenticate(header),
+        };
+        let user = match authenticated {
             Ok(Some(u)) => u,
             Ok(None) if public => {
                 return Ok(UserInfo::new(

@@ -6,10 +6,11 @@
 use std::any::TypeId;
 
 use k8s_openapi::api::{
-    admissionregistration, apps, authentication, authorization, autoscaling, batch, coordination,
-    core, discovery, events, networking, policy, rbac, scheduling, storage,
+    admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates,
+    coordination, core, discovery, events, networking, policy, rbac, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 
 use serde_json::Value;
@@ -107,6 +108,7 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         t::<c::LimitRange>(0, &["limits"], &[]),
         t::<c::ResourceQuota>(S, &["quota"], &[]),
         t::<c::PodTemplate>(0, &[], &[]),
+        t::<c::ComponentStatus>(0, &["cs"], &[]),
         t::<apps::v1::Deployment>(S | SC | G, &["deploy"], &[]),
         t::<apps::v1::ReplicaSet>(S | SC | G, &["rs"], &["status.replicas"]),
         t::<apps::v1::StatefulSet>(S | SC | G, &["sts"], &[]),
@@ -134,6 +136,8 @@ pub(crate) fn builtin_types() -> Vec<ResourceType> {
         t::<discovery::v1::EndpointSlice>(0, &[], &[]),
         t::<storage::v1::StorageClass>(0, &["sc"], &[]),
         t::<scheduling::v1::PriorityClass>(0, &["pc"], &[]),
+        t::<certificates::v1::CertificateSigningRequest>(S, &["csr"], &["spec.signerName"]),
+        t::<APIService>(S, &[], &[]),
         t::<authentication::v1::TokenReview>(V, &[], &[]),
         t::<authorization::v1::SubjectAccessReview>(V, &[], &[]),
         t::<authorization::v1::SelfSubjectAccessReview>(V, &[], &[]),
@@ -215,6 +219,49 @@ fn event_from_view(v: &mut Value) {
     rename(v, EVENT_FIELDS_MAP.iter().copied());
     v["apiVersion"] = Value::from("v1");
     v["kind"] = Value::from("Event");
+}
+
+/// The built-in resources whose upstream store sets `ReturnDeletedObject`
+/// (`pkg/registry/core/{pod,service,serviceaccount,namespace,persistentvolume,persistentvolumeclaim}/storage/storage.go`,
+/// `pkg/registry/storage/storageclass/storage/storage.go`): a delete that removes the object
+/// answers with the object instead of a `Status`.
+const RETURN_DELETED_OBJECT: &[(&str, &str)] = &[
+    ("", "pods"),
+    ("", "services"),
+    ("", "serviceaccounts"),
+    ("", "namespaces"),
+    ("", "persistentvolumes"),
+    ("", "persistentvolumeclaims"),
+    ("storage.k8s.io", "storageclasses"),
+];
+
+/// Whether a delete of `rt` answers with the deleted object (see [`RETURN_DELETED_OBJECT`]).
+pub(crate) fn returns_deleted_object(rt: &ResourceType) -> bool {
+    RETURN_DELETED_OBJECT.iter().any(|(g, p)| rt.is(g, p))
+}
+
+/// Resources served read-only (`get`, `list`): `componentstatuses`, deprecated and computed
+/// by upstream from its components' health (seeded here as a running cluster answers).
+pub(crate) fn read_only(rt: &ResourceType) -> bool {
+    rt.is("", "componentstatuses")
+}
+
+/// The `componentstatuses` a healthy cluster reports (`pkg/registry/core/componentstatus`).
+pub(crate) fn component_statuses() -> Vec<Value> {
+    ["scheduler", "controller-manager", "etcd-0"]
+        .iter()
+        .map(|name| {
+            let message = if *name == "etcd-0" {
+                r#"{"health":"true","reason":""}"#
+            } else {
+                "ok"
+            };
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": name},
+                "conditions": [{"type": "Healthy", "status": "True", "message": message}],
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

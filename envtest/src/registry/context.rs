@@ -28,6 +28,9 @@ pub(crate) struct Apiserver {
     pub kubelet: Option<KubeletConfig>,
     /// Run after every committed write, in order ([`super::hooks::settle`]).
     pub observers: Vec<Arc<dyn Observer>>,
+    /// Held by the writes that allocate Service cluster IPs and node ports
+    /// (`super::defaults::Allocation`).
+    pub allocations: parking_lot::Mutex<()>,
 }
 
 /// How the simulated kubelet paces a Pod's life.

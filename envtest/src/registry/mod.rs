@@ -14,11 +14,14 @@
 //! * [`rest`]: the generic create / update / delete of one object, with the per-kind rules of
 //!   [`strategy`] and [`crd`], the managedFields of [`fieldmanager`] and the structural schemas
 //!   of [`schema`]; [`hooks`] runs the write observers (the controllers) after each write.
+//! * [`defaults`]: built-in defaulting and the strategies' create-time status
+//!   (`PrepareForCreate`), Service cluster IP and node port allocation.
 //! * [`conversion`]: CRD webhook conversion (data, validation, the conversion call).
 pub(crate) mod builtins;
 pub(crate) mod context;
 pub(crate) mod conversion;
 pub(crate) mod crd;
+pub(crate) mod defaults;
 pub(crate) mod fieldmanager;
 pub(crate) mod hooks;
 pub(crate) mod objects;
@@ -119,6 +122,9 @@ impl ResourceType {
         if self.virtual_create {
             return vec!["create"];
         }
+        if builtins::read_only(self) {
+            return vec!["get", "list"];
+        }
         let mut v = vec![
             "create",
             "delete",
@@ -149,18 +155,29 @@ impl ResourceType {
     }
 
     /// The subresources this type serves, in discovery's order: `status` and `scale` as
-    /// declared, `pods/eviction` and `serviceaccounts/token`.
+    /// declared, `pods/ephemeralcontainers`, `pods/eviction`, `serviceaccounts/token` and
+    /// `certificatesigningrequests/approval`.
     pub fn subresources(&self) -> impl Iterator<Item = &'static Subresource> + '_ {
+        let pods = self.is("", "pods");
         let has = [
             self.status,
             self.scale.is_some(),
-            self.is("", "pods"),
+            pods,
+            pods,
             self.is("", "serviceaccounts"),
+            self.is("certificates.k8s.io", "certificatesigningrequests"),
         ];
-        [&STATUS, &SCALE, &EVICTION, &TOKEN]
-            .into_iter()
-            .zip(has)
-            .filter_map(|(s, has)| has.then_some(s))
+        [
+            &STATUS,
+            &SCALE,
+            &EPHEMERAL_CONTAINERS,
+            &EVICTION,
+            &TOKEN,
+            &APPROVAL,
+        ]
+        .into_iter()
+        .zip(has)
+        .filter_map(|(s, has)| has.then_some(s))
     }
 }
 
@@ -183,6 +200,18 @@ const STATUS: Subresource = Subresource {
 const SCALE: Subresource = Subresource {
     name: "scale",
     kind: Some(("autoscaling", "v1", "Scale")),
+    verbs: &["get", "patch", "update"],
+};
+/// A Pod's ephemeral containers, written under their own rules (`strategy::subresource_rules`).
+const EPHEMERAL_CONTAINERS: Subresource = Subresource {
+    name: "ephemeralcontainers",
+    kind: None,
+    verbs: &["get", "patch", "update"],
+};
+/// A CSR's approval conditions, written under their own rules (`strategy::subresource_rules`).
+const APPROVAL: Subresource = Subresource {
+    name: "approval",
+    kind: None,
     verbs: &["get", "patch", "update"],
 };
 const EVICTION: Subresource = Subresource {

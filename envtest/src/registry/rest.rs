@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ResourceType, context::Apiserver, crd, objects, strategy};
+use super::{ResourceType, context::Apiserver, crd, defaults, objects, strategy};
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::{self, FieldCause};
@@ -29,6 +29,9 @@ pub(crate) struct WriteOpts<'a> {
     /// ([`super::fieldmanager::record_update`]); `None` for server-side apply (which keeps its own
     /// entries) and the server's own writes.
     pub manager: Option<super::fieldmanager::Writer<'a>>,
+    /// The requesting user, where a kind's strategy records it (a CSR's requester:
+    /// [`defaults::prepare_for_create`]); `None` for the server's own writes.
+    pub user: Option<&'a crate::auth::UserInfo>,
 }
 
 /// DeleteOptions as the delete path acts on them (the handlers decode them from the body and
@@ -68,6 +71,10 @@ pub(crate) fn create(
         meta::set_meta(&mut obj, "managedFields", m);
     }
     strategy::normalize(rt, &mut obj, true);
+    let key = rt.store_key();
+    let okey = objects::okey(rt, Some(&ns), &name);
+    let alloc = defaults::Allocation::begin(api, rt, &okey);
+    defaults::apply(rt, &mut obj);
     if rt.crd.is_some()
         && rt.status
         && let Some(o) = obj.as_object_mut()
@@ -84,14 +91,16 @@ pub(crate) fn create(
             .cloned();
         super::fieldmanager::record_update(rt, None, &mut obj, given.as_ref(), who);
     }
-    let key = rt.store_key();
-    let okey = objects::okey(rt, Some(&ns), &name);
+    // After the field manager, as upstream's admission and storage come after it: what they
+    // set (a Pod's status and admission defaults, a Service's addresses) has no owner.
+    defaults::prepare_for_create(&alloc, rt, &mut obj, w.user)?;
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         if cur.is_some() {
             return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
         }
         Ok(Change::Put(obj))
     })?;
+    drop(alloc);
     let stored = match out {
         Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) | Outcome::Deleted(v) => {
             v
@@ -179,6 +188,7 @@ pub(crate) fn update(
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
     let sibs = api.registry.siblings(rt);
+    let alloc = defaults::Allocation::begin(api, rt, &okey);
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -192,10 +202,7 @@ pub(crate) fn update(
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
-        // A binding (the simulated scheduler's, `pods/binding`) writes spec and status at once.
-        if sub != Some("binding") {
-            new = strategy::status_rules(cur, new, rt, status_write);
-        }
+        new = strategy::subresource_rules(cur, new, rt, sub);
         // finalizers of an object being deleted
         let deleting = meta::meta_str(cur, "deletionTimestamp").is_some();
         if deleting {
@@ -209,6 +216,7 @@ pub(crate) fn update(
             }
         }
         strategy::normalize(rt, &mut new, false);
+        defaults::apply(rt, &mut new);
         meta::normalize(&mut new);
         strategy::validate(rt, &mut new)?;
         crd::on_write(rt, Some(cur), &mut new)?;
@@ -219,6 +227,7 @@ pub(crate) fn update(
         if let Some(who) = &w.manager {
             super::fieldmanager::record_update(rt, Some(cur), &mut new, given_fields.as_ref(), who);
         }
+        defaults::prepare_for_update(&alloc, rt, cur, &mut new)?;
         // Upstream's shouldDeleteDuringUpdate: a graceful deletion (simulated Pods) waits.
         let graceful = cur
             .pointer("/metadata/deletionGracePeriodSeconds")
@@ -233,6 +242,7 @@ pub(crate) fn update(
         }
         Ok(Change::Put(new))
     })?;
+    drop(alloc);
     let (obj, removed) = match out {
         Outcome::Deleted(v) => (v, true),
         Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),

@@ -17,8 +17,7 @@ use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
 use crate::storage::{Change, Store};
 
-/// Upstream's default `terminationGracePeriodSeconds`.
-const DEFAULT_GRACE: i64 = 30;
+use super::defaults::pod::DEFAULT_GRACE;
 
 /// Normalises a built-in object before it is stored (create and update).
 pub(crate) fn normalize(rt: &ResourceType, obj: &mut Value, create: bool) {
@@ -142,14 +141,81 @@ pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiErro
     causes.extend(cel_causes(rt, obj, &causes));
     rt.invalid_if_any(meta::name(obj), &causes)
 }
-/// The status subresource rules: a `/status` write changes only status (and managedFields);
-/// a write of the main resource of a type with a status subresource keeps the stored status.
-pub(crate) fn status_rules(
+/// What a write through the subresource `sub` may change: `/status` (see [`status_rules`]),
+/// a CSR's `/approval` (the status conditions and metadata: `csrApprovalStrategy`), a Pod's
+/// `/ephemeralcontainers` (`spec.ephemeralContainers` only: `podEphemeralContainersStrategy`).
+/// A CSR's main resource and `/status` keep its spec (`csrStrategy`).
+pub(crate) fn subresource_rules(
     cur: &Value,
     mut new: Value,
     rt: &ResourceType,
-    status_write: bool,
+    sub: Option<&str>,
 ) -> Value {
+    let is_csr = rt.is("certificates.k8s.io", "certificatesigningrequests");
+    match sub {
+        Some("approval") => {
+            let conditions = new.pointer("/status/conditions").cloned();
+            new["spec"] = cur.get("spec").cloned().unwrap_or(Value::Null);
+            new["status"] = cur.get("status").cloned().unwrap_or(json!({}));
+            match conditions {
+                Some(c) => new["status"]["conditions"] = c,
+                None => {
+                    if let Some(s) = new["status"].as_object_mut() {
+                        s.remove("conditions");
+                    }
+                }
+            }
+            condition_timestamps(&mut new);
+        }
+        Some("ephemeralcontainers") => {
+            let eph = new.pointer("/spec/ephemeralContainers").cloned();
+            let mut merged = cur.clone();
+            if let Some(mf) = new.pointer("/metadata/managedFields") {
+                meta::set_meta(&mut merged, "managedFields", mf.clone());
+            }
+            match eph {
+                Some(e) => merged["spec"]["ephemeralContainers"] = e,
+                None => {
+                    if let Some(s) = merged["spec"].as_object_mut() {
+                        s.remove("ephemeralContainers");
+                    }
+                }
+            }
+            new = merged;
+        }
+        // A binding (the simulated scheduler's, `pods/binding`) writes spec and status at once.
+        Some("binding") => {}
+        _ => {
+            new = status_rules(cur, new, rt, sub == Some("status"));
+            if is_csr {
+                new["spec"] = cur.get("spec").cloned().unwrap_or(Value::Null);
+            }
+        }
+    }
+    new
+}
+
+/// `populateConditionTimestamps`: a CSR condition without `lastUpdateTime` /
+/// `lastTransitionTime` gets now.
+fn condition_timestamps(csr: &mut Value) {
+    let now = meta::now();
+    for c in csr
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for k in ["lastUpdateTime", "lastTransitionTime"] {
+            if c.get(k).is_none_or(Value::is_null) {
+                c[k] = json!(now);
+            }
+        }
+    }
+}
+
+/// The status subresource rules: a `/status` write changes only status (and managedFields);
+/// a write of the main resource of a type with a status subresource keeps the stored status.
+fn status_rules(cur: &Value, mut new: Value, rt: &ResourceType, status_write: bool) -> Value {
     if status_write {
         let mut merged = cur.clone();
         // managedFields follow the write (server-side apply to /status records its entry).

@@ -6,7 +6,7 @@
 
 mod lists;
 mod net;
-mod quantity;
+pub(crate) mod quantity;
 mod regex;
 mod url;
 

@@ -124,6 +124,21 @@ impl Quantity {
         Ok(Quantity { mantissa, exp }.normal())
     }
 
+    /// Greater than zero (`q.Cmp(zero) == 1`).
+    pub(crate) fn is_positive(&self) -> bool {
+        self.mantissa > 0
+    }
+
+    /// The sum, saturating where it would overflow (resource sums never come near).
+    pub(crate) fn plus(&self, o: &Quantity) -> Quantity {
+        let (a, b, exp) = self.aligned(o);
+        Quantity {
+            mantissa: a.saturating_add(b),
+            exp,
+        }
+        .normal()
+    }
+
     fn as_integer(&self) -> Option<i64> {
         if self.exp < 0 {
             return None;

@@ -13,6 +13,7 @@ use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{Body, Req};
 use crate::registry::hooks::create_object;
+use crate::registry::rest::WriteOpts;
 
 /// POST of the request's body, or of `admitted`, the object admission produced from it.
 pub(crate) fn create(
@@ -22,7 +23,10 @@ pub(crate) fn create(
     admitted: Option<Value>,
 ) -> Result<Response<Body>, ApiError> {
     let who = super::Who::of(req, r)?;
-    let w = who.opts(&req.query)?;
+    let w = WriteOpts {
+        user: Some(&req.user),
+        ..who.opts(&req.query)?
+    };
     let obj = super::body(state, r, req, admitted)?;
     let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
     Ok(super::respond(201, &stored, &r.rt, req))

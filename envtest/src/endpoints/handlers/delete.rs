@@ -48,6 +48,12 @@ fn from_body(body: &[u8], media: &str) -> Result<DeleteOptions, ApiError> {
     let decoded = if media == crate::api::protobuf::MEDIA {
         serde_json::from_value(crate::api::protobuf::decode(body)?)
     } else {
+        if let Some(c) = too_deep(body, MAX_NESTING_DEPTH) {
+            return Err(ApiError::bad_request(format!(
+                "error decoding DeleteOptions: invalid character '{}' exceeded max depth",
+                c as char
+            )));
+        }
         serde_json::from_slice(body)
     };
     let o: DeleteOptions =
@@ -58,6 +64,40 @@ fn from_body(body: &[u8], media: &str) -> Result<DeleteOptions, ApiError> {
             "decoded object of kind {k:?} cannot be converted to DeleteOptions"
         ))),
     }
+}
+
+/// Go's JSON decoder refuses documents nested deeper than this (`encoding/json`'s
+/// `maxNestingDepth`, kept by `sigs.k8s.io/json`, which kube-apiserver decodes with).
+const MAX_NESTING_DEPTH: usize = 10_000;
+
+/// The bracket that opens level `max + 1` of a JSON text, if it nests that deep. serde skips
+/// the unknown fields of a typed body without a depth limit, so a DeleteOptions body with a
+/// deep unknown field would otherwise decode (and delete) where kube-apiserver answers 400.
+fn too_deep(body: &[u8], max: usize) -> Option<u8> {
+    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    for &c in body {
+        if in_str {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return Some(c);
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The query parameters of DeleteOptions (upstream's parameter codec; preconditions are
@@ -121,6 +161,9 @@ fn validate(o: DeleteOptions) -> Result<DeleteOpts, ApiError> {
     })
 }
 
+/// A DELETE of one object: the Status of its removal, or the object itself when it is still
+/// there (finalizers, graceful deletion) or its resource returns deleted objects
+/// (`registry::builtins::returns_deleted_object`, upstream's `ReturnDeletedObject`).
 pub(crate) fn delete(
     state: &Arc<State>,
     r: &ResourceRoute,
@@ -129,7 +172,7 @@ pub(crate) fn delete(
 ) -> Result<Response<Body>, ApiError> {
     let opts = options(req)?;
     let (obj, removed) = delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
-    if removed {
+    if removed && !crate::registry::builtins::returns_deleted_object(&r.rt) {
         let uid = meta::meta_str(&obj, "uid").unwrap_or("");
         return Ok(endpoints::object(
             200,

@@ -47,6 +47,9 @@ pub(crate) async fn dispatch(
     {
         return resp;
     }
+    if crate::registry::builtins::read_only(&rt) && req.method != Method::GET {
+        return Err(ApiError::method_not_allowed());
+    }
     if rt.virtual_create {
         return match (&req.method, &r.name) {
             (&Method::POST, None) => review::review(state, &r, &req),
@@ -209,6 +212,7 @@ pub(crate) fn write_opts(q: &Query) -> Result<WriteOpts<'static>, ApiError> {
         dry_run: q.dry_run()?,
         strict,
         manager: None,
+        user: None,
     })
 }
 
