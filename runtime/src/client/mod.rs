@@ -49,7 +49,7 @@ pub use restmapper::{RestMapper, RestMapperError};
 pub use status::StatusClient;
 pub use subresource::SubResourceClient;
 pub use warnings::{WarningLogger, log_api_warnings};
-pub use writer::{Writable, WritableWith};
+pub use writer::{PendingWrite, Writable, WritableWith};
 
 /// Cached reads, direct writes (controller-runtime's `client.Client`). Cheap to clone.
 #[derive(Clone)]

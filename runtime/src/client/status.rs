@@ -4,11 +4,13 @@
 //! so it shares the client's field owner and error reporting, and like the writes in
 //! `super::write` comes in a typed form and a `*_with(dt, ..)` form for `DynamicObject`.
 
+use std::borrow::Cow;
+
 use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 
-use super::writer::{BodyWrite, Writable, WritableWith, Writer, body_bytes};
-use super::{Client, Error, WriteOptions};
+use super::writer::{BodyWrite, PendingWrite, Writable, WritableWith, Writer};
+use super::{Client, Error};
 use crate::cache::typed_form;
 
 /// Writes the status subresource of objects.
@@ -26,22 +28,19 @@ impl<'a> StatusClient<'a> {
         Writer::subresource(self.client, "status")
     }
 
-    typed_form! {
-        /// Replaces the status of `obj` (the server ignores its spec).
-        pub async fn update<K>(&self, obj: &K) -> Result<K, Error> = update_with
-        where K: Writable
+    /// Replaces the status of `obj` (the server ignores its spec); awaited, returns the
+    /// stored object. Per-call options go on the [`PendingWrite`].
+    pub fn update<K: Writable>(&self, obj: &'a K) -> PendingWrite<'a, K> {
+        self.update_with(&(), obj)
     }
 
     /// Replaces the status of `obj` of dynamic type `dt`.
-    pub async fn update_with<K: WritableWith>(
+    pub fn update_with<K: WritableWith>(
         &self,
-        dt: &K::DynamicType,
-        obj: &K,
-    ) -> Result<K, Error> {
-        let data = body_bytes(dt, obj);
-        self.writer()
-            .send(BodyWrite::Update, dt, obj, data, &WriteOptions::new())
-            .await
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+    ) -> PendingWrite<'a, K> {
+        PendingWrite::new(self.writer(), BodyWrite::Update, dt, Ok(Cow::Borrowed(obj)))
     }
 
     typed_form! {

@@ -16,6 +16,8 @@
 
 use std::any::TypeId;
 use std::borrow::Cow;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -235,6 +237,79 @@ impl<'a> Writer<'a> {
         })?;
         let pp = apply_params(field_manager, force);
         self.patch(dt, obj, &Patch::Apply(&*intent), pp).await
+    }
+}
+
+/// A create or update on its way (controller-runtime's `Create` / `Update` and their
+/// `CreateOption`s / `UpdateOption`s): per-call options are set on it, and it is sent when
+/// awaited — `client.create(&obj).await`, `client.create(&obj).dry_run_all().await`,
+/// `client.status().update(&obj).opts(&opts).await`. What [`Client::create`],
+/// [`Client::update`], their `*_with` forms, the [`NamespacedClient`](super::NamespacedClient)'s
+/// and the [`StatusClient`](super::StatusClient)'s `update` return.
+#[must_use = "a write is sent only when awaited"]
+pub struct PendingWrite<'a, K: WritableWith> {
+    writer: Writer<'a>,
+    how: BodyWrite,
+    dt: &'a K::DynamicType,
+    /// The object to send, or why it may not be (a namespaced client's refusal).
+    obj: Result<Cow<'a, K>, Error>,
+    opts: WriteOptions,
+}
+
+impl<'a, K: WritableWith> PendingWrite<'a, K> {
+    /// `how` of `obj` (of dynamic type `dt`) through `writer`, with no per-call options.
+    pub(crate) fn new(
+        writer: Writer<'a>,
+        how: BodyWrite,
+        dt: &'a K::DynamicType,
+        obj: Result<Cow<'a, K>, Error>,
+    ) -> Self {
+        let opts = WriteOptions::new();
+        Self {
+            writer,
+            how,
+            dt,
+            obj,
+            opts,
+        }
+    }
+
+    /// Sends the write with `opts` (dry-run, field manager, field validation; unset ones
+    /// fall back to the client's).
+    pub fn opts(mut self, opts: &WriteOptions) -> Self {
+        self.opts = opts.clone();
+        self
+    }
+
+    /// Stores nothing (`dryRun=All`): the server answers with what it would store.
+    pub fn dry_run_all(mut self) -> Self {
+        self.opts.dry_run = true;
+        self
+    }
+}
+
+impl<K: WritableWith> std::fmt::Debug for PendingWrite<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingWrite")
+            .field("how", &self.how)
+            .field("sub", &self.writer.sub)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, K: WritableWith> IntoFuture for PendingWrite<'a, K> {
+    type Output = Result<K, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<K, Error>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let obj = self.obj?;
+            let data = body_bytes(self.dt, &*obj);
+            self.writer
+                .send(self.how, self.dt, &*obj, data, &self.opts)
+                .await
+        })
     }
 }
 
