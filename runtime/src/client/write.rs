@@ -39,7 +39,12 @@ impl Client {
         dt: &'a K::DynamicType,
         obj: &'a K,
     ) -> PendingWrite<'a, K> {
-        PendingWrite::new(Writer::object(self), BodyWrite::Create, dt, Ok(Cow::Borrowed(obj)))
+        PendingWrite::new(
+            Writer::object(self),
+            BodyWrite::Create,
+            dt,
+            Ok(Cow::Borrowed(obj)),
+        )
     }
 
     /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
@@ -54,7 +59,12 @@ impl Client {
         dt: &'a K::DynamicType,
         obj: &'a K,
     ) -> PendingWrite<'a, K> {
-        PendingWrite::new(Writer::object(self), BodyWrite::Update, dt, Ok(Cow::Borrowed(obj)))
+        PendingWrite::new(
+            Writer::object(self),
+            BodyWrite::Update,
+            dt,
+            Ok(Cow::Borrowed(obj)),
+        )
     }
 
     typed_form! {
