@@ -15,8 +15,8 @@ mod objects;
 use std::time::{Duration, Instant};
 
 use cap::Cap;
+use ctrl::cache::{Cache, Options};
 use ctrl_envtest::Environment;
-use ctrl_runtime::cache::{Cache, Options};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};

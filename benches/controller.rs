@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ctrl_runtime::controller::{Controller, Options};
-use ctrl_runtime::event::GenericEvent;
-use ctrl_runtime::handler::EnqueueRequestForObject;
-use ctrl_runtime::reconcile::{self, Action, Request};
-use ctrl_runtime::source::Channel;
+use ctrl::controller::{Controller, Options};
+use ctrl::event::GenericEvent;
+use ctrl::handler::EnqueueRequestForObject;
+use ctrl::reconcile::{self, Action, Request};
+use ctrl::source::Channel;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::ObjectMeta;

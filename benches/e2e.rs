@@ -37,10 +37,10 @@ use std::time::{Duration, Instant};
 
 use cap::Cap;
 use ctrl::ControllerBuilder;
+use ctrl::controller;
+use ctrl::manager::{Manager, Options};
+use ctrl::reconcile::{self, Action, Request};
 use ctrl_envtest::Environment;
-use ctrl_runtime::controller;
-use ctrl_runtime::manager::{Manager, Options};
-use ctrl_runtime::reconcile::{self, Action, Request};
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller as kc;

@@ -16,12 +16,12 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ctrl::controller::{self, Controller};
+use ctrl::handler::EnqueueRequestForObject;
+use ctrl::manager::{Manager, Options};
+use ctrl::reconcile::{self, Action, Request};
+use ctrl::source::Kind;
 use ctrl_envtest::Environment;
-use ctrl_runtime::controller::{self, Controller};
-use ctrl_runtime::handler::EnqueueRequestForObject;
-use ctrl_runtime::manager::{Manager, Options};
-use ctrl_runtime::reconcile::{self, Action, Request};
-use ctrl_runtime::source::Kind;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};

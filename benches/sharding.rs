@@ -32,9 +32,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cap::Cap;
+use ctrl::cache::{self, Cache};
 use ctrl::prelude::*;
 use ctrl::sharding::Shard;
-use ctrl_runtime::cache::{self, Cache};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use base64::Engine;
-use ctrl_builder::WebhookBuilder;
-use ctrl_envtest::Environment;
-use ctrl_runtime::manager::{Manager, Options, Runnable};
-use ctrl_runtime::webhook::admission::{
+use ctrl::manager::{Manager, Options, Runnable};
+use ctrl::webhook::admission::{
     CustomDefaulter, CustomValidator, Request, ValidationError, Warnings,
 };
-use ctrl_runtime::webhook::{self, Server, certs};
+use ctrl::webhook::{self, Server, certs};
+use ctrl_builder::WebhookBuilder;
+use ctrl_envtest::Environment;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };

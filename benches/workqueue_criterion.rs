@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use ctrl_runtime::workqueue::{
+use ctrl::workqueue::{
     AddOpts, PriorityQueue, QueueConfig, RateLimitingQueue, prometheus_metrics_provider,
 };
 

@@ -33,13 +33,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use contract::cli::{ExampleArgs, cluster_configured, local, parse_duration};
+use contract::cli::{ExampleArgs, parse_duration};
 use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{logging, run};
-use ctrl::manager::{Args, Manager, Options, load_config};
+use contract::{Cluster, Deployed, Example};
+use ctrl::CancellationToken;
+use ctrl::manager::{Args, BoxError, Manager, Options};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::sharding::ShardingFlags;
 use operator::{controller, crd, demo, setup, sharding};
-use tokio_util::sync::CancellationToken;
 
 /// The operator's command line: kubebuilder's manager flags plus its own.
 #[derive(Parser, Debug)]
@@ -63,91 +64,63 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if cli.example.print_crd {
-        return run::print_crds(&[crd::crd()]);
-    }
-    if cli.example.print_rbac {
-        let opts = cli
-            .leader
-            .apply(setup::DEFAULT_LEASE_NAME, cli.manager.options());
-        let opts = contract::rbac::deployed_options("appservice", opts);
-        let cfg = controller::Config::default();
-        return contract::rbac::print("appservice", |c| setup::manager(c, opts, &cfg)).await;
-    }
-    let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
-    logging::init("appservice", demo);
-    run::exit(start(cli, demo).await)
+    contract::main::<Cli>().await
 }
 
-async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let stop = run::stop_token(cli.example.run_for);
-    let cfg = controller::Config {
-        resync_period: cli.resync_period,
-        ..Default::default()
-    };
-    let base = cli
-        .leader
-        .apply(setup::DEFAULT_LEASE_NAME, cli.manager.options());
-    if !demo {
-        let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
-        let mgr = build(client, base, cfg, &cli.sharding).await?;
-        return Ok(mgr.start(stop).await?);
+impl Cli {
+    /// The controller's configuration from the flags.
+    fn config(&self) -> controller::Config {
+        controller::Config {
+            resync_period: self.resync_period,
+            ..Default::default()
+        }
     }
 
-    let env = demo::start(&cli.example.kubeconfig_path("appservice")).await?;
-    let opts = Options {
-        metrics_bind_address: local(&cli.manager.metrics_bind_address, ":8080"),
-        health_probe_bind_address: local(&cli.manager.health_probe_bind_address, ":8081"),
-        ..base
-    };
-    let mgr = build(env.client(), opts, cfg, &cli.sharding).await?;
-    if let Some(url) = run::metrics_url(&mgr) {
-        tracing::info!(target: "appservice::manager", "metrics at {url}");
+    /// The operator's manager: plain, or with `--sharded` a shard of ring `appservice`
+    /// beside the controller (`operator::sharding`: it installs the ControllerRing CRD
+    /// and the ring first, and runs the sharder when it holds the sharder's Lease).
+    async fn manager(&self, client: kube::Client, opts: Options) -> Result<Manager, BoxError> {
+        let namespace = opts.leader_election_namespace.clone();
+        let shard = self
+            .sharding
+            .shard(namespace.as_deref().unwrap_or("default"));
+        let mgr = match shard {
+            None => setup::manager(client, opts, &self.config())?,
+            Some(shard) => {
+                let sharder = self.sharding.sharder;
+                sharding::manager(client, opts, &self.config(), shard, sharder).await?
+            }
+        };
+        log_leader_election(mgr.options());
+        Ok(mgr)
     }
-    let running = {
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        tokio::spawn(async move { mgr.start(stop).await })
-    };
-    if !cli.example.no_demo {
-        run_demo_when_elected(&mgr, env.client(), &stop).await?;
-    }
-    running.await??;
-    env.stop();
-    Ok(())
 }
 
-/// The operator's manager: plain, or with `--sharded` a shard of ring `appservice`
-/// (installing the ControllerRing CRD and the ring first) that also runs the sharder
-/// when it holds the sharder's Lease.
-async fn build(
-    client: kube::Client,
-    opts: Options,
-    mut cfg: controller::Config,
-    flags: &ShardingFlags,
-) -> Result<Manager, Box<dyn std::error::Error + Send + Sync>> {
-    let namespace = opts
-        .leader_election_namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let Some(shard) = flags.shard(&namespace) else {
-        log_leader_election(&opts);
-        return setup::manager(client, opts, &cfg).await;
-    };
-    let mgr = sharding::manager(client, opts, &mut cfg, shard, flags.sharder).await?;
-    log_leader_election(mgr.options());
-    Ok(mgr)
-}
+impl Example for Cli {
+    const NAME: &'static str = "appservice";
 
-/// Runs the demo once this replica leads (at once without leader election), unless
-/// stopped first.
-async fn run_demo_when_elected(
-    mgr: &Manager,
-    client: kube::Client,
-    stop: &CancellationToken,
-) -> Result<(), kube::Error> {
-    tokio::select! {
-        _ = mgr.elected() => demo::run(client, stop).await,
-        _ = stop.cancelled() => Ok(()),
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
+    }
+
+    /// The Lease of `--leader-election-id` / `--leader-election-namespace`.
+    fn options(&self, opts: Options) -> Options {
+        self.leader.apply(setup::DEFAULT_LEASE_NAME, opts)
+    }
+
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+        Some(setup::manager(client, opts, &self.config()))
+    }
+
+    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+        if let Some(kubeconfig) = cluster.local_kubeconfig() {
+            demo::watch_hints(kubeconfig);
+        }
+        let opts = self.options(cluster.options(&self.manager));
+        let mgr = self.manager(cluster.client(), opts).await?;
+        let script = |client| demo::run(client, &stop);
+        cluster.run_manager(&mgr, &stop, script).await
     }
 }

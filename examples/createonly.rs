@@ -27,9 +27,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use contract::cli::{ExampleArgs, cluster_configured, local_options};
-use contract::{logging, run};
+use contract::cli::ExampleArgs;
+use contract::{Cluster, Deployed, Example};
+use ctrl::CancellationToken;
 use ctrl::manager::{Args, BoxError, Manager, Options};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::{controller, crd, demo};
 
 /// The program's command line: the example contract and kubebuilder's manager flags.
@@ -47,45 +49,41 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if cli.example.print_crd {
-        return run::print_crds(&[crd::crd()]);
-    }
-    if cli.example.print_rbac {
-        let opts = contract::rbac::deployed_options("createonly", cli.manager.options());
-        return contract::rbac::print("createonly", |c| manager(c, opts)).await;
-    }
-    let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
-    logging::init("createonly", demo);
-    run::exit(start(cli, demo).await)
+    contract::main::<Cli>().await
 }
 
 /// A manager on `client` with the controller; the Lease is `controller::LEASE`
 /// unless `opts` names one.
-async fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError> {
+fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError> {
     if opts.leader_election_id.is_empty() {
         opts.leader_election_id = controller::LEASE.into();
     }
     let mgr = Manager::new(client, opts)?;
-    controller::setup(&mgr).await?;
+    controller::setup(&mgr)?;
     Ok(mgr)
 }
 
-async fn start(cli: Cli, demo: bool) -> Result<(), BoxError> {
-    let stop = run::stop_token(cli.example.run_for);
-    if !demo {
-        let mgr = manager(cli.manager.client().await?, cli.manager.options()).await?;
-        return Ok(mgr.start(stop).await?);
+impl Example for Cli {
+    const NAME: &'static str = "createonly";
+
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
-    let kubeconfig = cli.example.kubeconfig_path("createonly");
-    let builder = ctrl_envtest::Environment::builder().crd(crd::crd());
-    let env = contract::envtest::start(builder, &kubeconfig, "AppService CRD").await?;
-    let kc = kubeconfig.display();
-    tracing::info!(target: "createonly::envtest", "watch it:  kubectl --kubeconfig {kc} get appservices -w");
-    tracing::info!(target: "createonly::envtest", "reconciles: kubectl --kubeconfig {kc} get events --field-selector reason={}", controller::REASON);
-    let mgr = manager(env.client(), local_options(&cli.manager)).await?;
-    let script = (!cli.example.no_demo).then(|| demo::run(env.client(), Duration::from_secs(2)));
-    run::manager_with_demo(&mgr, &stop, script).await?;
-    env.stop();
-    Ok(())
+
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+        Some(manager(client, opts))
+    }
+
+    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+        if let Some(kc) = cluster.local_kubeconfig() {
+            let kc = kc.display();
+            tracing::info!(target: "createonly::envtest", "watch it:  kubectl --kubeconfig {kc} get appservices -w");
+            tracing::info!(target: "createonly::envtest", "reconciles: kubectl --kubeconfig {kc} get events --field-selector reason={}", controller::REASON);
+        }
+        let mgr = manager(cluster.client(), cluster.options(&self.manager))?;
+        let script = |client| demo::run(client, Duration::from_secs(2));
+        cluster.run_manager(&mgr, &stop, script).await
+    }
 }

@@ -31,17 +31,33 @@ mod sharder;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use contract::cli::cluster_configured;
-use contract::{logging, run};
+use contract::cli::ExampleArgs;
+use contract::{Cluster, Deployed, Example};
+use ctrl::CancellationToken;
+use ctrl::manager::{Args, BoxError, Options};
+use ctrl::sharding::controllerring_crd;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use sharder::cli::Cli;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = sharder::cli::Cli::parse();
-    if cli.example.print_crd {
-        return run::print_crds(&[ctrl::sharding::controllerring_crd()]);
+    contract::main::<Cli>().await
+}
+
+impl Example for Cli {
+    const NAME: &'static str = "ctrl-sharder";
+
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[controllerring_crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
-    let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
-    logging::init("ctrl_sharder", demo);
-    run::exit(sharder::run::start(cli, demo).await)
+
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+        Some(sharder::run::manager(client, self, opts, "127.0.0.1:0"))
+    }
+
+    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+        sharder::run::run(&self, cluster, stop).await
+    }
 }

@@ -31,10 +31,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use contract::cli::{ExampleArgs, cluster_configured, local_options};
-use contract::run;
+use contract::cli::ExampleArgs;
+use contract::{Cluster, Deployed, Example};
+use ctrl::CancellationToken;
 use ctrl::log;
-use ctrl::manager::Args;
+use ctrl::manager::{Args, BoxError, Options};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// The program's command line: the example contract, kubebuilder's manager flags and
 /// controller-runtime's zap flags.
@@ -54,44 +56,39 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if cli.example.print_crd {
-        return run::print_crds(&[]);
-    }
-    if cli.example.print_rbac {
-        let opts = contract::rbac::deployed_options("podlogger", cli.manager.options());
-        return contract::rbac::print("podlogger", |c| operator::manager(c, opts)).await;
-    }
-    // Go: `opts := zap.Options{Development: true}; opts.BindFlags(flag.CommandLine)`.
-    log::init(&cli.log.apply(log::Options {
-        development: true,
-        ..Default::default()
-    }));
-    let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
-    run::exit(start(cli, demo).await)
+    contract::main::<Cli>().await
 }
 
-async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let stop = run::stop_token(cli.example.run_for);
-    if !demo {
-        let client = cli.manager.client().await?;
-        let mgr = operator::manager(client, cli.manager.options()).await?;
-        return Ok(mgr.start(stop).await?);
+impl Example for Cli {
+    const NAME: &'static str = "podlogger";
+
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
     }
-    let kubeconfig = cli.example.kubeconfig_path("podlogger");
-    let builder = ctrl_envtest::Environment::builder();
-    let env = contract::envtest::start(builder, &kubeconfig, "nothing").await?;
-    tracing::info!(
-        "watch it:  kubectl --kubeconfig {} get pods -w",
-        kubeconfig.display()
-    );
-    let mgr = operator::manager(env.client(), local_options(&cli.manager)).await?;
-    if let Some(url) = run::metrics_url(&mgr) {
-        tracing::info!("metrics:   {url}");
+
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+        Some(operator::manager(client, opts))
     }
-    let script =
-        (!cli.example.no_demo).then(|| operator::demo(env.client(), Duration::from_secs(2)));
-    run::manager_with_demo(&mgr, &stop, script).await?;
-    env.stop();
-    Ok(())
+
+    /// Go: `opts := zap.Options{Development: true}; opts.BindFlags(flag.CommandLine)`.
+    fn init_logging(&self, _local: bool) {
+        log::init(&self.log.apply(log::Options {
+            development: true,
+            ..Default::default()
+        }));
+    }
+
+    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+        if let Some(kc) = cluster.local_kubeconfig() {
+            tracing::info!(
+                "watch it:  kubectl --kubeconfig {} get pods -w",
+                kc.display()
+            );
+        }
+        let mgr = operator::manager(cluster.client(), cluster.options(&self.manager))?;
+        let script = |client| operator::demo(client, Duration::from_secs(2));
+        cluster.run_manager(&mgr, &stop, script).await
+    }
 }

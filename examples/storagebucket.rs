@@ -32,13 +32,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use contract::cli::{ExampleArgs, cluster_configured, local, parse_duration};
+use contract::cli::{ExampleArgs, parse_duration};
 use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{logging, run};
-use ctrl::manager::{Args, Options, load_config};
+use contract::{Cluster, Deployed, Example};
+use ctrl::CancellationToken;
+use ctrl::manager::{Args, BoxError, Options};
 use ctrl::webhook;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::{controller, crd, demo, setup};
-use tokio_util::sync::CancellationToken;
 
 /// The operator's command line: kubebuilder's manager flags plus its own.
 #[derive(Parser, Debug)]
@@ -70,95 +71,71 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if cli.example.print_crd {
-        return run::print_crds(&[crd::crd()]);
-    }
-    if cli.example.print_rbac {
-        return print_rbac(&cli).await;
-    }
-    let demo = !cluster_configured(cli.manager.kubeconfig.as_deref());
-    logging::init("storagebucket", demo);
-    run::exit(start(cli, demo).await)
+    contract::main::<Cli>().await
 }
 
-/// `--print-rbac`: the manager as deployed (leader election, webhooks, the metrics
-/// flags), its rules as YAML.
-async fn print_rbac(cli: &Cli) -> ExitCode {
-    let opts = cli
-        .leader
-        .apply(operator::LEASE_NAME, cli.manager.options());
-    let opts = contract::rbac::deployed_options("storagebucket", opts);
-    let cfg = controller::Config::default();
-    contract::rbac::print("storagebucket", |client| {
-        setup::manager(client, opts, &cfg, true)
-    })
-    .await
+impl Cli {
+    /// The controller's configuration from the flags.
+    fn config(&self) -> controller::Config {
+        controller::Config {
+            probe_interval: self.probe_interval,
+            ..Default::default()
+        }
+    }
+
+    /// In a cluster: the webhook server of `--webhook-cert-path`, if given.
+    fn webhook_server(&self) -> Option<webhook::Server> {
+        let cert_dir = self.webhook_cert_path.clone()?;
+        Some(webhook::Server::new(webhook::Options {
+            cert_dir,
+            tls: self.manager.tls_options(),
+            ..Default::default()
+        }))
+    }
 }
 
-async fn start(cli: Cli, demo: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let stop = run::stop_token(cli.example.run_for);
-    let cfg = controller::Config {
-        probe_interval: cli.probe_interval,
-        ..Default::default()
-    };
-    let base = cli
-        .leader
-        .apply(operator::LEASE_NAME, cli.manager.options());
-    if !demo {
-        let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
-        let server = cli.webhook_cert_path.clone().map(|cert_dir| {
-            webhook::Server::new(webhook::Options {
-                cert_dir,
-                tls: cli.manager.tls_options(),
-                ..Default::default()
-            })
-        });
+impl Example for Cli {
+    const NAME: &'static str = "storagebucket";
+
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
+    }
+
+    /// The Lease of `--leader-election-id` / `--leader-election-namespace`.
+    fn options(&self, opts: Options) -> Options {
+        self.leader.apply(operator::LEASE_NAME, opts)
+    }
+
+    /// The manager as deployed: leader election, webhooks, the metrics flags.
+    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+        Some(setup::manager(client, opts, &self.config(), true))
+    }
+
+    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+        let base = self.options(cluster.options(&self.manager));
+        let Some(kubeconfig) = cluster.local_kubeconfig() else {
+            let opts = Options {
+                webhook_server: self.webhook_server(),
+                ..base
+            };
+            log_leader_election(&opts);
+            let mgr = setup::manager(cluster.client(), opts, &self.config(), self.enable_webhooks)?;
+            return Ok(mgr.start(stop).await?);
+        };
+        // The demo: the object store, and the webhooks served and registered.
+        let world =
+            demo::start(cluster.client(), kubeconfig, self.flip_every, stop.clone()).await?;
+        let (server, ca_pem) = demo::webhook_server()?;
+        demo::install_webhooks(cluster.client(), &server, &ca_pem).await?;
         let opts = Options {
-            webhook_server: server,
+            webhook_server: Some(server),
             ..base
         };
         log_leader_election(&opts);
-        let mgr = setup::manager(client, opts, &cfg, cli.enable_webhooks).await?;
-        return Ok(mgr.start(stop).await?);
-    }
-
-    let kubeconfig = cli.example.kubeconfig_path("storagebucket");
-    let world = demo::start(&kubeconfig, cli.flip_every, stop.clone()).await?;
-    let (server, ca_pem) = demo::webhook_server()?;
-    demo::install_webhooks(world.env.client(), &server, &ca_pem).await?;
-    let opts = Options {
-        metrics_bind_address: local(&cli.manager.metrics_bind_address, ":8080"),
-        health_probe_bind_address: local(&cli.manager.health_probe_bind_address, ":8081"),
-        webhook_server: Some(server),
-        ..base
-    };
-    log_leader_election(&opts);
-    let mgr = setup::manager(world.env.client(), opts, &cfg, true).await?;
-    if let Some(url) = run::metrics_url(&mgr) {
-        tracing::info!(target: "storagebucket::manager", "metrics at {url}");
-    }
-    let running = {
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        tokio::spawn(async move { mgr.start(stop).await })
-    };
-    if !cli.example.no_demo {
-        create_samples_when_elected(&mgr, &world, &stop).await?;
-    }
-    running.await??;
-    world.env.stop();
-    Ok(())
-}
-
-/// Creates the sample buckets once this replica leads (at once without leader
-/// election), unless stopped first.
-async fn create_samples_when_elected(
-    mgr: &ctrl::manager::Manager,
-    world: &demo::World,
-    stop: &CancellationToken,
-) -> Result<(), kube::Error> {
-    tokio::select! {
-        _ = mgr.elected() => world.create_samples().await,
-        _ = stop.cancelled() => Ok(()),
+        let mgr = setup::manager(cluster.client(), opts, &self.config(), true)?;
+        let samples = |_client| world.create_samples();
+        cluster.run_manager(&mgr, &stop, samples).await
     }
 }

@@ -24,17 +24,18 @@ mod contract;
 #[path = "virtualmachine/mod.rs"]
 mod operator;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use contract::cli::{ExampleArgs, cluster_configured};
-use contract::{logging, run};
-use ctrl::manager::load_config;
-use operator::controller::{self, Error};
+use contract::cli::ExampleArgs;
+use contract::{Cluster, Deployed, Example};
+use ctrl::CancellationToken;
+use ctrl::manager::{Args, BoxError, Options};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::hypervisor::Hypervisor;
-use operator::{crd, demo};
+use operator::{controller, crd, demo};
 
 /// The program's command line: the example contract, the kubeconfig and the number
 /// of workers (the sample-controller's flags).
@@ -56,43 +57,45 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if cli.example.print_crd {
-        return run::print_crds(&[crd::crd()]);
-    }
-    if cli.example.print_rbac {
-        // Like Go's sample-controller it runs no Manager, so there is nothing to ask.
-        eprintln!("virtualmachine runs no ctrl Manager: --print-rbac has no rules to print");
-        return ExitCode::FAILURE;
-    }
-    let demo = !cluster_configured(cli.kubeconfig.as_deref());
-    logging::init("virtualmachine", demo);
-    run::exit(start(cli, demo).await)
+    contract::main::<Cli>().await
 }
 
-async fn start(cli: Cli, demo: bool) -> Result<(), Error> {
-    let stop = run::stop_token(cli.example.run_for);
-    let hypervisor = Hypervisor::new();
-    if !demo {
-        let client = kube::Client::try_from(load_config(cli.kubeconfig.as_deref()).await?)?;
-        return controller::run(client, hypervisor, cli.threadiness, stop).await;
+impl Example for Cli {
+    const NAME: &'static str = "virtualmachine";
+
+    const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
+
+    /// The contract's flags; no Manager, so no kubebuilder flags.
+    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, None)
     }
-    let kubeconfig = cli.example.kubeconfig_path("virtualmachine");
-    let builder = ctrl_envtest::Environment::builder().crd(crd::crd());
-    let env = contract::envtest::start(builder, &kubeconfig, "VirtualMachine CRD").await?;
-    let kc = kubeconfig.display();
-    tracing::info!(target: "virtualmachine::envtest", "watch it:  kubectl --kubeconfig {kc} get virtualmachines -w -o 'custom-columns=NAME:.metadata.name,PHASE:.status.phase,STATE:.status.server.state,CPU:.spec.resource.cpu,CPU%:.status.server.usage.cpu'");
-    let running = {
-        let (client, hv, stop) = (env.client(), hypervisor.clone(), stop.clone());
-        tokio::spawn(controller::run(client, hv, cli.threadiness, stop))
-    };
-    if !cli.example.no_demo {
-        tokio::select! {
-            r = demo::run(env.client(), &hypervisor, Duration::from_secs(2)) => r?,
-            _ = stop.cancelled() => {}
+
+    /// The sample-controller's own `--kubeconfig`.
+    fn kubeconfig(&self) -> Option<&Path> {
+        self.kubeconfig.as_deref()
+    }
+
+    /// Like Go's sample-controller it runs no Manager, so there is nothing to ask.
+    fn deployed_manager(&self, _: kube::Client, _: Options) -> Deployed {
+        None
+    }
+
+    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+        if let Some(kc) = cluster.local_kubeconfig() {
+            let kc = kc.display();
+            tracing::info!(target: "virtualmachine::envtest", "watch it:  kubectl --kubeconfig {kc} get virtualmachines -w -o 'custom-columns=NAME:.metadata.name,PHASE:.status.phase,STATE:.status.server.state,CPU:.spec.resource.cpu,CPU%:.status.server.usage.cpu'");
         }
+        let hypervisor = Hypervisor::new();
+        let running = {
+            let (client, hv, stop) = (cluster.client(), hypervisor.clone(), stop.clone());
+            tokio::spawn(controller::run(client, hv, self.threadiness, stop))
+        };
+        if cluster.demo() {
+            tokio::select! {
+                r = demo::run(cluster.client(), &hypervisor, Duration::from_secs(2)) => r?,
+                _ = stop.cancelled() => {}
+            }
+        }
+        running.await?
     }
-    running.await??;
-    env.stop();
-    Ok(())
 }

@@ -1,6 +1,9 @@
 //! ctrl: a Rust port of Go's controller-runtime.
 //!
-//! This facade re-exports the pieces operator authors use; see [`prelude`].
+//! This facade re-exports the pieces operator authors use — every module of
+//! `ctrl-runtime` under its own name (`ctrl::manager`, `ctrl::cache`, `ctrl::handler`,
+//! ...) and `ctrl-builder` as [`builder`] — so an operator depends on `ctrl` alone; see
+//! [`prelude`] for the names most need in one import.
 
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
@@ -9,7 +12,7 @@ pub use ctrl_runtime::{certwatcher, leaderelection, metricsserver, recorder, web
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};
-pub use ctrl_runtime::{rbac, tls};
+pub use ctrl_runtime::{http, rbac, tls};
 
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.
@@ -73,3 +76,9 @@ pub mod metrics {
 #[cfg(doctest)]
 #[doc = include_str!("../docs/quickstart.md")]
 pub struct Quickstart;
+
+/// The README's code blocks (its tour of the API), compiled and run as doc tests
+/// (`cargo test --doc`), so that the README cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct Readme;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use ctrl::manager::{Error as ManagerError, Options};
 use ctrl_envtest::Environment;
+use ctrl_envtest::wait::Wait;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -54,9 +55,7 @@ async fn operator(
         name: name.into(),
         ..Default::default()
     };
-    let mgr = operator::setup::manager(env.client(), opts, &cfg)
-        .await
-        .expect("manager");
+    let mgr = operator::setup::manager(env.client(), opts, &cfg).expect("manager");
     let stop = stop.clone();
     tokio::spawn(async move { mgr.start(stop).await })
 }
@@ -88,18 +87,11 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, kube::Error>>,
 {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let got = get().await.unwrap_or_else(|e| panic!("{what}: {e}"));
-        if ok(&got) {
-            return got;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {WAIT:?}; last: {got:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let get = || {
+        let next = get();
+        async move { next.await.unwrap_or_else(|e| panic!("{what}: {e}")) }
+    };
+    Wait::new().timeout(WAIT).until(what, get, ok).await
 }
 
 /// Whether the app is `Available` for its current generation with exactly `nodes`.
@@ -276,7 +268,8 @@ async fn the_demo_runs_its_story_on_the_simulated_kubelet() {
     let stop = CancellationToken::new();
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    let env = operator::demo::start(&kubeconfig)
+    let builder = Environment::builder().crd(operator::crd::crd());
+    let env = contract::envtest::start(builder, &kubeconfig, "AppService CRD")
         .await
         .expect("demo envtest");
     let running = operator(&env, "appservice-demo", &stop).await;

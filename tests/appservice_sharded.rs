@@ -19,6 +19,7 @@ use std::time::Duration;
 use ctrl::manager::Options;
 use ctrl::sharding::{CONDITION_READY, ControllerRing, Shard, label_shard};
 use ctrl_envtest::Environment;
+use ctrl_envtest::wait::Wait;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, PostParams};
@@ -48,12 +49,12 @@ async fn replica(env: &Environment, id: &str, sharder: bool) -> Replica {
         graceful_shutdown_timeout: Duration::from_secs(10),
         ..Default::default()
     };
-    let mut cfg = operator::controller::Config {
+    let cfg = operator::controller::Config {
         name: format!("appservice-{id}"),
         ..Default::default()
     };
     let shard = Shard::new(RING, id, "default");
-    let mgr = operator::sharding::manager(env.client(), opts, &mut cfg, shard, sharder)
+    let mgr = operator::sharding::manager(env.client(), opts, &cfg, shard, sharder)
         .await
         .expect("sharded manager");
     let stop = CancellationToken::new();
@@ -102,23 +103,19 @@ async fn observe(client: &kube::Client) -> (BTreeMap<String, String>, Vec<String
 
 /// Waits until every AppService is on one of `live` and has its Pod.
 async fn settled(client: &kube::Client, live: &[&str]) -> BTreeMap<String, String> {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let (assigned, pods) = observe(client).await;
-        let ok = assigned.len() == N
+    let ok = |(assigned, pods): &(BTreeMap<String, String>, Vec<String>)| {
+        assigned.len() == N
             && assigned.values().all(|s| live.contains(&s.as_str()))
             && assigned
                 .keys()
-                .all(|a| pods.contains(&format!("{a}-pod-0")));
-        if ok {
-            return assigned;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not settled on {live:?}: {assigned:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+                .all(|a| pods.contains(&format!("{a}-pod-0")))
+    };
+    let what = format!("every AppService on one of {live:?}, with its Pod");
+    let (assigned, _) = Wait::new()
+        .timeout(WAIT)
+        .until(&what, || observe(client), ok)
+        .await;
+    assigned
 }
 
 /// Pod name -> (its shard label, its controller's name).

@@ -72,7 +72,7 @@ async fn only_creates_are_reconciled() {
         .await
         .expect("envtest");
     let mgr = Manager::new(env.client(), support::options()).expect("manager");
-    operator::controller::setup(&mgr).await.expect("controller");
+    operator::controller::setup(&mgr).expect("controller");
     let running = support::run(&mgr).await;
     let metrics = running.metrics;
     let client = env.client();

@@ -231,3 +231,61 @@ async fn check_no_demo(ex: &Example) {
         ex.name
     );
 }
+
+/// Every line of `name`'s demo (`--run-for run_for`) containing one of `about`, or
+/// a failure saying which of them never showed up; the whole output on failure.
+async fn demo_lines(name: &str, run_for: &str, about: &[&str]) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kc = dir.path().join("kubeconfig");
+    let args = [
+        "--run-for",
+        run_for,
+        "--write-kubeconfig",
+        kubectl::path_str(&kc),
+    ];
+    let child = spawn(&binary(name), &args);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{name}: still running long after --run-for {run_for}"))
+        .expect("wait");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{name} exited with {}:\n{text}",
+        out.status
+    );
+    for needle in about {
+        assert!(text.contains(needle), "{name}: no {needle:?} line:\n{text}");
+    }
+    text.lines()
+        .filter(|l| about.iter().any(|n| l.contains(n)))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_logs_name_the_object_they_are_about() {
+    // createonly: the event handler's lines and the reconciler's, as its README shows.
+    let about = [
+        "CreateFunc: enqueued",
+        "Reconciler is called",
+        "UpdateFunc:",
+    ];
+    let lines = demo_lines("createonly", "7s", &about).await;
+    for line in &lines {
+        assert!(
+            line.contains("appservice=default/example-appservice"),
+            "createonly: a line that does not name its AppService: {line}"
+        );
+    }
+    // appservice: the reconciler's lines name the AppService from the reconcile span.
+    let about = ["added finalizer", "created Pod"];
+    let lines = demo_lines("appservice", "4s", &about).await;
+    for line in &lines {
+        assert!(
+            line.contains("appservice=default/example-appservice"),
+            "appservice: a line that does not name its AppService: {line}"
+        );
+    }
+}

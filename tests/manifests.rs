@@ -77,9 +77,7 @@ async fn the_committed_rbac_is_the_generated_one() {
     );
     let client = contract::rbac::offline_client().expect("offline client");
     let cfg = operator::controller::Config::default();
-    let mgr = operator::setup::manager(client, opts, &cfg, true)
-        .await
-        .expect("the operator's manager");
+    let mgr = operator::setup::manager(client, opts, &cfg, true).expect("the operator's manager");
     let generated = contract::rbac::yaml(&mgr, "storagebucket").expect("generate RBAC");
     assert!(
         committed == generated,

@@ -31,9 +31,7 @@ async fn expect_reconciles(metrics: SocketAddr, n: u64, after: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_pod_event_is_one_counted_reconcile() {
     let env = Environment::builder().start().await.expect("envtest");
-    let mgr = operator::manager(env.client(), support::options())
-        .await
-        .expect("manager");
+    let mgr = operator::manager(env.client(), support::options()).expect("manager");
     let running = support::run(&mgr).await;
     let metrics = running.metrics;
 

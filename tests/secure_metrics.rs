@@ -171,9 +171,7 @@ async fn the_webhook_server_offers_http1_only_unless_http2_is_enabled() {
             },
             ..Default::default()
         });
-        let ok = ctrl_runtime::http::handler_fn(|_| {
-            ctrl_runtime::http::text(http::StatusCode::OK, "ok")
-        });
+        let ok = ctrl::http::handler_fn(|_| ctrl::http::text(http::StatusCode::OK, "ok"));
         server.register("/ok", ok).expect("register");
         let addr: SocketAddr = server.bind().expect("bind");
         let stop = tokio_util::sync::CancellationToken::new();

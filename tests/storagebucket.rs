@@ -17,6 +17,7 @@ use common::{WAIT, available, buckets_api, create_bucket, status, wait_until};
 use ctrl::manager::{Error as ManagerError, Options};
 use ctrl::webhook::Server;
 use ctrl_envtest::Environment;
+use ctrl_envtest::wait::Wait;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams};
@@ -45,9 +46,7 @@ async fn operator(
         name: name.into(),
         probe_interval: Duration::from_millis(200),
     };
-    let mgr = operator::setup::manager(env.client(), opts, &cfg, with_webhooks)
-        .await
-        .expect("manager");
+    let mgr = operator::setup::manager(env.client(), opts, &cfg, with_webhooks).expect("manager");
     let stop = stop.clone();
     tokio::spawn(async move { mgr.start(stop).await })
 }
@@ -56,26 +55,20 @@ async fn operator(
 /// `name`: the recorder writes Events in the background, after the status patch.
 async fn wait_for_event(client: &kube::Client, name: &str, type_: &str, reason: &str) {
     let api = Api::<Event>::namespaced(client.clone(), "default");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let seen: Vec<(String, String)> = api
-            .list(&ListParams::default())
-            .await
-            .expect("list events")
+    let seen = || async {
+        let events = api.list(&ListParams::default()).await.expect("list events");
+        let about = |e: &Event| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name);
+        let seen: Vec<(String, String)> = events
             .items
             .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .filter(about)
             .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
             .collect();
-        if seen.iter().any(|(t, r)| t == type_ && r == reason) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name}: no {type_} {reason} Event within {WAIT:?}; seen: {seen:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        seen
+    };
+    let what = format!("a {type_} {reason} Event regarding {name}");
+    let has = |seen: &Vec<(String, String)>| seen.iter().any(|(t, r)| t == type_ && r == reason);
+    Wait::new().timeout(WAIT).until(&what, seen, has).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,15 +188,19 @@ async fn the_demo_world_and_the_printed_crd() {
     let stop = CancellationToken::new();
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
-    let world = operator::demo::start(&kubeconfig, Duration::ZERO, stop.clone())
+    let builder = Environment::builder().crd(crd::crd());
+    let env = contract::envtest::start(builder, &kubeconfig, "StorageBucket CRD")
+        .await
+        .expect("demo envtest");
+    let world = operator::demo::start(env.client(), &kubeconfig, Duration::ZERO, stop.clone())
         .await
         .expect("demo world");
     // ... with the webhooks served and registered, as the demo does.
     let (server, ca_pem) = operator::demo::webhook_server().expect("webhook server");
-    operator::demo::install_webhooks(world.env.client(), &server, &ca_pem)
+    operator::demo::install_webhooks(env.client(), &server, &ca_pem)
         .await
         .expect("install webhooks");
-    let running = operator(&world.env, "storagebucket-demo", &stop, Some(server)).await;
+    let running = operator(&env, "storagebucket-demo", &stop, Some(server)).await;
     world.create_samples().await.expect("samples");
 
     let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("read kubeconfig");

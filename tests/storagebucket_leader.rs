@@ -17,6 +17,7 @@ use std::time::Duration;
 use common::{WAIT, available, buckets_api, create_bucket, wait_until};
 use contract::leader::LeaderElectionFlags;
 use ctrl::manager::{Error as ManagerError, Manager, Options};
+use ctrl_envtest::wait::Wait;
 use ctrl_envtest::{Environment, FaultMatch, FaultStatus, Verb};
 use futures::FutureExt;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -66,9 +67,7 @@ async fn replica(env: &Environment, name: &str) -> Replica {
         name: name.into(),
         probe_interval: Duration::from_millis(200),
     };
-    let mgr = operator::setup::manager(env.client(), opts, &cfg, false)
-        .await
-        .expect("manager");
+    let mgr = operator::setup::manager(env.client(), opts, &cfg, false).expect("manager");
     let stop = CancellationToken::new();
     let running = {
         let (mgr, stop) = (mgr.clone(), stop.clone());
@@ -79,24 +78,18 @@ async fn replica(env: &Environment, name: &str) -> Replica {
 
 /// The Lease's holder and transitions, once it has a holder.
 async fn holder(leases: &Api<Lease>, not: Option<&str>) -> (String, i32) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let spec = leases
-            .get_opt(DEFAULT_LEASE_NAME)
-            .await
-            .expect("get lease")
-            .and_then(|l| l.spec);
-        let who = spec.as_ref().and_then(|s| s.holder_identity.clone());
-        if let Some(who) = who.filter(|w| !w.is_empty() && Some(w.as_str()) != not) {
-            let transitions = spec.and_then(|s| s.lease_transitions).unwrap_or(0);
-            return (who, transitions);
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no new Lease holder within {WAIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let probe = || async {
+        let lease = leases.get_opt(DEFAULT_LEASE_NAME).await.expect("get lease");
+        let spec = lease.and_then(|l| l.spec)?;
+        let who = spec
+            .holder_identity
+            .filter(|w| !w.is_empty() && Some(w.as_str()) != not)?;
+        Some((who, spec.lease_transitions.unwrap_or(0)))
+    };
+    Wait::new()
+        .timeout(WAIT)
+        .eventually("a new Lease holder", probe)
+        .await
 }
 
 async fn elected(r: &Replica) {

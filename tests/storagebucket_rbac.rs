@@ -51,9 +51,8 @@ async fn generated_rules(name: &str) -> Rules {
         name: name.into(),
         ..Default::default()
     };
-    let mgr = operator::setup::manager(client, deployed(), &cfg, true)
-        .await
-        .expect("the operator's manager");
+    let mgr =
+        operator::setup::manager(client, deployed(), &cfg, true).expect("the operator's manager");
     mgr.rbac_rules()
 }
 
@@ -103,9 +102,7 @@ async fn run_as_sa(env: &Environment, name: &str, stop: &CancellationToken) -> S
         name: name.into(),
         probe_interval: Duration::from_millis(200),
     };
-    let mgr = operator::setup::manager(client, deployed(), &cfg, false)
-        .await
-        .expect("manager");
+    let mgr = operator::setup::manager(client, deployed(), &cfg, false).expect("manager");
     let addr = mgr.metrics_addr().expect("metrics bound");
     let (m, s) = (mgr.clone(), stop.clone());
     tokio::spawn(async move { m.start(s).await });

@@ -45,9 +45,7 @@ async fn buckets_are_defaulted_and_non_http_endpoints_rejected() {
         probe_interval: Duration::from_secs(60),
         ..Default::default()
     };
-    let mgr = operator::setup::manager(env.client(), opts, &cfg, true)
-        .await
-        .expect("manager");
+    let mgr = operator::setup::manager(env.client(), opts, &cfg, true).expect("manager");
     let (mutate, validate) = operator::webhooks::paths();
     assert_eq!(mutate, "/mutate-storage-example-com-v1-storagebucket");
     assert_eq!(server.paths(), vec![mutate, validate]);

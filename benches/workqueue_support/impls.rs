@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ctrl_runtime::workqueue::{
+use ctrl::workqueue::{
     ItemExponentialFailureRateLimiter, PriorityQueue, QueueConfig, RateLimitingQueue,
     prometheus_metrics_provider,
 };
@@ -172,12 +172,12 @@ impl BenchQueue for Bare {
         });
     }
     fn retry(&self, k: String) {
-        use ctrl_runtime::workqueue::RateLimiter;
+        use ctrl::workqueue::RateLimiter;
         let d = self.inner.limiter.when(&k);
         self.add_after(k, d);
     }
     fn forget(&self, k: &String) {
-        use ctrl_runtime::workqueue::RateLimiter;
+        use ctrl::workqueue::RateLimiter;
         self.inner.limiter.forget(k);
     }
     async fn get(&self) -> Option<String> {
@@ -244,12 +244,12 @@ impl BenchQueue for Chan {
         });
     }
     fn retry(&self, k: String) {
-        use ctrl_runtime::workqueue::RateLimiter;
+        use ctrl::workqueue::RateLimiter;
         let d = self.limiter.when(&k);
         self.add_after(k, d);
     }
     fn forget(&self, k: &String) {
-        use ctrl_runtime::workqueue::RateLimiter;
+        use ctrl::workqueue::RateLimiter;
         self.limiter.forget(k);
     }
     async fn get(&self) -> Option<String> {

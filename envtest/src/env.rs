@@ -76,6 +76,7 @@ pub struct EnvironmentBuilder {
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
     simulate_pods: bool,
+    simulate_workloads: Option<bool>,
     kubelet: controllers::kubelet::Config,
     authorization: Authorization,
 }
@@ -96,6 +97,7 @@ impl Default for EnvironmentBuilder {
             controllers: true,
             webhooks: Vec::new(),
             simulate_pods: false,
+            simulate_workloads: None,
             kubelet: controllers::kubelet::Config::default(),
             authorization: Authorization::Rbac,
         }
@@ -176,25 +178,29 @@ impl EnvironmentBuilder {
         self
     }
 
-    /// Runs the garbage collector (ownerReferences; Background, Foreground, Orphan) and
-    /// namespace finalization (a deleted namespace's objects are deleted, then it goes) —
-    /// both on by default. `false` gives Go envtest's behaviour: no controllers, deleted
-    /// namespaces stay `Terminating`, `orphan`/`foregroundDeletion` finalizers stay.
+    /// Runs the garbage collector (ownerReferences; Background, Foreground, Orphan),
+    /// namespace finalization (a deleted namespace's objects are deleted, then it goes) and
+    /// ClusterRole aggregation — on by default. `false` gives Go envtest's behaviour: no
+    /// controllers (the workload controllers neither), deleted namespaces stay `Terminating`,
+    /// `orphan`/`foregroundDeletion` finalizers stay.
     pub fn controllers(mut self, on: bool) -> Self {
         self.controllers = on;
         self
     }
 
     /// Runs the simulated kubelet (off by default, as in Go's envtest): a Node named
-    /// [`SIMULATED_NODE`](crate::SIMULATED_NODE) exists; each Pod created is bound to it
-    /// (`spec.nodeName`, phase `Pending`, `PodScheduled`) and after
+    /// [`SIMULATED_NODE`](crate::SIMULATED_NODE) exists (more with [`nodes`](Self::nodes));
+    /// each Pod created is bound to one in one write (`spec.nodeName`, phase `Pending`,
+    /// `PodScheduled`) and after
     /// [`pod_start_delay`](Self::pod_start_delay) is `Running` with `Ready`,
     /// `ContainersReady`, `Initialized`, `podIP`, `hostIP`, `startTime` and container
     /// statuses. Deleting a bound Pod is graceful, as upstream: `deletionTimestamp` and
     /// `deletionGracePeriodSeconds` are set (grace from the DeleteOptions, else
     /// `spec.terminationGracePeriodSeconds`, else 30 s; 0 or an unbound Pod goes at once) and
     /// the Pod is removed after min(grace, [`pod_stop_delay`](Self::pod_stop_delay)):
-    /// containers stop quickly.
+    /// containers stop quickly. Pods whose `restartPolicy` is not `Always` run for
+    /// [`pod_run_time`](Self::pod_run_time), then succeed (or fail). Turns the
+    /// [workload controllers](Self::simulate_workloads) on too, unless said otherwise.
     pub fn simulate_pods(mut self, on: bool) -> Self {
         self.simulate_pods = on;
         self
@@ -211,6 +217,35 @@ impl EnvironmentBuilder {
     /// take to stop; the Pod goes after min(its grace period, this) (default 1 s).
     pub fn pod_stop_delay(mut self, d: Duration) -> Self {
         self.kubelet.stop_delay = d;
+        self
+    }
+
+    /// Runs kube-controller-manager's workload controllers (default: on when
+    /// [`simulate_pods`](Self::simulate_pods) is, and only with
+    /// [`controllers`](Self::controllers) on): Deployments roll out through ReplicaSets,
+    /// ReplicaSets and Jobs make Pods (which the simulated kubelet runs), with upstream's
+    /// status fields and conditions, and every namespace gets its `default` ServiceAccount and
+    /// `kube-root-ca.crt` ConfigMap. docs/envtest.md says what each controller does and does
+    /// not simulate.
+    pub fn simulate_workloads(mut self, on: bool) -> Self {
+        self.simulate_workloads = Some(on);
+        self
+    }
+
+    /// With [`simulate_pods`](Self::simulate_pods): how many Nodes the kubelet runs (default
+    /// 1: [`SIMULATED_NODE`](crate::SIMULATED_NODE); then `envtest-node-2`, ...). Pods are
+    /// spread over them in turn unless they name one.
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.kubelet.nodes = n.max(1);
+        self
+    }
+
+    /// With [`simulate_pods`](Self::simulate_pods): how long a Pod that runs to completion
+    /// (`restartPolicy` `Never` or `OnFailure`, as Job Pods) runs before its containers exit
+    /// (default 1 s; a Pod's `envtest.ctrl/run-seconds` annotation overrides it, and its
+    /// `envtest.ctrl/exit-code` annotation makes it fail).
+    pub fn pod_run_time(mut self, d: Duration) -> Self {
+        self.kubelet.run_time = d;
         self
     }
 
@@ -254,12 +289,20 @@ impl EnvironmentBuilder {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Io { path: bind, source })?;
+        let tls = crate::tls::Tls::self_signed().map_err(|message| Error::Parse {
+            path: "serving certificate".into(),
+            message,
+        })?;
+        let workloads = self.controllers && self.simulate_workloads.unwrap_or(self.simulate_pods);
         let store = Arc::new(Store::new(self.history, self.watch_buffer));
         let api = Arc::new(Apiserver {
             registry: Registry::new(builtin_types()),
             store: store.clone(),
             kubelet: self.simulate_pods.then_some(self.kubelet),
-            observers: controllers::observers(self.controllers),
+            observers: controllers::observers(
+                self.controllers,
+                workloads.then_some(tls.cert_pem.as_str()),
+            ),
         });
         let token = self
             .token
@@ -285,12 +328,11 @@ impl EnvironmentBuilder {
             message,
         })?;
         if let Some(cfg) = api.kubelet {
-            controllers::kubelet::start(&api, state.shutdown.clone(), cfg);
+            controllers::kubelet::start(&api, state.shutdown.clone(), cfg, state.faults.clone());
         }
-        let tls = crate::tls::Tls::self_signed().map_err(|message| Error::Parse {
-            path: "serving certificate".into(),
-            message,
-        })?;
+        if workloads {
+            controllers::start_workloads(&api, &state.shutdown);
+        }
         let ca_pem = tls.cert_pem.clone();
         tokio::spawn(server::serve(listener, state.clone(), Arc::new(tls)));
         Ok(Environment {

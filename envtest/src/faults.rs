@@ -326,6 +326,29 @@ struct Inner {
     rules: Mutex<Rules>,
     log: Mutex<RequestLog>,
     control: Arc<dyn WatchControl>,
+    /// Pod faults the simulated kubelet plays: (namespace, name prefix, fault).
+    pods: Mutex<Vec<(String, String, PodFault)>>,
+}
+
+/// A fault the simulated kubelet (`EnvironmentBuilder::simulate_pods`) plays on the Pods a
+/// test names with [`Faults::pod_fault`], so that an operator's handling of unhealthy
+/// workloads can be tested.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PodFault {
+    /// The containers crash (exit code 1) each time they start: the Pod stays `Running`, not
+    /// ready, its containers `waiting` with reason `CrashLoopBackOff`, `lastState`
+    /// `terminated` with reason `Error`, and `restartCount` going up.
+    CrashLoop,
+    /// The containers are killed for memory (exit code 137, reason `OOMKilled`): a Pod that
+    /// runs to completion fails; another restarts, and keeps being killed, as `CrashLoop`.
+    OomKilled,
+    /// Readiness flaps: the `Ready` and `ContainersReady` conditions and the containers'
+    /// `ready` turn `False` and `True` again every `period`.
+    FlappingReadiness {
+        /// How long each state lasts.
+        period: Duration,
+    },
 }
 
 /// Fault injection for one environment; clones share state. Obtain it from
@@ -352,6 +375,7 @@ impl Faults {
                 rules: Mutex::new(Rules::default()),
                 log: Mutex::new(RequestLog::default()),
                 control,
+                pods: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -412,18 +436,36 @@ impl Faults {
             .count()
     }
 
+    /// Plays `fault` on the Pods of `namespace` whose names start with `name_prefix` (a Pod
+    /// name, or e.g. a ReplicaSet's name and `-`), from their next start on, until
+    /// [`Faults::clear`]. The first matching rule applies.
+    pub fn pod_fault(&self, namespace: &str, name_prefix: &str, fault: PodFault) {
+        let rule = (namespace.to_string(), name_prefix.to_string(), fault);
+        self.inner.pods.lock().push(rule);
+    }
+
+    /// The fault to play on Pod `namespace/name`, if any (the simulated kubelet asks).
+    pub(crate) fn pod_fault_of(&self, namespace: &str, name: &str) -> Option<PodFault> {
+        let rules = self.inner.pods.lock();
+        rules
+            .iter()
+            .find(|(ns, prefix, _)| ns == namespace && name.starts_with(prefix.as_str()))
+            .map(|(_, _, f)| *f)
+    }
+
     /// Empties the request log.
     pub fn clear_requests(&self) {
         *self.inner.log.lock() = RequestLog::default();
     }
 
-    /// Removes every pending failure and latency and empties the request log.
+    /// Removes every pending failure, latency and Pod fault and empties the request log.
     pub fn clear(&self) {
         {
             let mut rules = self.inner.rules.lock();
             *rules = Rules::default();
             self.refresh_active(&rules);
         }
+        self.inner.pods.lock().clear();
         self.clear_requests();
     }
 

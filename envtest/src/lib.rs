@@ -23,8 +23,10 @@
 //!
 //! ```text
 //! env            builds every layer, seeds, starts the server and the controllers
-//! controllers/   gc, namespaces, crd_cleanup (write observers of the registry), kubelet
-//!                (watches pods) — clients of the registry (registry::hooks), never of HTTP
+//! controllers/   gc, namespaces, crd_cleanup, clusterrole_aggregation, namespace_defaults
+//!                (write observers of the registry), kubelet (watches pods), the workload
+//!                controllers (watch-driven loops) — clients of the registry
+//!                (registry::hooks), never of HTTP
 //! server         hyper listener (HTTP and, on the same port, HTTPS: `tls`), the auth filter,
 //!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
@@ -42,6 +44,7 @@
 //! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
 //! faults         fault injection and the request log (a leaf)
+//! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```
 //!
 //! A request: `server` authenticates and authorizes it (`auth`), reads the body, routes it
@@ -62,12 +65,21 @@
 //!   finalization (`controllers::namespaces`: a deleted namespace is `Terminating`, its objects are
 //!   deleted honouring finalizers, then it goes). [`EnvironmentBuilder::controllers`]`(false)`
 //!   gives Go envtest's behaviour: nothing is collected, deleted namespaces stay `Terminating`,
-//!   aggregated ClusterRoles stay empty. Nothing fills status or creates Pods either way.
-//! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`],
-//!   `controllers::kubelet`): Pods are bound to the Node [`SIMULATED_NODE`], run (`Running`,
-//!   `Ready`, IPs, container statuses) after a short delay, and deleting one is graceful
-//!   (`deletionTimestamp`, then removal after min(grace, stop delay)). Off, Pods stay as written,
-//!   as in Go's envtest.
+//!   aggregated ClusterRoles stay empty, and neither the kubelet nor the workload controllers
+//!   run.
+//! * **A simulated kubelet, opt-in** ([`EnvironmentBuilder::simulate_pods`], `controllers::kubelet`): Pods
+//!   are bound to a simulated Node ([`SIMULATED_NODE`]; [`EnvironmentBuilder::nodes`] for more)
+//!   in one write (`spec.nodeName` and `PodScheduled`), run (`Running`, `Ready`, IPs, container
+//!   statuses) after a short delay, run to completion when their `restartPolicy` is not
+//!   `Always` ([`EnvironmentBuilder::pod_run_time`]), play the [`PodFault`]s a test asks for
+//!   ([`Faults::pod_fault`]), and deleting one is graceful (`deletionTimestamp`, then removal
+//!   after min(grace, stop delay)). Off, Pods stay as written, as in Go's envtest.
+//! * **Workload controllers, on with the kubelet** ([`EnvironmentBuilder::simulate_workloads`]):
+//!   Deployment (ReplicaSets, rolling update, Recreate, rollback, `Available` / `Progressing`),
+//!   ReplicaSet, StatefulSet, DaemonSet, Job (with ttl-after-finished), CronJob and EndpointSlice
+//!   controllers run as watch-driven loops (`controllers::runner`) writing upstream's status
+//!   fields; every namespace gets its `default` ServiceAccount and `kube-root-ca.crt`
+//!   (`controllers::namespace_defaults`). docs/envtest.md says what each does not simulate.
 //! * One global resourceVersion; every resource keeps a bounded history of change events
 //!   ([`EnvironmentBuilder::history_window`]) for watch resume and consistent paginated lists.
 //!   A watch from before that history gets HTTP 200 and one in-stream `ERROR` 410 — never an
@@ -136,8 +148,12 @@ mod storage;
 mod tls;
 mod webhook_client;
 
+pub mod wait;
+
 pub use admission::WebhookConfiguration;
 pub use auth::Authorization;
 pub use controllers::kubelet::NODE_NAME as SIMULATED_NODE;
 pub use env::{Environment, EnvironmentBuilder, Error};
-pub use faults::{FaultMatch, FaultStatus, Faults, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb};
+pub use faults::{
+    FaultMatch, FaultStatus, Faults, PodFault, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb,
+};

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::cm;
+use ctrl_envtest::wait::Wait;
 use ctrl_envtest::{Environment, RequestRecord, Verb};
 use futures::{StreamExt, stream};
 use k8s_openapi::NamespaceResourceScope;
@@ -138,26 +139,21 @@ where
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
     let want = server_state(api).await;
-    let start = Instant::now();
-    loop {
-        let have = store_state(store);
-        if have == want {
-            return;
-        }
-        if start.elapsed() > CONVERGE {
-            let missing = want.keys().filter(|k| !have.contains_key(*k)).count();
-            let extra = have.keys().filter(|k| !want.contains_key(*k)).count();
-            let stale = want
-                .iter()
-                .filter(|(k, v)| have.get(*k).is_some_and(|h| h != *v))
-                .count();
-            panic!(
-                "{what}: no convergence: server {} objects, store {} ({missing} missing, {extra} extra, {stale} stale)",
-                want.len(),
-                have.len()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let wait = Wait::new().timeout(CONVERGE);
+    let have = || async { store_state(store) };
+    if let Err(timed_out) = wait.try_until(have, |have| *have == want).await {
+        let have = timed_out.last;
+        let missing = want.keys().filter(|k| !have.contains_key(*k)).count();
+        let extra = have.keys().filter(|k| !want.contains_key(*k)).count();
+        let stale = want
+            .iter()
+            .filter(|(k, v)| have.get(*k).is_some_and(|h| h != *v))
+            .count();
+        panic!(
+            "{what}: no convergence: server {} objects, store {} ({missing} missing, {extra} extra, {stale} stale)",
+            want.len(),
+            have.len()
+        );
     }
 }
 

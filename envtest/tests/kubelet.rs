@@ -14,6 +14,7 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+use ctrl_envtest::wait::Wait;
 use ctrl_envtest::{Environment, SIMULATED_NODE};
 
 /// How long a test waits for something the kubelet does.
@@ -47,18 +48,11 @@ async fn wait_for(
     what: &str,
     f: impl Fn(Option<&Pod>) -> bool,
 ) -> Option<Pod> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let got = api.get_opt(name).await.expect("get pod");
-        if f(got.as_ref()) {
-            return got;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name}: not {what} within {WAIT:?}: {got:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let get = || async { api.get_opt(name).await.expect("get pod") };
+    Wait::new()
+        .timeout(WAIT)
+        .until(&format!("{name} {what}"), get, |got| f(got.as_ref()))
+        .await
 }
 
 fn running(p: Option<&Pod>) -> bool {
@@ -126,18 +120,24 @@ async fn a_pod_is_bound_then_runs_ready() {
     }
     let node_of = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone());
     assert_eq!(node_of(&seen[0]), None, "created unscheduled");
-    let pending = seen
-        .iter()
-        .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
-        .expect("a Pending state before Running");
-    assert_eq!(node_of(pending).as_deref(), Some(SIMULATED_NODE));
-    assert_eq!(true_conditions(pending), ["PodScheduled"]);
+    // The binding is one write, as `pods/binding`: nodeName and PodScheduled together.
+    let bound = &seen[1];
+    assert_eq!(node_of(bound).as_deref(), Some(SIMULATED_NODE));
+    assert_eq!(true_conditions(bound), ["PodScheduled"]);
+    let phase = bound.status.as_ref().and_then(|s| s.phase.as_deref());
+    assert_eq!(phase, Some("Pending"));
 
     let run = seen.last().expect("running");
     assert_eq!(node_of(run).as_deref(), Some(SIMULATED_NODE));
     assert_eq!(
         true_conditions(run),
-        ["ContainersReady", "Initialized", "PodScheduled", "Ready"]
+        [
+            "ContainersReady",
+            "Initialized",
+            "PodReadyToStartContainers",
+            "PodScheduled",
+            "Ready"
+        ]
     );
     let s = run.status.as_ref().expect("status");
     assert!(
@@ -304,14 +304,10 @@ async fn a_deleted_namespace_terminates_its_pods_then_goes() {
         .await
         .expect("delete ns");
     wait_for(&api, "w", "gone", |p| p.is_none()).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while nss.get_opt("team").await.expect("get ns").is_some() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "namespace still there"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let get = || async { nss.get_opt("team").await.expect("get ns") };
+    let wait = Wait::new().timeout(WAIT);
+    wait.until("namespace team gone", get, Option::is_none)
+        .await;
 }
 
 #[tokio::test]

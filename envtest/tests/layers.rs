@@ -25,6 +25,7 @@ const LAYERS: &[&str] = &[
     "tls",
     "api",
     "faults",
+    "wait",
 ];
 
 fn crate_dir() -> PathBuf {

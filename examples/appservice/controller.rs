@@ -12,11 +12,13 @@
 //! ends with `requeue_after(resync_period)`, the walkthrough's way to follow state
 //! that no watch reports.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use ctrl::CancellationToken;
 use ctrl::ControllerBuilder;
+use ctrl::async_trait;
 use ctrl::conditions::{self, CONDITION_FALSE, CONDITION_TRUE};
 use ctrl::controllerutil;
 use ctrl::manager::{BoxError, Manager};
@@ -24,14 +26,12 @@ use ctrl::prelude::{Client, ListOptions, ignore_not_found};
 use ctrl::rbac;
 use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::recorder::{EventType, Recorder};
-use ctrl::sharding::{Shard, label_shard};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::crd::{APP_LABEL, AppService, AppServiceStatus, CONDITION_AVAILABLE, FINALIZER};
 
@@ -42,9 +42,10 @@ pub struct Config {
     pub name: String,
     /// Every AppService is reconciled again this long after its last reconcile.
     pub resync_period: Duration,
-    /// With `--sharded`: the shard this replica is (it reconciles only its
-    /// AppServices, and labels the Pods it creates with its shard).
-    pub shard: Option<Shard>,
+    /// Labels of an AppService that its Pods carry too (when it has them). The sharded
+    /// operator passes its ring's shard label, so that a Pod is in its shard's cache
+    /// from its creation (`super::sharding`).
+    pub inherited_labels: Vec<String>,
 }
 
 impl Default for Config {
@@ -52,15 +53,23 @@ impl Default for Config {
         Self {
             name: "appservice".into(),
             resync_period: Duration::from_secs(30),
-            shard: None,
+            inherited_labels: Vec::new(),
         }
     }
 }
 
 /// Adds the AppService controller to `mgr` (Go's
 /// `ctrl.NewControllerManagedBy(mgr).For(&AppService{}).Owns(&corev1.Pod{}).Complete(r)`).
-pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
-    let builder = ControllerBuilder::new(mgr)
+pub fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
+    builder(mgr, cfg).complete(reconciler(mgr, cfg))?;
+    Ok(())
+}
+
+/// The controller's builder, before `complete`: the watches, the permissions the
+/// reconciler needs and the name. `setup` completes it as it is; the sharded operator
+/// makes it a shard first.
+pub fn builder(mgr: &Manager, cfg: &Config) -> ControllerBuilder<Request, AppService> {
+    ControllerBuilder::new(mgr)
         .for_::<AppService>()
         .owns::<Pod>()
         // +kubebuilder:rbac markers: Pods are created and deleted, the finalizer added
@@ -79,17 +88,17 @@ pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
                 .resources(["appservices/status"])
                 .verbs(["patch"]),
         ])
-        .named(cfg.name.clone());
-    let builder = match &cfg.shard {
-        Some(shard) => builder.sharded(shard.clone()),
-        None => builder,
-    };
-    builder.complete(AppServiceReconciler {
+        .named(cfg.name.clone())
+}
+
+/// The reconciler, with `mgr`'s client and an Event recorder named after the controller.
+pub fn reconciler(mgr: &Manager, cfg: &Config) -> AppServiceReconciler {
+    AppServiceReconciler {
         client: mgr.client(),
         recorder: mgr.event_recorder(cfg.name.clone()),
         resync_period: cfg.resync_period,
-    })?;
-    Ok(())
+        inherited_labels: cfg.inherited_labels.clone(),
+    }
 }
 
 /// The name of an AppService's `i`th Pod.
@@ -102,6 +111,7 @@ pub struct AppServiceReconciler {
     client: Client,
     recorder: Recorder,
     resync_period: Duration,
+    inherited_labels: Vec<String>,
 }
 
 #[async_trait]
@@ -111,21 +121,20 @@ impl Reconciler for AppServiceReconciler {
         _ctx: CancellationToken,
         req: Request,
     ) -> Result<Action, reconcile::Error> {
-        let key = req.to_string();
         let got = self
             .client
             .get::<AppService>(&req.namespace, &req.name)
             .await;
         let Some(app) = ignore_not_found(got)? else {
-            tracing::debug!(target: "appservice::reconcile", appservice = %key, "{key}: not found, deleted: nothing to do");
+            tracing::debug!(target: "appservice::reconcile", "not found, deleted: nothing to do");
             return Ok(Action::done());
         };
         if app.meta().deletion_timestamp.is_some() {
-            return self.finalize(&app, &key).await;
+            return self.finalize(&app).await;
         }
-        let app = self.ensure_finalizer(&app, &key).await?;
-        let seen = self.sync_pods(&app, &key).await?;
-        self.write_status(&app, seen, &key).await?;
+        let app = self.ensure_finalizer(&app).await?;
+        let seen = self.sync_pods(&app).await?;
+        self.write_status(&app, seen).await?;
         Ok(Action::requeue_after(self.resync_period))
     }
 }
@@ -133,22 +142,18 @@ impl Reconciler for AppServiceReconciler {
 impl AppServiceReconciler {
     /// Go's `AddFinalizer` + `Update`: the update carries the resourceVersion, so a
     /// stale cached copy gets a conflict (and a retry), never a lost write.
-    async fn ensure_finalizer(
-        &self,
-        app: &AppService,
-        key: &str,
-    ) -> Result<AppService, reconcile::Error> {
+    async fn ensure_finalizer(&self, app: &AppService) -> Result<AppService, reconcile::Error> {
         let mut with = app.clone();
         if controllerutil::add_finalizer(&mut with, FINALIZER) {
             with = self.client.update(&with).await?;
-            tracing::info!(target: "appservice::finalizer", appservice = %key, "{key}: added finalizer {FINALIZER}");
+            tracing::info!(target: "appservice::finalizer", "added finalizer {FINALIZER}");
         }
         Ok(with)
     }
 
     /// Creates the missing Pods and deletes the extra ones; returns the names of the
     /// Pods that are now wanted and not terminating, and how many of them are ready.
-    async fn sync_pods(&self, app: &AppService, key: &str) -> Result<Observed, reconcile::Error> {
+    async fn sync_pods(&self, app: &AppService) -> Result<Observed, reconcile::Error> {
         let name = app.name_any();
         let size = usize::try_from(app.spec.size).unwrap_or(0);
         let wanted: Vec<String> = (0..size).map(|i| pod_name(&name, i)).collect();
@@ -167,15 +172,16 @@ impl AppServiceReconciler {
                 .delete(pod.as_ref(), &DeleteParams::default())
                 .await;
             ignore_not_found(gone)?;
-            tracing::info!(target: "appservice::pods", appservice = %key, "{key}: deleted Pod {} (size {size})", pod.name_any());
+            tracing::info!(target: "appservice::pods", "deleted Pod {} (size {size})", pod.name_any());
         }
         for pod_name in wanted
             .iter()
             .filter(|w| !owned.iter().any(|p| p.name_any() == **w))
         {
-            match self.client.create(&desired_pod(app, pod_name)?).await {
+            let pod = desired_pod(app, pod_name, &self.inherited_labels)?;
+            match self.client.create(&pod).await {
                 Ok(_) => {
-                    tracing::info!(target: "appservice::pods", appservice = %key, "{key}: created Pod {pod_name} (image {})", app.spec.image);
+                    tracing::info!(target: "appservice::pods", "created Pod {pod_name} (image {})", app.spec.image);
                 }
                 // Created by an earlier reconcile, not in the cache yet.
                 Err(e) if e.is_already_exists() => {}
@@ -205,12 +211,7 @@ impl AppServiceReconciler {
     }
 
     /// Writes `status.nodes` and the `Available` condition, if either changed.
-    async fn write_status(
-        &self,
-        app: &AppService,
-        seen: Observed,
-        key: &str,
-    ) -> Result<(), reconcile::Error> {
+    async fn write_status(&self, app: &AppService, seen: Observed) -> Result<(), reconcile::Error> {
         let size = usize::try_from(app.spec.size).unwrap_or(0);
         let Observed { mut nodes, ready } = seen;
         nodes.sort();
@@ -229,13 +230,13 @@ impl AppServiceReconciler {
             .status()
             .patch(app, &patch, PatchParams::default())
             .await?;
-        tracing::info!(target: "appservice::status", appservice = %key, "{key}: {ready}/{size} Pods ready, nodes {:?}", status.nodes);
+        tracing::info!(target: "appservice::status", "{ready}/{size} Pods ready, nodes {:?}", status.nodes);
         Ok(())
     }
 
     /// The AppService is being deleted: record it, then let the deletion finish.
     /// Its Pods go by garbage collection (their controller owner reference).
-    async fn finalize(&self, app: &AppService, key: &str) -> Result<Action, reconcile::Error> {
+    async fn finalize(&self, app: &AppService) -> Result<Action, reconcile::Error> {
         if !controllerutil::contains_finalizer(app, FINALIZER) {
             return Ok(Action::done());
         }
@@ -244,37 +245,44 @@ impl AppServiceReconciler {
             EventType::Normal,
             "Deleting",
             "Finalize",
-            format!("deleting {key}; its Pods go by garbage collection"),
+            format!(
+                "deleting {}; its Pods go by garbage collection",
+                app.name_any()
+            ),
         );
         let mut released = app.clone();
         controllerutil::remove_finalizer(&mut released, FINALIZER);
         self.client.update(&released).await?;
-        tracing::info!(target: "appservice::finalizer", appservice = %key, "{key}: Deleting Event recorded, finalizer removed: the object goes, then its Pods");
+        tracing::info!(target: "appservice::finalizer", "Deleting Event recorded, finalizer removed: the object goes, then its Pods");
         Ok(Action::done())
     }
 }
 
-/// The Pod `name` of `app`: its image, sleeping, labelled and controller-owned by it
-/// (the walkthrough's `newPodForCR` with `SetControllerReference`).
-/// The labels of an AppService's Pods: [`APP_LABEL`], and its shard label when
-/// sharded, so the Pod is in its shard's cache from the start (the sharder's webhook
-/// would add the same label).
-fn pod_labels(app: &AppService) -> std::collections::BTreeMap<String, String> {
-    let shard_label = label_shard(super::sharding::RING);
-    let mut labels: std::collections::BTreeMap<String, String> =
-        [(APP_LABEL.to_string(), app.name_any())].into();
-    if let Some(shard) = app.labels().get(&shard_label) {
-        labels.insert(shard_label, shard.clone());
+/// The labels of an AppService's Pods: [`APP_LABEL`] (its name), and those of
+/// `inherited` that the AppService has.
+fn pod_labels(app: &AppService, inherited: &[String]) -> BTreeMap<String, String> {
+    let mut labels: BTreeMap<String, String> = [(APP_LABEL.to_string(), app.name_any())].into();
+    for key in inherited {
+        if let Some(value) = app.labels().get(key) {
+            labels.insert(key.clone(), value.clone());
+        }
     }
     labels
 }
 
-fn desired_pod(app: &AppService, name: &str) -> Result<Pod, reconcile::Error> {
+/// The Pod `name` of `app`: its image, sleeping, labelled ([`pod_labels`]) and
+/// controller-owned by it (the walkthrough's `newPodForCR` with
+/// `SetControllerReference`).
+fn desired_pod(
+    app: &AppService,
+    name: &str,
+    inherited: &[String],
+) -> Result<Pod, reconcile::Error> {
     let mut pod = Pod {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
             namespace: app.namespace(),
-            labels: Some(pod_labels(app)),
+            labels: Some(pod_labels(app, inherited)),
             ..Default::default()
         },
         spec: Some(PodSpec {

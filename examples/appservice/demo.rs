@@ -1,39 +1,31 @@
-//! The local demo: with no cluster configured, the operator brings its own — a
-//! ctrl-envtest with the AppService CRD and the simulated kubelet (so Pods become
-//! `Running` and `Ready`, and deleted Pods terminate) — then walks through the
-//! walkthrough's story: create `example-appservice` with 3 Pods, scale it to 5,
-//! delete one Pod and watch the controller bring it back.
+//! The local demo: with no cluster configured, the operator runs on the API server
+//! `examples/contract/` starts — ctrl-envtest with the AppService CRD and the simulated
+//! kubelet (so Pods become `Running` and `Ready`, and deleted Pods terminate) — and
+//! walks through the walkthrough's story: create `example-appservice` with 3 Pods,
+//! scale it to 5, delete one Pod and watch the controller bring it back.
 
 use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
+use ctrl::CancellationToken;
 use ctrl::conditions;
-use ctrl_envtest::Environment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::controller::pod_name;
-use super::crd::{self, AppService, AppServiceSpec, CONDITION_AVAILABLE};
+use super::crd::{AppService, AppServiceSpec, CONDITION_AVAILABLE};
 
 /// The sample the demo creates.
 pub const SAMPLE: &str = "example-appservice";
 
-/// Starts ctrl-envtest with the CRD and (as in every example) the simulated
-/// kubelet, writes its kubeconfig to `kubeconfig` and says how to watch with kubectl.
-pub async fn start(
-    kubeconfig: &Path,
-) -> Result<Environment, Box<dyn std::error::Error + Send + Sync>> {
-    let builder = Environment::builder().crd(crd::crd());
-    let what = "AppService CRD (and a simulated kubelet)";
-    let env = crate::contract::envtest::start(builder, kubeconfig, what).await?;
+/// Says how to watch the demo with kubectl on the local API server's `kubeconfig`.
+pub fn watch_hints(kubeconfig: &Path) {
     let kc = kubeconfig.display();
     tracing::info!(target: "appservice::envtest", "watch it:  kubectl --kubeconfig {kc} get appservices,pods -o wide -w");
     tracing::info!(target: "appservice::envtest", "details:   kubectl --kubeconfig {kc} describe appservice {SAMPLE}");
-    Ok(env)
 }
 
 /// The walkthrough's story on `client`, until done or `stop`.

@@ -13,13 +13,20 @@ use super::controller;
 pub const DEFAULT_LEASE_NAME: &str = "appservice.app.example.com";
 
 /// A manager on `client` with the AppService controller configured by `cfg`.
-pub async fn manager(
+pub fn manager(
     client: kube::Client,
     opts: Options,
     cfg: &controller::Config,
 ) -> Result<Manager, BoxError> {
+    let mgr = with_probes(client, opts)?;
+    controller::setup(&mgr, cfg)?;
+    Ok(mgr)
+}
+
+/// A manager on `client` with kubebuilder's `healthz` / `readyz` ping checks and no
+/// controller yet (the sharded operator adds its own, `super::sharding`).
+pub fn with_probes(client: kube::Client, opts: Options) -> Result<Manager, BoxError> {
     let mgr = Manager::new(client, opts)?;
-    controller::setup(&mgr, cfg).await?;
     mgr.add_healthz_check("healthz", healthz::ping())?;
     mgr.add_readyz_check("readyz", healthz::ping())?;
     Ok(mgr)

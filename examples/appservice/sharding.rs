@@ -10,7 +10,8 @@
 
 use ctrl::manager::{BoxError, Options};
 use ctrl::sharding::{
-    ControllerRing, GroupResource, RingResource, Shard, Sharder, SharderOptions, controllerring_crd,
+    ControllerRing, GroupResource, RingResource, Shard, Sharder, SharderOptions,
+    controllerring_crd, label_shard,
 };
 use ctrl::webhook::{self, Server, certs};
 use k8s_openapi::api::core::v1::Pod;
@@ -144,43 +145,54 @@ fn options(shard: &Shard, opts: Options) -> Result<(Options, String), BoxError> 
 }
 
 /// The manager of shard `shard`: the ControllerRing CRD and ring installed if
-/// missing, the AppService controller sharded (`cfg.shard` is set), the shard's lease,
-/// and with `sharder` the sharder with its webhook (without, the sharder runs
-/// elsewhere: `ctrl-sharder`).
+/// missing, the AppService controller of `cfg` as the shard (it reconciles only the
+/// shard's AppServices, and its Pods inherit the shard label), the shard's lease, and
+/// with `sharder` the sharder with its webhook (without, the sharder runs elsewhere:
+/// `ctrl-sharder`).
 pub async fn manager(
     client: kube::Client,
     opts: Options,
-    cfg: &mut controller::Config,
+    cfg: &controller::Config,
     shard: Shard,
     sharder: bool,
 ) -> Result<ctrl::Manager, BoxError> {
     install(&client).await?;
-    cfg.shard = Some(shard.clone());
-    if !sharder {
+    let cfg = controller::Config {
+        inherited_labels: vec![label_shard(RING)],
+        ..cfg.clone()
+    };
+    let (opts, ca_pem) = if sharder {
+        let (opts, ca_pem) = options(&shard, opts)?;
+        (opts, Some(ca_pem))
+    } else {
         let opts = Options {
             cache: select(&shard, opts.cache),
             leader_election: false,
             ..opts
         };
-        let mgr = setup::manager(client.clone(), opts, cfg).await?;
-        mgr.add(shard.lease(client)?)?;
-        tracing::info!(target: "appservice::sharding", shard = %shard.id(), "shard {} of ring {RING}; the sharder runs elsewhere", shard.id());
-        return Ok(mgr);
+        (opts, None)
+    };
+    let mgr = setup::with_probes(client.clone(), opts)?;
+    controller::builder(&mgr, &cfg)
+        .sharded(shard.clone())
+        .complete(controller::reconciler(&mgr, &cfg))?;
+    mgr.add(shard.lease(client.clone())?)?;
+    match ca_pem {
+        Some(ca_pem) => add_sharder(&mgr, client, &shard, ca_pem)?,
+        None => {
+            tracing::info!(target: "appservice::sharding", shard = %shard.id(), "shard {} of ring {RING}; the sharder runs elsewhere", shard.id());
+        }
     }
-    let (opts, ca_pem) = options(&shard, opts)?;
-    let mgr = setup::manager(client.clone(), opts, cfg).await?;
-    add(&mgr, client, &shard, ca_pem)?;
     Ok(mgr)
 }
 
-/// Adds the shard's lease and the sharder (with its webhook) to `mgr`.
-fn add(
+/// Adds the sharder (with its webhook) to `mgr`.
+fn add_sharder(
     mgr: &ctrl::Manager,
     client: kube::Client,
     shard: &Shard,
     ca_pem: String,
 ) -> Result<(), BoxError> {
-    mgr.add(shard.lease(client.clone())?)?;
     let server = mgr.webhook_server();
     let addr = server
         .local_addr()

@@ -2,7 +2,10 @@
 //! with the controller's structured fields (controller, namespace, name,
 //! reconcileID). The local demo prints one short line per thing a person watching
 //! wants to see: seconds since start, a topic (the last part of the log target:
-//! `reconcile`, `status`, `envtest`, ...), and the message.
+//! `reconcile`, `status`, `envtest`, ...), the message, its fields, and — inside a
+//! reconcile — the object reconciled (`appservice=default/example-appservice`, from
+//! the controller's `reconcile` span, so a reconciler never threads it through its
+//! own log lines).
 
 use std::fmt;
 use std::time::Instant;
@@ -11,13 +14,14 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::Writer;
-use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
-/// The demo's default filter for example `name`: the example's own lines, and only
-/// problems from the libraries. `RUST_LOG` overrides it.
+/// The demo's default filter for example `name`: the example's own lines, only
+/// problems from the libraries, and the controllers' `reconcile` spans (which name the
+/// object each reconciler line is about). `RUST_LOG` overrides it.
 pub fn demo_filter(name: &str) -> String {
-    format!("{name}=info,warn")
+    format!("{name}=info,warn,[reconcile]=info")
 }
 
 /// The default filter against a cluster. `RUST_LOG` overrides it.
@@ -42,7 +46,7 @@ pub fn init(name: &str, demo: bool) {
     };
 }
 
-/// The demo's line format: `  1.23s  topic      message key=value`.
+/// The demo's line format: `  1.23s  topic      message key=value kind=namespace/name`.
 #[derive(Debug)]
 pub struct Pretty {
     start: Instant,
@@ -70,7 +74,7 @@ where
 {
     fn format_event(
         &self,
-        _ctx: &FmtContext<'_, S, N>,
+        ctx: &FmtContext<'_, S, N>,
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
@@ -83,8 +87,54 @@ where
         }
         let mut fields = Fields::default();
         event.record(&mut fields);
-        writeln!(writer, "{}{}", fields.message, fields.rest)
+        write!(writer, "{}{}", fields.message, fields.rest)?;
+        match reconciled(ctx) {
+            // Unless the line names it already.
+            Some((kind, key)) if !fields.rest.contains(&key) => writeln!(writer, " {kind}={key}"),
+            _ => writeln!(writer),
+        }
     }
+}
+
+/// The object of the `reconcile` span the event is in: its kind in lower case (`object`
+/// when the controller has no `For` kind) and `namespace/name`, read from the span's
+/// recorded fields (`controllerKind=AppService namespace=default name=x ...`).
+fn reconciled<S, N>(ctx: &FmtContext<'_, S, N>) -> Option<(String, String)>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    let span = ctx.event_scope()?.find(|s| s.name() == "reconcile")?;
+    let extensions = span.extensions();
+    let fields = strip_ansi(&extensions.get::<FormattedFields<N>>()?.fields);
+    let field = |key: &str| {
+        fields
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .map(|v| v.trim_matches('"')) // an `Option<&str>` field is recorded quoted
+            .filter(|v| !v.is_empty())
+    };
+    let name = field("name")?;
+    let key = match field("namespace") {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    };
+    let kind = field("controllerKind").map_or("object".into(), str::to_lowercase);
+    Some((kind, key))
+}
+
+/// `s` without its ANSI escape sequences (span fields are styled on a terminal).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|c| c.is_ascii_alphabetic());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The message, then the fields the message does not already say.
@@ -101,8 +151,8 @@ impl Visit for Fields {
             "message" => {
                 let _ = write!(self.message, "{value:?}");
             }
-            // Already part of the example's messages.
-            "bucket" | "available" | "appservice" => {}
+            // Already part of the message ("... -> Available").
+            "available" => {}
             name => {
                 let _ = write!(self.rest, " {name}={value:?}");
             }

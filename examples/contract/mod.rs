@@ -1,4 +1,5 @@
-//! What every ctrl example shares: the contract tests and tooling rely on.
+//! What every ctrl example shares: the contract tests and tooling rely on, and the
+//! `main` that keeps it ([`main`], [`Example`], [`Cluster`]: `program.rs`).
 //!
 //! - With no cluster configured ([`cli::cluster_configured`]) an example starts
 //!   ctrl-envtest in process (with its simulated kubelet, so Pods run), installs
@@ -20,5 +21,9 @@ pub mod cli;
 pub mod envtest;
 pub mod leader;
 pub mod logging;
+pub mod program;
 pub mod rbac;
 pub mod run;
+
+#[allow(unused_imports)] // the tests mount the contract too, and run no `main`
+pub use program::{Cluster, Deployed, Example, main};

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use ctrl::manager::{Manager, Options};
+use ctrl::manager::{BoxError, Manager, Options};
 use ctrl::rbac::Manifest;
 
 /// Where an example is deployed: namespace `<name>-system`, ServiceAccount
@@ -57,15 +57,17 @@ pub fn yaml(mgr: &Manager, name: &str) -> Result<String, serde_saphyr::Serialize
     Ok(header + &docs.join("---\n"))
 }
 
-/// Prints [`yaml`] (`--print-rbac`) of the manager `build` returns.
-pub async fn print<F, Fut, E>(name: &str, build: F) -> ExitCode
+/// Prints [`yaml`] (`--print-rbac`) of the manager `build` returns on a client that
+/// is never dialled (`None`: the example runs no Manager, so there is nothing to ask).
+pub fn print<F>(name: &str, build: F) -> ExitCode
 where
-    F: FnOnce(kube::Client) -> Fut,
-    Fut: std::future::Future<Output = Result<Manager, E>>,
-    E: std::fmt::Display,
+    F: FnOnce(kube::Client) -> Option<Result<Manager, BoxError>>,
 {
     let mgr = match offline_client() {
-        Ok(client) => build(client).await.map_err(|e| e.to_string()),
+        Ok(client) => match build(client) {
+            Some(built) => built.map_err(|e| e.to_string()),
+            None => Err(format!("{name} runs no ctrl Manager: no rules to print")),
+        },
         Err(e) => Err(e.to_string()),
     };
     match mgr.and_then(|m| yaml(&m, name).map_err(|e| e.to_string())) {

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use ctrl::CancellationToken;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use tokio_util::sync::CancellationToken;
 
 /// `crds` as one YAML stream (documents separated by `---`), for `kubectl apply -f
 /// -`; what `--print-crd` prints and `examples/manifests/` holds.

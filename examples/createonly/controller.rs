@@ -25,7 +25,7 @@ pub const LEASE: &str = "createonly.app.example.com";
 pub const REASON: &str = "Reconciled";
 
 /// Adds the controller to `mgr`.
-pub async fn setup(mgr: &Manager) -> Result<(), BoxError> {
+pub fn setup(mgr: &Manager) -> Result<(), BoxError> {
     ControllerBuilder::new(mgr)
         .named(NAME)
         .watches::<AppService>(create_only())

@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ctrl::CancellationToken;
 use ctrl::manager::{BoxError, Manager};
 use ctrl::sharding::{ControllerRing, GroupResource, RingResource, Shard, label_shard};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ObjectMeta, PostParams};
-use tokio_util::sync::CancellationToken;
 
 /// The demo ring.
 pub const RING: &str = "demo";

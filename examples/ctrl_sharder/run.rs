@@ -1,43 +1,35 @@
 //! The sharder's manager: leader election always on (one active sharder per cluster),
 //! the webhook server, and `ctrl::sharding::RingSharders` sharding every ring; against
-//! the cluster the flags name, or against ctrl-envtest with the local demo.
+//! the cluster the flags name, or against the local ctrl-envtest with the demo.
 
-use ctrl::manager::{BoxError, Manager, Options, load_config};
-use ctrl::sharding::{RingSharders, SharderOptions, WebhookEndpoint, controllerring_crd};
-use ctrl_envtest::Environment;
+use ctrl::CancellationToken;
+use ctrl::manager::{BoxError, Manager, Options};
+use ctrl::sharding::{RingSharders, SharderOptions, WebhookEndpoint};
 
-use super::super::contract::cli::local_options;
+use super::super::contract::Cluster;
+use super::super::contract::cli::local;
 use super::super::contract::leader::log_leader_election;
-use super::super::contract::{envtest, run};
 use super::cli::{Cli, DEFAULT_LEASE_NAME, webhook_endpoint};
 use super::demo;
 
-/// Runs the sharder until `--run-for` ends or a signal stops it.
-pub async fn start(cli: Cli, demo: bool) -> Result<(), BoxError> {
-    let stop = run::stop_token(cli.example.run_for);
-    if !demo {
-        let client = kube::Client::try_from(load_config(cli.manager.kubeconfig.as_deref()).await?)?;
-        let opts = cli.manager.options();
-        let mgr = manager(client, &cli, opts, &cli.webhook_bind_address)?;
-        return Ok(mgr.start(stop).await?);
+/// Runs the sharder on `cluster` until `stop`; on the local API server with the demo's
+/// ring, shards and ConfigMaps (unless `--no-demo`).
+pub async fn run(cli: &Cli, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
+    let bind = match cluster.local_kubeconfig() {
+        Some(_) => local(&cli.webhook_bind_address, ":9443"),
+        None => cli.webhook_bind_address.clone(),
+    };
+    let mgr = manager(cluster.client(), cli, cluster.options(&cli.manager), &bind)?;
+    if cluster.demo() {
+        demo::add_shards(&mgr, cluster.client(), &cli.lease_namespace)?;
     }
-    let builder = Environment::builder().crd(controllerring_crd());
-    let path = cli.example.kubeconfig_path("ctrl-sharder");
-    let env = envtest::start(builder, &path, "ControllerRing CRD").await?;
-    let bind = super::super::contract::cli::local(&cli.webhook_bind_address, ":9443");
-    let mgr = manager(env.client(), &cli, local_options(&cli.manager), &bind)?;
-    let script = (!cli.example.no_demo).then(|| demo::run(env.client(), stop.clone()));
-    if !cli.example.no_demo {
-        demo::add_shards(&mgr, env.client(), &cli.lease_namespace)?;
-    }
-    run::manager_with_demo(&mgr, &stop, script).await?;
-    env.stop();
-    Ok(())
+    let script = |client| demo::run(client, stop.clone());
+    cluster.run_manager(&mgr, &stop, script).await
 }
 
 /// The manager: leader election on Lease `--leader-election-id` (default
 /// [`DEFAULT_LEASE_NAME`]), the webhook server on `bind`, and the sharders.
-fn manager(
+pub fn manager(
     client: kube::Client,
     cli: &Cli,
     opts: Options,

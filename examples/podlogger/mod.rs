@@ -23,7 +23,7 @@ pub const DEMO_POD: &str = "nginx";
 /// A manager on `client` with the Pod controller (named `pod`, after the kind): Go's
 /// `NewControllerManagedBy(mgr).For(&corev1.Pod{}).Complete(reconcile.Func(...))`.
 /// The Lease is [`LEASE`] unless `opts` names one.
-pub async fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError> {
+pub fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError> {
     if opts.leader_election_id.is_empty() {
         opts.leader_election_id = LEASE.into();
     }

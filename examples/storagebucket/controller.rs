@@ -13,8 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use ctrl::CancellationToken;
 use ctrl::ControllerBuilder;
+use ctrl::async_trait;
+use ctrl::client::Client;
 use ctrl::controllerutil;
 use ctrl::event::GenericEvent;
 use ctrl::handler::EnqueueRequestsFromMapFunc;
@@ -22,16 +24,14 @@ use ctrl::manager::{BoxError, Manager, Runnable};
 use ctrl::predicate::GenerationChanged;
 use ctrl::rbac;
 use ctrl::reconcile::{self, Action, Reconciler, Request};
+use ctrl::recorder::{EventType, Recorder};
 use ctrl::source::Channel;
-use ctrl_runtime::client::Client;
-use ctrl_runtime::recorder::{EventType, Recorder};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
+use kube::Resource;
 use kube::api::{Patch, PatchParams};
-use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::crd::{
     CONDITION_AVAILABLE, FINALIZER, StorageBucket, StorageBucketSpec, StorageBucketStatus,
@@ -57,7 +57,7 @@ impl Default for Config {
 }
 
 /// Adds the StorageBucket controller and its probe ticker to `mgr`.
-pub async fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
+pub fn setup(mgr: &Manager, cfg: &Config) -> Result<(), BoxError> {
     let (tx, rx) = mpsc::channel(1);
     mgr.add(ProbeTicker {
         interval: cfg.probe_interval,
@@ -142,20 +142,15 @@ impl Reconciler<Arc<StorageBucket>> for BucketReconciler {
         _ctx: CancellationToken,
         bucket: Arc<StorageBucket>,
     ) -> Result<Action, reconcile::Error> {
-        let key = format!(
-            "{}/{}",
-            bucket.namespace().unwrap_or_default(),
-            bucket.name_any()
-        );
         if bucket.meta().deletion_timestamp.is_some() {
-            return self.finalize(&bucket, &key).await;
+            return self.finalize(&bucket).await;
         }
         // Go's AddFinalizer + Update: the update carries the resourceVersion, so a
         // stale cached copy gets a conflict (and a retry), never a lost write.
         let mut with_finalizer = StorageBucket::clone(&bucket);
         if controllerutil::add_finalizer(&mut with_finalizer, FINALIZER) {
             self.client.update(&with_finalizer).await?;
-            tracing::info!(target: "storagebucket::finalizer", bucket = %key, "{key}: added finalizer {FINALIZER}");
+            tracing::info!(target: "storagebucket::finalizer", "added finalizer {FINALIZER}");
         }
 
         let outcome = probe(&bucket.spec.probe_url()).await;
@@ -171,9 +166,8 @@ impl Reconciler<Arc<StorageBucket>> for BucketReconciler {
             .await?;
         tracing::info!(
             target: "storagebucket::reconcile",
-            bucket = %key,
             available = outcome.available,
-            "{key}: probed in {:.0?}: {} -> {}",
+            "probed in {:.0?}: {} -> {}",
             outcome.took,
             outcome.message,
             word(Some(outcome.available)),
@@ -181,8 +175,7 @@ impl Reconciler<Arc<StorageBucket>> for BucketReconciler {
         if before != Some(outcome.available) {
             tracing::info!(
                 target: "storagebucket::status",
-                bucket = %key,
-                "{key}: {} -> {} ({}: {})",
+                "{} -> {} ({}: {})",
                 word(before),
                 word(Some(outcome.available)),
                 outcome.reason,
@@ -207,11 +200,7 @@ impl Reconciler<Arc<StorageBucket>> for BucketReconciler {
 
 impl BucketReconciler {
     /// The bucket is being deleted: release it, then let the deletion finish.
-    async fn finalize(
-        &self,
-        bucket: &StorageBucket,
-        key: &str,
-    ) -> Result<Action, reconcile::Error> {
+    async fn finalize(&self, bucket: &StorageBucket) -> Result<Action, reconcile::Error> {
         if !controllerutil::contains_finalizer(bucket, FINALIZER) {
             return Ok(Action::done());
         }
@@ -226,7 +215,7 @@ impl BucketReconciler {
         let mut released = bucket.clone();
         controllerutil::remove_finalizer(&mut released, FINALIZER);
         self.client.update(&released).await?;
-        tracing::info!(target: "storagebucket::finalizer", bucket = %key, "{key}: finalizer removed, the object goes away");
+        tracing::info!(target: "storagebucket::finalizer", "finalizer removed, the object goes away");
         Ok(Action::done())
     }
 }

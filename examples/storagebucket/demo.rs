@@ -1,6 +1,6 @@
-//! The local demo: with no cluster configured, the operator brings its own world —
-//! ctrl-envtest (an in-process API server) with the CRD installed, a local object
-//! store whose health flips, the admission webhooks ([`super::webhooks`]) served with
+//! The local demo: with no cluster configured, the operator runs in a world of its own —
+//! ctrl-envtest (an in-process API server, which `examples/contract/` starts with the
+//! CRD installed), a local object store whose health flips, the admission webhooks ([`super::webhooks`]) served with
 //! a self-signed certificate and registered with the API server, and sample buckets
 //! (one of them rejected by the validating webhook) — and tells you how to watch it
 //! with kubectl.
@@ -8,15 +8,14 @@
 use std::path::Path;
 use std::time::Duration;
 
+use ctrl::CancellationToken;
 use ctrl::webhook::{self, Server, certs};
-use ctrl_envtest::Environment;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use kube::api::{Api, PostParams};
-use tokio_util::sync::CancellationToken;
 
-use super::crd::{self, StorageBucket, StorageBucketSpec};
+use super::crd::{StorageBucket, StorageBucketSpec};
 use super::store::ObjectStore;
 use super::webhooks;
 
@@ -72,21 +71,21 @@ pub const SAMPLE_BUCKETS: [&str; 2] = ["photos", "backups"];
 
 /// The demo's world, running until `stop` is cancelled.
 pub struct World {
-    /// The embedded API server, with the StorageBucket CRD installed.
-    pub env: Environment,
+    /// A client of the local API server (ctrl-envtest, with the StorageBucket CRD).
+    pub client: kube::Client,
     /// The local object store.
     pub store: ObjectStore,
 }
 
-/// Starts envtest with the CRD, writes a kubeconfig to `kubeconfig` and starts the
-/// object store, flipping its health every `flip_every` (never if zero).
+/// The world on the local API server of `client` (whose kubeconfig is at
+/// `kubeconfig`, for the kubectl hints): starts the object store, flipping its health
+/// every `flip_every` (never if zero).
 pub async fn start(
+    client: kube::Client,
     kubeconfig: &Path,
     flip_every: Duration,
     stop: CancellationToken,
 ) -> Result<World, Box<dyn std::error::Error + Send + Sync>> {
-    let builder = Environment::builder().crd(crd::crd());
-    let env = crate::contract::envtest::start(builder, kubeconfig, "StorageBucket CRD").await?;
     let kc = kubeconfig.display();
     tracing::info!(target: "storagebucket::envtest", "watch it:  kubectl --kubeconfig {kc} get storagebuckets -w -o '{WATCH_COLUMNS}'");
     tracing::info!(target: "storagebucket::envtest", "details:   kubectl --kubeconfig {kc} describe storagebucket photos");
@@ -105,7 +104,7 @@ pub async fn start(
             tracing::info!(target: "storagebucket::store", "object store is {now}");
         });
     }
-    Ok(World { env, store })
+    Ok(World { client, store })
 }
 
 impl World {
@@ -113,7 +112,7 @@ impl World {
     /// without a probe path (the defaulting webhook fills it in), then one with an
     /// `ftp://` endpoint, which the validating webhook rejects.
     pub async fn create_samples(&self) -> Result<(), kube::Error> {
-        let api: Api<StorageBucket> = Api::namespaced(self.env.client(), "default");
+        let api: Api<StorageBucket> = Api::namespaced(self.client.clone(), "default");
         for name in SAMPLE_BUCKETS {
             let bucket =
                 StorageBucket::new(name, StorageBucketSpec::new(self.store.bucket_url(name)));

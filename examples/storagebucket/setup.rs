@@ -12,14 +12,14 @@ use super::{controller, webhooks};
 /// and, if `with_webhooks`, the defaulting and validating webhooks registered on
 /// its webhook server (`opts.webhook_server`, or the default one on port 9443),
 /// with a readiness check that the server accepts connections.
-pub async fn manager(
+pub fn manager(
     client: kube::Client,
     opts: Options,
     cfg: &controller::Config,
     with_webhooks: bool,
 ) -> Result<Manager, BoxError> {
     let mgr = Manager::new(client, opts)?;
-    controller::setup(&mgr, cfg).await?;
+    controller::setup(&mgr, cfg)?;
     if with_webhooks {
         webhooks::setup(&mgr)?;
         // Ready only once the webhook server accepts TLS connections (kubebuilder's

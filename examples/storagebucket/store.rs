@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
+use ctrl::CancellationToken;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
 /// A running local object store. Dropping it does not stop it; cancel the token
 /// given to [`ObjectStore::start`].

@@ -7,8 +7,8 @@
 //! API server call them (the demo, [`super::demo`], installs them in ctrl-envtest;
 //! a cluster would point them at a Service instead of a URL).
 
-use async_trait::async_trait;
 use ctrl::WebhookBuilder;
+use ctrl::async_trait;
 use ctrl::manager::Manager;
 use ctrl::webhook::admission::{
     CustomDefaulter, CustomValidator, Request, ValidationError, Warnings,

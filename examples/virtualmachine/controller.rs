@@ -177,13 +177,13 @@ impl Controller {
         let running = spec.action.as_deref() != Some(ACTION_STOP);
         match self.hypervisor.get(key) {
             None => {
-                let s = self.hypervisor.create(key, spec.resource, running);
+                let s = self.hypervisor.create(key, spec.resource.clone(), running);
                 tracing::info!("'{key}': created server {s}");
                 s
             }
             Some(s) if s.resource == spec.resource && s.running == running => s,
             Some(s) => {
-                let now = self.hypervisor.update(key, spec.resource, running);
+                let now = self.hypervisor.update(key, spec.resource.clone(), running);
                 let now = now.unwrap_or(s);
                 tracing::info!("'{key}': server now {now}");
                 now

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -15,15 +16,15 @@ pub const SAMPLE: &str = "test-vm";
 /// How long the demo waits for the controller at each step.
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The sample: 2 CPUs, 2 GiB of memory, a 40 GiB root disk.
+/// The sample, the article's own: 2 CPUs, 4G of memory, a 40G root disk.
 pub fn sample() -> VirtualMachine {
     VirtualMachine::new(
         SAMPLE,
         VirtualMachineSpec {
             resource: ResourceSpec {
-                cpu: 2,
-                memory: 2048,
-                root_disk: 40,
+                cpu: Quantity("2".into()),
+                memory: Quantity("4G".into()),
+                root_disk: Some(Quantity("40G".into())),
             },
             action: None,
         },
@@ -38,17 +39,17 @@ pub async fn run(
     pause: Duration,
 ) -> Result<(), kube::Error> {
     let api: Api<VirtualMachine> = Api::namespaced(client, "default");
-    tracing::info!("creating VirtualMachine default/{SAMPLE} (2 CPU, 2048 MiB, 40 GiB)");
+    tracing::info!("creating VirtualMachine default/{SAMPLE} (2 CPU, 4G memory, 40G disk)");
     api.create(&PostParams::default(), &sample()).await?;
     show(&api, hypervisor, |vm| state(vm).is_some()).await?;
 
     tokio::time::sleep(pause).await;
-    tracing::info!("resizing default/{SAMPLE} to 4 CPU, 4096 MiB");
-    let resize = json!({ "spec": { "resource": { "cpu": 4, "memory": 4096 } } });
+    tracing::info!("resizing default/{SAMPLE} to 4 CPU, 8G memory");
+    let resize = json!({ "spec": { "resource": { "cpu": 4, "memory": "8G" } } });
     api.patch(SAMPLE, &PatchParams::default(), &Patch::Merge(&resize))
         .await?;
     show(&api, hypervisor, |vm| {
-        vm.spec.resource.cpu == 4 && usage_cpu(vm) == Some(20.0)
+        vm.spec.resource.cpus() == 4.0 && usage_cpu(vm) == Some(20.0)
     })
     .await?;
 

@@ -12,6 +12,9 @@ use parking_lot::Mutex;
 
 use super::crd::{ResourceSpec, ResourceUsage};
 
+/// The root disk of a server whose VirtualMachine names none.
+pub const DEFAULT_ROOT_DISK: &str = "10G";
+
 /// A server on the hypervisor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Server {
@@ -36,25 +39,30 @@ impl Server {
         if !self.running {
             return ResourceUsage::default();
         }
-        let share = |n: i64, full: f64| (full / n.max(1) as f64).min(100.0);
+        // In percent, to one decimal place, as a hypervisor's dashboard shows it.
+        let share = |n: f64, full: f64| ((full / n.max(1.0)).min(100.0) * 10.0).round() / 10.0;
+        let mib = self.resource.memory_bytes() / (1024.0 * 1024.0);
         ResourceUsage {
-            cpu: share(self.resource.cpu, 80.0),
-            memory: share(self.resource.memory, 1024.0 * 50.0),
+            cpu: share(self.resource.cpus(), 80.0),
+            memory: share(mib, 1024.0 * 50.0),
         }
     }
 }
 
 impl fmt::Display for Server {
-    /// `vm-1a2b3c4d (2 CPU, 2048 MiB, 40 GiB disk, Running)`.
+    /// `vm-1a2b3c4d (2 CPU, 4G memory, 40G disk, Running)`: the quantities as written.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = &self.resource;
+        let disk = r
+            .root_disk
+            .as_ref()
+            .map_or(DEFAULT_ROOT_DISK, |q| q.0.as_str());
         write!(
             f,
-            "{} ({} CPU, {} MiB, {} GiB disk, {})",
+            "{} ({} CPU, {} memory, {disk} disk, {})",
             self.id,
-            r.cpu,
-            r.memory,
-            r.root_disk,
+            r.cpu.0,
+            r.memory.0,
             self.state()
         )
     }

@@ -8,6 +8,7 @@ mod manager_common;
 
 use std::time::Duration;
 
+use ctrl_envtest::wait::Wait;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
 use manager_common::{env, get, launch, manager, with_metrics};
@@ -25,18 +26,12 @@ async fn scrape(addr: std::net::SocketAddr, name: &str) -> Option<f64> {
 
 /// Polls until the objects gauge reads `want` (10 s at most).
 async fn objects_reach(addr: std::net::SocketAddr, want: f64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = scrape(addr, "controller_runtime_cache_objects").await;
-        if got == Some(want) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "controller_runtime_cache_objects stayed at {got:?}, wanted {want}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let gauge = || scrape(addr, "controller_runtime_cache_objects");
+    let what = format!("controller_runtime_cache_objects {want}");
+    Wait::new()
+        .timeout(Duration::from_secs(10))
+        .until(&what, gauge, |got| *got == Some(want))
+        .await;
 }
 
 #[tokio::test]

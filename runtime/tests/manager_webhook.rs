@@ -7,6 +7,7 @@ mod manager_common;
 
 use std::time::Duration;
 
+use ctrl_envtest::wait::Wait;
 use ctrl_runtime::manager::Options;
 use ctrl_runtime::webhook::admission::{self, Response};
 use ctrl_runtime::webhook::{self, DEFAULT_PORT, Server, certs};
@@ -52,18 +53,13 @@ async fn the_options_server_is_the_one_the_manager_hands_out_and_runs() {
     let running = run(&mgr, &ctx);
     elected(&mgr).await;
     // The manager started the server (Webhooks group): it accepts TLS connections.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let reply = get(probes, "/readyz/webhook").await;
-        if reply.status == 200 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "webhook server never became reachable: {reply:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let readyz = || get(probes, "/readyz/webhook");
+    Wait::new()
+        .timeout(Duration::from_secs(10))
+        .until("the webhook server to be reachable", readyz, |r| {
+            r.status == 200
+        })
+        .await;
     assert!(server.local_addr().is_some());
     ctx.cancel();
     finished(running).await.unwrap();

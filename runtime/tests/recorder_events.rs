@@ -7,6 +7,7 @@ mod manager_common;
 
 use std::time::Duration;
 
+use ctrl_envtest::wait::Wait;
 use ctrl_runtime::recorder::{EventType, Provider};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
@@ -31,20 +32,18 @@ async fn wait_for_events(
     keep: impl Fn(&Event) -> bool,
 ) -> Vec<Event> {
     let api = Api::<Event>::namespaced(client.clone(), ns);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let events: Vec<Event> = api
-            .list(&ListParams::default())
-            .await
-            .expect("list events")
-            .items
+    let events = || async {
+        let list = api.list(&ListParams::default()).await.expect("list events");
+        list.items
             .into_iter()
             .filter(|e| keep(e))
-            .collect();
-        if events.len() >= n || tokio::time::Instant::now() > deadline {
-            return events;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+            .collect::<Vec<Event>>()
+    };
+    // On timeout: what there is, for the caller's assertion to show.
+    let wait = Wait::new().timeout(Duration::from_secs(10));
+    match wait.try_until(events, |events| events.len() >= n).await {
+        Ok(events) => events,
+        Err(timed_out) => timed_out.last,
     }
 }
 

@@ -7,6 +7,7 @@ pub mod kubectl;
 
 use std::time::Duration;
 
+use ctrl_envtest::wait::Wait;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Value, json};
 
@@ -58,18 +59,11 @@ pub async fn wait_until(
     what: &str,
     ok: impl Fn(Option<&DynamicObject>) -> bool,
 ) -> Option<DynamicObject> {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let got = api.get_opt(name).await.expect("get bucket");
-        if ok(got.as_ref()) {
-            return got;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name}: {what} did not happen within {WAIT:?}; last seen: {got:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let get = || async { api.get_opt(name).await.expect("get bucket") };
+    Wait::new()
+        .timeout(WAIT)
+        .until(&format!("{name}: {what}"), get, |got| ok(got.as_ref()))
+        .await
 }
 
 /// The bucket's `status` (`null` when absent).

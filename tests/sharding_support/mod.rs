@@ -14,6 +14,7 @@ use ctrl::sharding::{
     ControllerRing, GroupResource, HashRing, RingResource, Shard, Sharder, SharderOptions,
     key_for_object, label_drain, label_shard,
 };
+use ctrl_envtest::wait::Wait;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ListParams, PostParams};
 use parking_lot::Mutex;
@@ -283,22 +284,14 @@ pub async fn assignments(client: &kube::Client) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Polls `check` every 100 ms until it holds or `timeout` passes; returns whether it held.
-pub async fn eventually<F, Fut>(timeout: Duration, mut check: F) -> bool
+/// Polls `check` until it holds or `timeout` passes; returns whether it held.
+pub async fn eventually<F, Fut>(timeout: Duration, check: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if check().await {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let wait = Wait::new().timeout(timeout);
+    wait.try_until(check, |held| *held).await.is_ok()
 }
 
 /// Waits until every object is assigned to one of `live` and `n` objects exist.

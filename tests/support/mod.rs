@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use ctrl::manager::{Error as ManagerError, Manager, Options};
+use ctrl_envtest::wait::Wait;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
@@ -17,22 +18,12 @@ use tokio_util::sync::CancellationToken;
 pub const WAIT: Duration = Duration::from_secs(15);
 
 /// Polls `probe` until it returns `Some`, or panics after [`WAIT`] saying `what`.
-pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {WAIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    Wait::new().timeout(WAIT).eventually(what, probe).await
 }
 
 /// The body of `GET /metrics` on `addr`.

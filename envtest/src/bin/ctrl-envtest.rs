@@ -48,6 +48,15 @@ enum Command {
         /// (containers stop within 1 s) when deleted.
         #[arg(long)]
         simulate_pods: bool,
+        /// With --simulate-pods: how many Nodes the kubelet runs (envtest-node,
+        /// envtest-node-2, ...).
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        nodes: usize,
+        /// With --simulate-pods: do not run the workload controllers (Deployments,
+        /// ReplicaSets, Jobs; each namespace's default ServiceAccount and kube-root-ca.crt),
+        /// which are on by default with the simulated kubelet.
+        #[arg(long)]
+        no_workloads: bool,
     },
 }
 
@@ -61,6 +70,8 @@ async fn main() -> std::process::ExitCode {
         token,
         no_gc,
         simulate_pods,
+        nodes,
+        no_workloads,
         authorization,
     } = command;
     let authorization = match authorization.as_str() {
@@ -71,6 +82,8 @@ async fn main() -> std::process::ExitCode {
         .port(port)
         .controllers(!no_gc)
         .simulate_pods(simulate_pods)
+        .simulate_workloads(simulate_pods && !no_workloads)
+        .nodes(nodes)
         .authorization(authorization);
     for d in crd_dirs {
         b = b.crd_path(d);

@@ -87,26 +87,9 @@ pub(crate) fn aggregate(role: &ClusterRole, all: &[ClusterRole]) -> Vec<PolicyRu
     out
 }
 
-/// A `metav1.LabelSelector` against labels: `matchLabels` and `matchExpressions` all hold
-/// (an empty selector matches everything; an unknown operator nothing).
+/// A `metav1.LabelSelector` against labels (`super::client::selector_matches`).
 fn matches(sel: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k));
-    let labels_hold = sel
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| get(k) == Some(v));
-    labels_hold
-        && sel.match_expressions.iter().flatten().all(|e| {
-            let values = e.values.as_deref().unwrap_or_default();
-            match (e.operator.as_str(), get(&e.key)) {
-                ("In", Some(v)) => values.contains(v),
-                ("NotIn", v) => v.is_none_or(|v| !values.contains(v)),
-                ("Exists", v) => v.is_some(),
-                ("DoesNotExist", v) => v.is_none(),
-                _ => false,
-            }
-        })
+    super::client::selector_matches(sel, labels)
 }
 
 #[cfg(test)]

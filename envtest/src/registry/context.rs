@@ -37,6 +37,10 @@ pub(crate) struct KubeletConfig {
     pub start_delay: Duration,
     /// The longest a deleted Pod's containers take to stop (the grace period is the other bound).
     pub stop_delay: Duration,
+    /// How long a Pod that runs to completion (`restartPolicy` `Never` / `OnFailure`) runs.
+    pub run_time: Duration,
+    /// How many Nodes are simulated (at least one).
+    pub nodes: usize,
 }
 
 impl Default for KubeletConfig {
@@ -44,6 +48,8 @@ impl Default for KubeletConfig {
         KubeletConfig {
             start_delay: Duration::from_millis(500),
             stop_delay: Duration::from_secs(1),
+            run_time: Duration::from_secs(1),
+            nodes: 1,
         }
     }
 }

@@ -81,6 +81,19 @@ pub(crate) fn delete_object(
 
 /// The writes of a reaction (the queue itself is in [`super::context`]).
 impl FollowUps {
+    /// [`rest::create`] of `obj` (type-checked) in namespace `ns`.
+    pub fn create(
+        &mut self,
+        api: &Apiserver,
+        rt: &Arc<ResourceType>,
+        ns: Option<&str>,
+        obj: Value,
+    ) -> Result<Arc<Value>, ApiError> {
+        let out = rest::create(api, rt, ns, obj, WriteOpts::default())?;
+        self.push(Written::new(Verb::Create, rt, &out, false));
+        Ok(out)
+    }
+
     /// [`rest::update`] of the object `name`; `make` builds the new object from the stored one.
     pub fn update(
         &mut self,

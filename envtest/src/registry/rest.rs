@@ -192,7 +192,10 @@ pub(crate) fn update(
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
-        new = strategy::status_rules(cur, new, rt, status_write);
+        // A binding (the simulated scheduler's, `pods/binding`) writes spec and status at once.
+        if sub != Some("binding") {
+            new = strategy::status_rules(cur, new, rt, status_write);
+        }
         // finalizers of an object being deleted
         let deleting = meta::meta_str(cur, "deletionTimestamp").is_some();
         if deleting {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctrl_envtest::Environment;
+use ctrl_envtest::wait::Wait;
 use ctrl_runtime::manager::{Error, Manager, Options, RunnableFunc};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
@@ -112,14 +113,12 @@ impl Audit {
 
     /// Waits (up to `limit`) for a start event after the first `seen` events.
     pub async fn next_start(&self, seen: usize, limit: Duration) -> Event {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(e) = self.events().into_iter().skip(seen).find(|e| e.started) {
-                return e;
-            }
-            assert!(Instant::now() < deadline, "no leader within {limit:?}");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let start = || async { self.events().into_iter().skip(seen).find(|e| e.started) };
+        Wait::new()
+            .timeout(limit)
+            .interval(Duration::from_millis(5))
+            .eventually("a leader", start)
+            .await
     }
 
     /// The last stop event of `replica`.
