@@ -82,7 +82,7 @@ impl Client {
         patch: &Patch<P>,
         pp: PatchParams,
     ) -> Result<K, Error> {
-        Writer::object(self).patch(dt, obj, patch, pp).await
+        Writer::object(self).patch_with(dt, obj, patch, pp).await
     }
 
     typed_form! {
@@ -101,7 +101,7 @@ impl Client {
         force: bool,
     ) -> Result<K, Error> {
         Writer::object(self)
-            .apply(dt, obj, field_manager, force)
+            .apply_with(dt, obj, field_manager, force)
             .await
     }
 
