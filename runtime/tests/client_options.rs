@@ -70,7 +70,8 @@ async fn dry_run_writes_return_what_would_be_stored_and_store_nothing() {
     let dry = WriteOptions::new().dry_run_all();
     let would = s
         .client
-        .create_opts(&cm(Some("default"), "a", "1"), &dry)
+        .create(&cm(Some("default"), "a", "1"))
+        .opts(&dry)
         .await
         .expect("dry-run create");
     assert_eq!(would.metadata.name.as_deref(), Some("a"));
@@ -341,7 +342,8 @@ async fn field_validation_strict_warn_and_ignore() {
     let strict = WriteOptions::new().field_validation(FieldValidation::Strict);
     let err = s
         .client
-        .create_with_opts(&ar, &widget("w1"), &strict)
+        .create_with(&ar, &widget("w1"))
+        .opts(&strict)
         .await
         .expect_err("strict refuses unknown fields");
     assert_eq!(err.code(), Some(400), "{err}");
@@ -370,7 +372,8 @@ async fn field_validation_strict_warn_and_ignore() {
     let warn = WriteOptions::new().field_validation(FieldValidation::Warn);
     let made = s
         .client
-        .create_with_opts(&ar, &widget("w3"), &warn)
+        .create_with(&ar, &widget("w3"))
+        .opts(&warn)
         .await
         .expect("warn");
     assert_eq!(made.data["spec"], json!({"size": 1}));

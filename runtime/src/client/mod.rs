@@ -6,7 +6,7 @@
 //! straight to the server through kube's `Api`: create, update, patch (merge, JSON,
 //! strategic, server-side apply with field manager and force), delete (propagation,
 //! preconditions) and delete-all-of. [`Client::status`] writes the status subresource
-//! (`status`), [`Client::sub_resource`] any named subresource (`subresource`);
+//! (a [`Writer`] aimed at `status`: `writer`), [`Client::sub_resource`] any named subresource (`subresource`);
 //! [`Client::api_reader`] reads the server uncached (`api_reader`), and types named
 //! in [`Client::disable_for`] are always read that way (`uncached`).
 //! [`WriteOptions`] (`options`) carry dry-run, field manager and field validation per
@@ -26,7 +26,6 @@ mod error;
 mod namespaced;
 mod options;
 mod restmapper;
-mod status;
 mod subresource;
 mod uncached;
 mod warnings;
@@ -46,10 +45,13 @@ pub use kube::api::{
 pub use namespaced::NamespacedClient;
 pub use options::{FieldValidation, WriteOptions};
 pub use restmapper::{RestMapper, RestMapperError};
-pub use status::StatusClient;
 pub use subresource::SubResourceClient;
 pub use warnings::{WarningLogger, log_api_warnings};
-pub use writer::{Writable, WritableWith};
+pub use writer::{PendingWrite, Writable, WritableWith, Writer};
+
+/// The status writer [`Client::status`] returns: the client's [`Writer`] aimed at the
+/// `status` subresource (controller-runtime's `client.StatusWriter`).
+pub type StatusClient<'a> = Writer<'a>;
 
 /// Cached reads, direct writes (controller-runtime's `client.Client`). Cheap to clone.
 #[derive(Clone)]
@@ -131,7 +133,7 @@ impl Client {
 
     /// Writes to the status subresource.
     pub fn status(&self) -> StatusClient<'_> {
-        StatusClient::new(self)
+        Writer::subresource(self, "status")
     }
 
     typed_form! {

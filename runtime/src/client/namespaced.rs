@@ -12,8 +12,8 @@ use std::sync::Arc;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde::Serialize;
 
-use super::writer::{Writable, WritableWith};
-use super::{Client, Error, Source, WriteOptions};
+use super::writer::{BodyWrite, PendingWrite, Writable, WritableWith, Writer};
+use super::{Client, Error, Source};
 use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key, typed_form};
 
 /// A client whose every call happens in one namespace. Cheap to clone.
@@ -130,36 +130,34 @@ impl NamespacedClient {
         }
     }
 
-    /// Creates `obj` in the namespace.
-    pub async fn create<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.create_with_opts(&(), obj, &WriteOptions::new()).await
+    /// Creates `obj` in the namespace (see [`Client::create`]).
+    pub fn create<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
+        self.create_with(&(), obj)
     }
 
-    /// Creates `obj` of dynamic type `dt` in the namespace, with options.
-    pub async fn create_with_opts<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        opts: &WriteOptions,
-    ) -> Result<K, Error> {
-        let obj = self.scoped(dt, "create", obj)?;
-        self.client.create_with_opts(dt, &*obj, opts).await
+    /// Creates `obj` of dynamic type `dt` in the namespace.
+    pub fn create_with<'a, K: WritableWith>(
+        &'a self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+    ) -> PendingWrite<'a, K> {
+        let obj = self.scoped(dt, "create", obj);
+        PendingWrite::new(Writer::object(&self.client), BodyWrite::Create, dt, obj)
     }
 
-    /// Replaces `obj` in the namespace.
-    pub async fn update<K: Writable>(&self, obj: &K) -> Result<K, Error> {
-        self.update_with_opts(&(), obj, &WriteOptions::new()).await
+    /// Replaces `obj` in the namespace (see [`Client::update`]).
+    pub fn update<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
+        self.update_with(&(), obj)
     }
 
-    /// Replaces `obj` of dynamic type `dt` in the namespace, with options.
-    pub async fn update_with_opts<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        opts: &WriteOptions,
-    ) -> Result<K, Error> {
-        let obj = self.scoped(dt, "update", obj)?;
-        self.client.update_with_opts(dt, &*obj, opts).await
+    /// Replaces `obj` of dynamic type `dt` in the namespace.
+    pub fn update_with<'a, K: WritableWith>(
+        &'a self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+    ) -> PendingWrite<'a, K> {
+        let obj = self.scoped(dt, "update", obj);
+        PendingWrite::new(Writer::object(&self.client), BodyWrite::Update, dt, obj)
     }
 
     typed_form! {

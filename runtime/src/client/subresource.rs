@@ -5,7 +5,7 @@
 //! caller (`autoscaling/v1` `Scale`, `policy/v1` `Eviction`, or `serde_json::Value`);
 //! the object only names the target. It is the client's one writer (`super::writer`)
 //! aimed at the subresource, so writes share the client's options and errors;
-//! [`Client::status`] (`super::status`) is the status-only shorthand that takes the
+//! [`Client::status`] is the status-only shorthand that takes the
 //! object itself as the body.
 
 use kube::api::{Patch, PatchParams};
@@ -116,6 +116,6 @@ impl<'a> SubResourceClient<'a> {
         P: Serialize + std::fmt::Debug,
         S: DeserializeOwned,
     {
-        self.writer().patch(dt, obj, patch, pp).await
+        self.writer().patch_as(dt, obj, patch, pp).await
     }
 }

@@ -9,87 +9,62 @@
 //! without `apiVersion`/`kind` gets them from its `ApiResource` before it is sent, as
 //! the server (and server-side apply) needs them.
 //!
-//! Creates and updates also come as `*_opts` forms taking [`WriteOptions`] (dry-run,
-//! field manager, field validation; `super::options`); patches take them in kube's
-//! `PatchParams`, deletes in `DeleteParams`. A dry-run client dry-runs them all. Creates,
+//! Creates and updates return a [`PendingWrite`], sent when awaited, that takes per-call
+//! [`WriteOptions`](super::WriteOptions) (dry-run, field manager, field validation;
+//! `super::options`) first; patches take them in kube's `PatchParams`, deletes in
+//! `DeleteParams`. A dry-run client dry-runs them all. Creates,
 //! updates, patches and applies go through the one writer (`super::writer`) the status
 //! and subresource clients use too.
+
+use std::borrow::Cow;
 
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde::Serialize;
 
-use super::writer::{BodyWrite, Target, Writable, WritableWith, Writer, body_bytes};
-use super::{Client, Error, WriteOptions};
+use super::writer::{BodyWrite, PendingWrite, Target, Writable, WritableWith, Writer};
+use super::{Client, Error};
 use crate::cache::{Scoped, gvk_string, typed_form};
 
 impl Client {
-    typed_form! {
-        /// Creates `obj` in its namespace; returns the stored object.
-        pub async fn create<K>(&self, obj: &K) -> Result<K, Error> = create_with
-        where K: Writable
+    /// Creates `obj` in its namespace; awaited, returns the stored object. Per-call options
+    /// go on the [`PendingWrite`] (`client.create(&obj).dry_run_all().await`).
+    pub fn create<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
+        self.create_with(&(), obj)
     }
 
-    typed_form! {
-        /// [`create`](Self::create) with per-call options (dry-run, field manager, field
-        /// validation).
-        pub async fn create_opts<K>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> = create_with_opts
-        where K: Writable
+    /// Creates `obj` of dynamic type `dt` (e.g. a `DynamicObject` and its `ApiResource`)
+    /// in its namespace.
+    pub fn create_with<'a, K: WritableWith>(
+        &'a self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+    ) -> PendingWrite<'a, K> {
+        PendingWrite::new(
+            Writer::object(self),
+            BodyWrite::Create,
+            dt,
+            Ok(Cow::Borrowed(obj)),
+        )
     }
 
-    /// Creates `obj` of dynamic type `dt` (e.g. a `DynamicObject` and its
-    /// `ApiResource`) in its namespace; returns the stored object.
-    pub async fn create_with<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-    ) -> Result<K, Error> {
-        self.create_with_opts(dt, obj, &WriteOptions::new()).await
-    }
-
-    /// [`create_with`](Self::create_with) with per-call options.
-    pub async fn create_with_opts<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        opts: &WriteOptions,
-    ) -> Result<K, Error> {
-        Writer::object(self)
-            .send(BodyWrite::Create, dt, obj, body_bytes(dt, obj), opts)
-            .await
-    }
-
-    typed_form! {
-        /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
-        /// fails with 409 Conflict).
-        pub async fn update<K>(&self, obj: &K) -> Result<K, Error> = update_with
-        where K: Writable
-    }
-
-    typed_form! {
-        /// [`update`](Self::update) with per-call options.
-        pub async fn update_opts<K>(&self, obj: &K, opts: &WriteOptions) -> Result<K, Error> = update_with_opts
-        where K: Writable
+    /// Replaces `obj` (its `resourceVersion` guards against lost updates: a stale one
+    /// fails with 409 Conflict); awaited, returns the stored object.
+    pub fn update<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
+        self.update_with(&(), obj)
     }
 
     /// Replaces `obj` of dynamic type `dt`, guarded by its `resourceVersion`.
-    pub async fn update_with<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-    ) -> Result<K, Error> {
-        self.update_with_opts(dt, obj, &WriteOptions::new()).await
-    }
-
-    /// [`update_with`](Self::update_with) with per-call options.
-    pub async fn update_with_opts<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        opts: &WriteOptions,
-    ) -> Result<K, Error> {
-        Writer::object(self)
-            .send(BodyWrite::Update, dt, obj, body_bytes(dt, obj), opts)
-            .await
+    pub fn update_with<'a, K: WritableWith>(
+        &'a self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+    ) -> PendingWrite<'a, K> {
+        PendingWrite::new(
+            Writer::object(self),
+            BodyWrite::Update,
+            dt,
+            Ok(Cow::Borrowed(obj)),
+        )
     }
 
     typed_form! {
@@ -107,7 +82,7 @@ impl Client {
         patch: &Patch<P>,
         pp: PatchParams,
     ) -> Result<K, Error> {
-        Writer::object(self).patch(dt, obj, patch, pp).await
+        Writer::object(self).patch_with(dt, obj, patch, pp).await
     }
 
     typed_form! {
@@ -126,7 +101,7 @@ impl Client {
         force: bool,
     ) -> Result<K, Error> {
         Writer::object(self)
-            .apply(dt, obj, field_manager, force)
+            .apply_with(dt, obj, field_manager, force)
             .await
     }
 

@@ -3,8 +3,8 @@
 //! `SubResourceWriter` are one REST client underneath.
 //!
 //! The client's own writes (`write`: create, update, patch, apply), the status writer
-//! ([`StatusClient`](super::StatusClient), the subresource `status` with the object as its
-//! body) and the subresource client ([`SubResourceClient`](super::SubResourceClient), any
+//! ([`Client::status`], the subresource `status` with the object as its body: a [`Writer`]
+//! itself) and the subresource client ([`SubResourceClient`](super::SubResourceClient), any
 //! subresource with a body of its own) each pick a [`Writer`] and hand it the body; the
 //! writer builds the request (kube's request builder), applies the client-wide options
 //! (`super::options`) and names the verb in errors: `update` on the object, `status update`
@@ -16,6 +16,8 @@
 
 use std::any::TypeId;
 use std::borrow::Cow;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -24,7 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{Client, Error, WriteOptions};
-use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
+use crate::cache::{CacheObject, Scoped, gvk_string, object_key, typed_form};
 
 /// A resource the client can write given its dynamic type: typed resources (`()`),
 /// `DynamicObject` (`ApiResource`).
@@ -111,8 +113,13 @@ pub(crate) enum BodyWrite {
     Update,
 }
 
-/// Writes to the objects it is given, or to the subresource `sub` of each.
-pub(crate) struct Writer<'a> {
+/// Writes to the objects it is given, or to the subresource `sub` of each
+/// (controller-runtime's `client.Writer` underneath the client's own writes, and its
+/// `SubResourceWriter`: [`Client::status`] returns the one aimed at `status`, which takes the
+/// object itself as the body). Its `update`, `patch` and `apply` come in a typed form and a
+/// `*_with(dt, ..)` form for `DynamicObject`, as the client's own writes do.
+#[derive(Clone, Copy, Debug)]
+pub struct Writer<'a> {
     client: &'a Client,
     sub: Option<&'a str>,
 }
@@ -191,8 +198,9 @@ impl<'a> Writer<'a> {
     }
 
     /// Patches the object `obj` names (metadata-only for a `PartialObjectMeta`, as kube's
-    /// `Api::patch`), or its subresource; `pp` completed with the client-wide options.
-    pub(crate) async fn patch<K, P, S>(
+    /// `Api::patch`), or its subresource, answering with an `S`; `pp` completed with the
+    /// client-wide options.
+    pub(crate) async fn patch_as<K, P, S>(
         &self,
         dt: &K::DynamicType,
         obj: &K,
@@ -221,9 +229,50 @@ impl<'a> Writer<'a> {
             .map_err(|e| t.fail(&verb, e))
     }
 
-    /// Server-side applies `obj` (as its own intent) as `field_manager` (falling back to
-    /// the client's field owner), taking over conflicting fields when `force` is set.
-    pub(crate) async fn apply<K: WritableWith>(
+    /// Replaces `obj` (or its subresource, with `obj` as the body); awaited, returns the
+    /// stored object. Per-call options go on the [`PendingWrite`].
+    pub fn update<K: Writable>(&self, obj: &'a K) -> PendingWrite<'a, K> {
+        self.update_with(&(), obj)
+    }
+
+    /// Replaces `obj` of dynamic type `dt`, or its subresource.
+    pub fn update_with<K: WritableWith>(
+        &self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+    ) -> PendingWrite<'a, K> {
+        let obj = Ok(Cow::Borrowed(obj));
+        PendingWrite::new(*self, BodyWrite::Update, dt, obj)
+    }
+
+    typed_form! {
+        /// Patches the object `obj` names (or its subresource) with `patch` (merge, JSON,
+        /// strategic or apply; `pp` carries the field manager, force and dry-run).
+        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
+        where K: Writable, P: Serialize + std::fmt::Debug
+    }
+
+    /// Patches the object of dynamic type `dt` that `obj` names, or its subresource.
+    pub async fn patch_with<K: WritableWith, P: Serialize + std::fmt::Debug>(
+        &self,
+        dt: &K::DynamicType,
+        obj: &K,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<K, Error> {
+        self.patch_as(dt, obj, patch, pp).await
+    }
+
+    typed_form! {
+        /// Server-side applies `obj` (or its subresource) as `field_manager` (falling
+        /// back to the client's field owner), taking over conflicting fields when `force`
+        /// is set.
+        pub async fn apply<K>(&self, obj: &K, field_manager: Option<&str>, force: bool) -> Result<K, Error> = apply_with
+        where K: Writable
+    }
+
+    /// Server-side applies `obj` of dynamic type `dt` (as its own intent).
+    pub async fn apply_with<K: WritableWith>(
         &self,
         dt: &K::DynamicType,
         obj: &K,
@@ -234,7 +283,80 @@ impl<'a> Writer<'a> {
             Target::of(self.client.kube_client(), dt, obj).fail(&self.verb("patch"), e)
         })?;
         let pp = apply_params(field_manager, force);
-        self.patch(dt, obj, &Patch::Apply(&*intent), pp).await
+        self.patch_as(dt, obj, &Patch::Apply(&*intent), pp).await
+    }
+}
+
+/// A create or update on its way (controller-runtime's `Create` / `Update` and their
+/// `CreateOption`s / `UpdateOption`s): per-call options are set on it, and it is sent when
+/// awaited — `client.create(&obj).await`, `client.create(&obj).dry_run_all().await`,
+/// `client.status().update(&obj).opts(&opts).await`. What [`Client::create`],
+/// [`Client::update`], their `*_with` forms, the [`NamespacedClient`](super::NamespacedClient)'s
+/// and the status writer's [`Writer::update`] return.
+#[must_use = "a write is sent only when awaited"]
+pub struct PendingWrite<'a, K: WritableWith> {
+    writer: Writer<'a>,
+    how: BodyWrite,
+    dt: &'a K::DynamicType,
+    /// The object to send, or why it may not be (a namespaced client's refusal).
+    obj: Result<Cow<'a, K>, Error>,
+    opts: WriteOptions,
+}
+
+impl<'a, K: WritableWith> PendingWrite<'a, K> {
+    /// `how` of `obj` (of dynamic type `dt`) through `writer`, with no per-call options.
+    pub(crate) fn new(
+        writer: Writer<'a>,
+        how: BodyWrite,
+        dt: &'a K::DynamicType,
+        obj: Result<Cow<'a, K>, Error>,
+    ) -> Self {
+        let opts = WriteOptions::new();
+        Self {
+            writer,
+            how,
+            dt,
+            obj,
+            opts,
+        }
+    }
+
+    /// Sends the write with `opts` (dry-run, field manager, field validation; unset ones
+    /// fall back to the client's).
+    pub fn opts(mut self, opts: &WriteOptions) -> Self {
+        self.opts = opts.clone();
+        self
+    }
+
+    /// Stores nothing (`dryRun=All`): the server answers with what it would store.
+    pub fn dry_run_all(mut self) -> Self {
+        self.opts.dry_run = true;
+        self
+    }
+}
+
+impl<K: WritableWith> std::fmt::Debug for PendingWrite<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingWrite")
+            .field("how", &self.how)
+            .field("sub", &self.writer.sub)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, K: WritableWith> IntoFuture for PendingWrite<'a, K> {
+    type Output = Result<K, Error>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<K, Error>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let obj = self.obj?;
+            let data = body_bytes(self.dt, &*obj);
+            self.writer
+                .send(self.how, self.dt, &*obj, data, &self.opts)
+                .await
+        })
     }
 }
 
