@@ -3,8 +3,8 @@
 Go pointers (`ptr`: a zero value that is set means something, e.g. `replicas: 0`) or are written
 by Go's JSON even when zero (`always`: no `omitempty`). The protobuf codec reads it to leave out,
 as Go's JSON does, the zero values Go's protobuf encoder writes for every non-pointer field.
-Messages not listed (apimachinery's, apiextensions', apiregistration's) keep present numbers and
-booleans and drop empty strings.
+The meta/v1 messages objects embed are in presence-meta.txt, written by hand; messages listed in
+neither (apiextensions', apiregistration's) keep present numbers and booleans and drop empty strings.
 
 usage: envtest/proto/presence.py <checkout of k8s.io/api at the vendored version>
 """

@@ -269,8 +269,8 @@ impl EnvironmentBuilder {
         self
     }
 
-    /// Starts the server and installs the CRDs.
-    pub async fn start(self) -> Result<Environment, Error> {
+    /// Every CRD the builder was given: objects, files and directories, YAML texts.
+    fn all_crds(&self) -> Result<Vec<Value>, Error> {
         let mut crds = self.crds.clone();
         for p in &self.crd_paths {
             crds.extend(read_crds(p)?);
@@ -278,18 +278,13 @@ impl EnvironmentBuilder {
         for t in &self.crd_texts {
             crds.extend(parse_crds(t, "crd_yaml")?);
         }
-        let bind = format!("127.0.0.1:{}", self.port);
-        let io = |source| Error::Io {
-            path: bind.clone(),
-            source,
-        };
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        let listener = ctrl_net::listen(addr)
-            .and_then(TcpListener::from_std)
-            .map_err(io)?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| Error::Io { path: bind, source })?;
+        Ok(crds)
+    }
+
+    /// Starts the server and installs the CRDs.
+    pub async fn start(self) -> Result<Environment, Error> {
+        let crds = self.all_crds()?;
+        let (listener, addr) = bind(self.port)?;
         let tls = crate::tls::Tls::self_signed().map_err(|message| Error::Parse {
             path: "serving certificate".into(),
             message,
@@ -354,6 +349,19 @@ impl EnvironmentBuilder {
             admin_cert,
         })
     }
+}
+
+/// The listener on `127.0.0.1:port` (0: a port the OS picks) and the address it got.
+fn bind(port: u16) -> Result<(TcpListener, SocketAddr), Error> {
+    let io = |source| Error::Io {
+        path: format!("127.0.0.1:{port}"),
+        source,
+    };
+    let listener = ctrl_net::listen(SocketAddr::from(([127, 0, 0, 1], port)))
+        .and_then(TcpListener::from_std)
+        .map_err(io)?;
+    let addr = listener.local_addr().map_err(io)?;
+    Ok((listener, addr))
 }
 
 fn read_crds(path: &Path) -> Result<Vec<Value>, Error> {

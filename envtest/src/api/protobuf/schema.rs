@@ -185,6 +185,11 @@ fn kebab(camel: &str) -> String {
 /// `proto/presence.txt` (written by `proto/presence.py` from `k8s.io/api`'s `types.go`).
 static PRESENCE_TXT: &str = include_str!("../../../proto/presence.txt");
 
+/// `proto/presence-meta.txt`: the same for the `meta/v1` messages objects embed (`ObjectMeta`,
+/// `OwnerReference`, `LabelSelector`, `Condition`, ...), read off apimachinery's `types.go` by
+/// hand, so that Go's `generation: 0` in a protobuf pod template is left out as its JSON does.
+static PRESENCE_META_TXT: &str = include_str!("../../../proto/presence-meta.txt");
+
 /// Messages the presence table covers, and their fields that keep a zero value.
 struct Presence {
     messages: HashSet<&'static str>,
@@ -196,7 +201,7 @@ static PRESENCE: LazyLock<Presence> = LazyLock::new(|| {
         messages: HashSet::new(),
         keep: HashSet::new(),
     };
-    for line in PRESENCE_TXT.lines() {
+    for line in PRESENCE_TXT.lines().chain(PRESENCE_META_TXT.lines()) {
         let mut parts = line.split(' ');
         let Some(msg) = parts.next().filter(|m| !m.is_empty()) else {
             continue;

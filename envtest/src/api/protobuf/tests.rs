@@ -125,6 +125,28 @@ fn special_types_have_their_go_json_form() {
 }
 
 #[test]
+fn zero_meta_fields_go_writes_are_left_out_as_its_json_leaves_them() {
+    // Go's protobuf encoder writes `generation: 0` in a pod template's ObjectMeta; its JSON
+    // (omitempty) does not, and a stored template must not differ from the JSON one by it.
+    let with_zeros = |generation: Option<i64>| {
+        let mut meta = json!({"labels": {"app": "d"}});
+        if let Some(g) = generation {
+            meta["generation"] = json!(g);
+        }
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"selector": {"matchLabels": {"app": "d"}},
+                        "template": {"metadata": meta,
+                                     "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    };
+    assert_eq!(round_trip(&with_zeros(Some(0))), Ok(with_zeros(None)));
+    assert_eq!(round_trip(&with_zeros(Some(2))), Ok(with_zeros(Some(2))));
+    // Pointers keep their zero: `deletionGracePeriodSeconds: 0` means "now".
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": "p", "deletionGracePeriodSeconds": 0}});
+    assert_eq!(round_trip(&pod), Ok(pod));
+}
+
+#[test]
 fn custom_resources_and_foreign_bodies_are_unsupported() {
     let cr = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
     assert!(encode(&cr).is_err());

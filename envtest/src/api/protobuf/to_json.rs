@@ -6,7 +6,7 @@
 //! a zero `Time` mean "unset" and are left out (as Go's `omitempty` JSON leaves them out). A
 //! zero scalar (`""`, `0`, `false`) is kept where Go's JSON keeps it — Go pointers (`replicas:
 //! 0`) and fields without `omitempty` — and left out elsewhere, by `schema::keeps_zero` (the
-//! presence table of `k8s.io/api`'s types); in messages the table does not cover, empty strings
+//! presence table of `k8s.io/api`'s types and of the `meta/v1` messages they embed); in messages the table does not cover, empty strings
 //! are left out and zero numbers and booleans kept. Messages that are present are kept even
 //! when empty, as Go's JSON writes `status: {}` for a non-pointer struct.
 
