@@ -301,7 +301,7 @@ fn classify(method: &Method, q: &Query, route: Option<&Route>) -> (Option<Verb>,
     let item = r.name.is_some();
     let verb = match (method, item) {
         (&Method::GET, true) => Verb::Get,
-        (&Method::GET, false) if r.watch_prefix || q.flag("watch").unwrap_or(false) => Verb::Watch,
+        (&Method::GET, false) if r.watch_prefix || q.flag("watch") => Verb::Watch,
         (&Method::GET, false) => Verb::List,
         (&Method::POST, _) => Verb::Create,
         (&Method::PUT, _) => Verb::Update,

@@ -575,3 +575,31 @@ async fn legacy_watch_prefix() {
         (Some("ADDED"), Some("p"))
     );
 }
+
+/// Boolean parameters are read as apimachinery's `Convert_Slice_string_To_bool` reads them: the
+/// Python client's `watch=True` is a watch, `False` / `0` (any case) is a list, and a value
+/// that is neither is true rather than a 400.
+#[tokio::test]
+async fn boolean_parameters_are_read_as_apimachinery_reads_them() {
+    let env = common::env().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    cms.create(&PostParams::default(), &cm("b", &[]))
+        .await
+        .expect("create");
+    for watch in ["True", "TRUE", "t", ""] {
+        let path = format!(
+            "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Db&watch={watch}&allowWatchBookmarks=True"
+        );
+        let mut s = RawStream::open(&env, &path, &[]).await;
+        assert_eq!(s.status, 200, "watch={watch}");
+        let ev = s.next_within(10).await.expect("an event");
+        assert_eq!(ev["type"], "ADDED", "watch={watch}: {ev}");
+        assert_eq!(ev["object"]["metadata"]["name"], "b");
+    }
+    for watch in ["False", "FALSE", "0"] {
+        let path = format!("/api/v1/namespaces/default/configmaps?watch={watch}");
+        let (code, list) = common::raw(&env, "GET", &path, None, "").await;
+        assert_eq!(code, 200, "watch={watch}");
+        assert_eq!(list["kind"], "ConfigMapList", "watch={watch}: {list}");
+    }
+}

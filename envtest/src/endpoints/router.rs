@@ -224,14 +224,12 @@ impl Query {
         self.get(k).filter(|v| !v.is_empty())
     }
 
-    pub fn flag(&self, k: &str) -> Result<bool, ApiError> {
-        match self.get(k) {
-            None | Some("") | Some("false") | Some("0") => Ok(false),
-            Some("true") | Some("1") => Ok(true),
-            Some(v) => Err(ApiError::bad_request(format!(
-                "invalid value for {k}: {v:?}"
-            ))),
-        }
+    /// A boolean parameter as apimachinery's `Convert_Slice_string_To_bool` reads it: absent,
+    /// `0` or `false` in any case is false; any other value is true, `True` (the Python
+    /// client's spelling) and an empty value (`?watch`) included.
+    pub fn flag(&self, k: &str) -> bool {
+        self.get(k)
+            .is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
     }
 
     pub fn number(&self, k: &str) -> Result<Option<u64>, ApiError> {

@@ -109,10 +109,9 @@ fn from_query(q: &Query) -> Result<DeleteOptions, ApiError> {
             ApiError::bad_request(format!("invalid value for gracePeriodSeconds: {v:?}"))
         })?),
     };
-    let orphan = match q.get("orphanDependents") {
-        None => None,
-        Some(_) => Some(q.flag("orphanDependents")?),
-    };
+    let orphan = q
+        .get("orphanDependents")
+        .map(|_| q.flag("orphanDependents"));
     Ok(DeleteOptions {
         dry_run: q.value("dryRun").map(|v| vec![v.to_string()]),
         grace_period_seconds: grace,

@@ -62,7 +62,7 @@ pub(crate) async fn dispatch(
     let all_namespaces = rt.namespaced && r.namespace.is_none();
     match (&req.method, r.name.as_deref()) {
         (&Method::GET, None) => {
-            if r.watch_prefix || req.query.flag("watch")? {
+            if r.watch_prefix || req.query.flag("watch") {
                 watch::serve(state, &r, &req)
             } else {
                 read::list(state, &r, &req)

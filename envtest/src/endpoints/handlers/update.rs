@@ -56,7 +56,7 @@ pub(crate) fn patch(
     let who = super::Who::of(req, r)?;
     let w = who.opts(&req.query)?;
     let ct = req.media_type();
-    if ct != "application/apply-patch+yaml" && req.query.flag("force")? {
+    if ct != "application/apply-patch+yaml" && req.query.flag("force") {
         let cause = FieldCause::forbidden("force", "may not be specified for non-apply patch");
         return Err(ApiError::invalid(
             "meta.k8s.io",

@@ -63,7 +63,7 @@ pub(crate) async fn dispatch(
     };
     let watching = req.method == Method::GET
         && r.name.is_none()
-        && (r.watch_prefix || req.query.flag("watch")?);
+        && (r.watch_prefix || req.query.flag("watch"));
     let resp = match (&req.method, r.name.is_some()) {
         (&Method::POST, false) | (&Method::PUT, true) if writable(&storage) => {
             match body_to_storage(&conv, &served, &req).await? {

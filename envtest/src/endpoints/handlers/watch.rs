@@ -119,11 +119,10 @@ pub(crate) fn serve(
 /// `allowWatchBookmarks` and `sendInitialEvents`, checked against `resourceVersionMatch` as
 /// upstream's watch validation does.
 fn watch_options(q: &crate::endpoints::router::Query) -> Result<(bool, Option<bool>), ApiError> {
-    let bookmarks = q.flag("allowWatchBookmarks")?;
+    let bookmarks = q.flag("allowWatchBookmarks");
     let initial_events = q
         .get("sendInitialEvents")
-        .map(|_| q.flag("sendInitialEvents"))
-        .transpose()?;
+        .map(|_| q.flag("sendInitialEvents"));
     let rvm = q.value("resourceVersionMatch");
     if initial_events.is_some() && rvm != Some("NotOlderThan") {
         return Err(ApiError::new(

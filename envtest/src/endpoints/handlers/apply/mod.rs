@@ -81,7 +81,7 @@ impl<'a> Apply<'a> {
         let rt = &r.rt;
         let body = decode(req)?;
         let manager = manager(req)?;
-        let force = req.query.flag("force")?;
+        let force = req.query.flag("force");
         if body
             .get("metadata")
             .is_some_and(|m| m.get("managedFields").is_some_and(|f| !f.is_null()))

@@ -30,7 +30,7 @@ pub(crate) fn apply(
 ) -> Result<Arc<Value>, ApiError> {
     let w = write_opts(&req.query)?;
     let manager = super::manager(req)?;
-    let force = req.query.flag("force")?;
+    let force = req.query.flag("force");
     let body = super::decode(req)?;
     let Some(n) = body.pointer("/spec/replicas").and_then(Value::as_i64) else {
         let cause = FieldCause::required("spec.replicas", "");
