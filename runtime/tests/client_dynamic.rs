@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use ctrl_envtest::Environment;
 use ctrl_runtime::cache::{Cache, Options};
-use ctrl_runtime::client::{Client, DeleteParams, Patch, PatchParams, ignore_not_found};
+use ctrl_runtime::client::{
+    Client, DeleteParams, ObjectWriter, Patch, PatchParams, ignore_not_found,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};

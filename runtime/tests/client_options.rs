@@ -9,7 +9,7 @@ use std::time::Duration;
 use ctrl_envtest::Environment;
 use ctrl_runtime::cache::{Cache, ListOptions, Options};
 use ctrl_runtime::client::{
-    Client, DeleteParams, FieldValidation, Source, WarningLogger, WriteOptions,
+    Client, DeleteParams, FieldValidation, ObjectWriter, Source, WarningLogger, WriteOptions,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::Scale;

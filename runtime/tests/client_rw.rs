@@ -9,7 +9,7 @@ use std::time::Duration;
 use ctrl_envtest::Environment;
 use ctrl_runtime::cache::{Cache, ListOptions, Options};
 use ctrl_runtime::client::{
-    Client, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy,
+    Client, DeleteParams, ObjectWriter, Patch, PatchParams, Preconditions, PropagationPolicy,
     ignore_already_exists, ignore_not_found,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServicePort, ServiceSpec};

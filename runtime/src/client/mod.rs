@@ -47,7 +47,7 @@ pub use options::{FieldValidation, WriteOptions};
 pub use restmapper::{RestMapper, RestMapperError};
 pub use subresource::SubResourceClient;
 pub use warnings::{WarningLogger, log_api_warnings};
-pub use writer::{PendingWrite, Writable, WritableWith, Writer};
+pub use writer::{ObjectWriter, PendingWrite, Writable, WritableWith, Writer};
 
 /// The status writer [`Client::status`] returns: the client's [`Writer`] aimed at the
 /// `status` subresource (controller-runtime's `client.StatusWriter`).

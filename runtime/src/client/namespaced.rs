@@ -9,10 +9,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use kube::api::{DeleteParams, Patch, PatchParams};
-use serde::Serialize;
+use kube::api::DeleteParams;
 
-use super::writer::{BodyWrite, PendingWrite, Writable, WritableWith, Writer};
+use super::writer::{ObjectWriter, Writable, WritableWith, Writer};
 use super::{Client, Error, Source};
 use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key, typed_form};
 
@@ -46,7 +45,7 @@ impl NamespacedClient {
 
     /// `obj` in the client's namespace: as is, with the namespace filled in, or
     /// refused when it names another one.
-    fn scoped<'a, K: WritableWith>(
+    pub(super) fn scoped<'a, K: WritableWith>(
         &self,
         dt: &K::DynamicType,
         verb: &str,
@@ -130,54 +129,6 @@ impl NamespacedClient {
         }
     }
 
-    /// Creates `obj` in the namespace (see [`Client::create`]).
-    pub fn create<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
-        self.create_with(&(), obj)
-    }
-
-    /// Creates `obj` of dynamic type `dt` in the namespace.
-    pub fn create_with<'a, K: WritableWith>(
-        &'a self,
-        dt: &'a K::DynamicType,
-        obj: &'a K,
-    ) -> PendingWrite<'a, K> {
-        let obj = self.scoped(dt, "create", obj);
-        PendingWrite::new(Writer::object(&self.client), BodyWrite::Create, dt, obj)
-    }
-
-    /// Replaces `obj` in the namespace (see [`Client::update`]).
-    pub fn update<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
-        self.update_with(&(), obj)
-    }
-
-    /// Replaces `obj` of dynamic type `dt` in the namespace.
-    pub fn update_with<'a, K: WritableWith>(
-        &'a self,
-        dt: &'a K::DynamicType,
-        obj: &'a K,
-    ) -> PendingWrite<'a, K> {
-        let obj = self.scoped(dt, "update", obj);
-        PendingWrite::new(Writer::object(&self.client), BodyWrite::Update, dt, obj)
-    }
-
-    typed_form! {
-        /// Patches the object `obj` names in the namespace.
-        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
-        where K: Writable, P: Serialize + std::fmt::Debug
-    }
-
-    /// Patches the object of dynamic type `dt` that `obj` names in the namespace.
-    pub async fn patch_with<K: WritableWith, P: Serialize + std::fmt::Debug>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        patch: &Patch<P>,
-        pp: PatchParams,
-    ) -> Result<K, Error> {
-        let obj = self.scoped(dt, "patch", obj)?;
-        self.client.patch_with(dt, &*obj, patch, pp).await
-    }
-
     typed_form! {
         /// Deletes the object `obj` names in the namespace.
         pub async fn delete<K>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> = delete_with
@@ -193,5 +144,17 @@ impl NamespacedClient {
     ) -> Result<(), Error> {
         let obj = self.scoped(dt, "delete", obj)?;
         self.client.delete_with(dt, &*obj, dp).await
+    }
+}
+
+impl ObjectWriter for NamespacedClient {
+    fn target<'a, K: WritableWith>(
+        &'a self,
+        dt: &K::DynamicType,
+        verb: &'static str,
+        obj: &'a K,
+    ) -> Result<(Writer<'a>, Cow<'a, K>), Error> {
+        let obj = self.scoped(dt, verb, obj)?;
+        Ok((Writer::object(&self.client), obj))
     }
 }
