@@ -26,8 +26,9 @@ pub use async_trait::async_trait;
 /// `ctrl.SetupSignalHandler`).
 pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
-/// The client's traits, to call their verbs on any client (Go's `client.Writer`).
-pub use ctrl_runtime::client::ObjectWriter;
+/// The client's traits, to call their verbs on any client, cache or reader (Go's
+/// `client.Reader` and `client.Writer`).
+pub use ctrl_runtime::{cache::Reader, client::ObjectWriter};
 
 /// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
 pub use ctrl_builder::webhook::WebhookBuilder;
@@ -54,7 +55,7 @@ pub mod prelude {
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
     pub use crate::metrics;
-    pub use ctrl_runtime::cache::{Cache, ListOptions};
+    pub use ctrl_runtime::cache::{Cache, ListOptions, Reader};
     pub use ctrl_runtime::client::{Client, ObjectWriter, ignore_already_exists, ignore_not_found};
     pub use ctrl_runtime::healthz;
     pub use ctrl_runtime::log;

@@ -13,7 +13,7 @@ use kube::api::DeleteParams;
 
 use super::writer::{ObjectWriter, Writable, WritableWith, Writer};
 use super::{Client, Error, Source};
-use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key, typed_form};
+use crate::cache::{CacheObject, ListOptions, Reader, Scoped, gvk_string, object_key, typed_form};
 
 /// A client whose every call happens in one namespace. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -76,60 +76,6 @@ impl NamespacedClient {
     }
 
     typed_form! {
-        /// The typed object `name` in the namespace (any namespace argument of a
-        /// cluster-scoped type is empty).
-        pub async fn get<K>(&self, name: &str) -> Result<Arc<K>, Error> = get_with
-        where K: CacheObject<DynamicType = ()>
-    }
-
-    /// The object `name` of `K` with dynamic type `dt` in the namespace.
-    pub async fn get_with<K: CacheObject>(
-        &self,
-        dt: &K::DynamicType,
-        name: &str,
-    ) -> Result<Arc<K>, Error> {
-        let ns = if <K::Scope as Scoped>::CLUSTER {
-            ""
-        } else {
-            self.namespace.as_str()
-        };
-        self.client.get_with::<K>(dt, ns, name).await
-    }
-
-    typed_form! {
-        /// Typed objects in the namespace matching `opts` (whose namespace must be unset
-        /// or the client's).
-        pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> = list_with
-        where K: CacheObject<DynamicType = ()>
-    }
-
-    /// Objects of `K` with dynamic type `dt` in the namespace matching `opts`.
-    pub async fn list_with<K: CacheObject>(
-        &self,
-        dt: &K::DynamicType,
-        opts: &ListOptions,
-    ) -> Result<Vec<Arc<K>>, Error> {
-        if <K::Scope as Scoped>::CLUSTER {
-            return self.client.list_with::<K>(dt, opts).await;
-        }
-        match opts.namespace.as_deref() {
-            Some(ns) if !ns.is_empty() && ns != self.namespace => Err(Error::new(
-                "list",
-                gvk_string::<K>(dt),
-                ns.to_string(),
-                Source::Refused(format!(
-                    "cannot list in namespace {ns}: the client is restricted to namespace {}",
-                    self.namespace
-                )),
-            )),
-            _ => {
-                let opts = opts.clone().in_namespace(self.namespace.clone());
-                self.client.list_with::<K>(dt, &opts).await
-            }
-        }
-    }
-
-    typed_form! {
         /// Deletes the object `obj` names in the namespace.
         pub async fn delete<K>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> = delete_with
         where K: Writable
@@ -156,5 +102,63 @@ impl ObjectWriter for NamespacedClient {
     ) -> Result<(Writer<'a>, Cow<'a, K>), Error> {
         let obj = self.scoped(dt, verb, obj)?;
         Ok((Writer::object(&self.client), obj))
+    }
+}
+
+impl Reader for NamespacedClient {
+    type Object<K: CacheObject> = Arc<K>;
+    type Error = Error;
+
+    /// The object `name` in the client's namespace: `namespace` must be empty or the
+    /// client's (any namespace of a cluster-scoped type is dropped), as in Go's
+    /// `namespacedClient.Get`.
+    async fn get_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<K>, Error> {
+        if <K::Scope as Scoped>::CLUSTER {
+            return self.client.get_with::<K>(dt, "", name).await;
+        }
+        if !namespace.is_empty() && namespace != self.namespace {
+            return Err(Error::new(
+                "get",
+                gvk_string::<K>(dt),
+                object_key(Some(namespace), name),
+                Source::Refused(format!(
+                    "namespace {namespace} of the object {name} does not match the namespace {} on the client",
+                    self.namespace
+                )),
+            ));
+        }
+        self.client.get_with::<K>(dt, &self.namespace, name).await
+    }
+
+    /// Objects in the namespace matching `opts` (whose namespace must be unset or the
+    /// client's).
+    async fn list_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        opts: &ListOptions,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        if <K::Scope as Scoped>::CLUSTER {
+            return self.client.list_with::<K>(dt, opts).await;
+        }
+        match opts.namespace.as_deref() {
+            Some(ns) if !ns.is_empty() && ns != self.namespace => Err(Error::new(
+                "list",
+                gvk_string::<K>(dt),
+                ns.to_string(),
+                Source::Refused(format!(
+                    "cannot list in namespace {ns}: the client is restricted to namespace {}",
+                    self.namespace
+                )),
+            )),
+            _ => {
+                let opts = opts.clone().in_namespace(self.namespace.clone());
+                self.client.list_with::<K>(dt, &opts).await
+            }
+        }
     }
 }

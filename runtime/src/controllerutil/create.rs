@@ -14,6 +14,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value};
 
 use super::Error;
+use crate::cache::Reader;
 use crate::client::{Client, ObjectWriter, Writable, WritableWith};
 
 /// What [`create_or_update`] / [`create_or_patch`] did (Go's `OperationResult`).
