@@ -29,30 +29,16 @@ mod contract;
 #[path = "appservice/mod.rs"]
 mod operator;
 
-use std::process::ExitCode;
-use std::time::Duration;
-
-use clap::Parser;
-use contract::cli::{ExampleArgs, parse_duration};
-use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{Cluster, Deployed, Example};
-use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Manager, Options};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use contract::prelude::*;
 use operator::sharding::ShardingFlags;
 use operator::{controller, crd, demo, setup, sharding};
 
-/// The operator's command line: kubebuilder's manager flags plus its own.
+/// The AppService operator (a ctrl example).
 #[derive(Parser, Debug)]
-#[command(
-    name = "appservice",
-    about = "The AppService operator (a ctrl example)"
-)]
+#[command(name = "appservice")]
 struct Cli {
     #[command(flatten)]
-    example: ExampleArgs,
-    #[command(flatten)]
-    manager: Args,
+    args: OperatorArgs,
     #[command(flatten)]
     leader: LeaderElectionFlags,
     #[command(flatten)]
@@ -60,11 +46,6 @@ struct Cli {
     /// Every AppService is reconciled again this long after its last reconcile.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     resync_period: Duration,
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    contract::main::<Cli>().await
 }
 
 impl Cli {
@@ -102,7 +83,7 @@ impl Example for Cli {
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
     fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
-        (&self.example, Some(&self.manager))
+        self.args.flags()
     }
 
     /// The Lease of `--leader-election-id` / `--leader-election-namespace`.
@@ -118,9 +99,14 @@ impl Example for Cli {
         if let Some(kubeconfig) = cluster.local_kubeconfig() {
             demo::watch_hints(kubeconfig);
         }
-        let opts = self.options(cluster.options(&self.manager));
+        let opts = self.options(cluster.options(&self.args.manager));
         let mgr = self.manager(cluster.client(), opts).await?;
         let script = |client| demo::run(client, &stop);
         cluster.run_manager(&mgr, &stop, script).await
     }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    contract::main::<Cli>().await
 }

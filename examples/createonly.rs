@@ -23,33 +23,15 @@ mod contract;
 #[path = "createonly/mod.rs"]
 mod operator;
 
-use std::process::ExitCode;
-use std::time::Duration;
-
-use clap::Parser;
-use contract::cli::ExampleArgs;
-use contract::{Cluster, Deployed, Example};
-use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Manager, Options};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use contract::prelude::*;
 use operator::{controller, crd, demo};
 
-/// The program's command line: the example contract and kubebuilder's manager flags.
+/// Reconciles AppServices on create only (a ctrl example: the internals article's controller).
 #[derive(Parser, Debug)]
-#[command(
-    name = "createonly",
-    about = "Reconciles AppServices on create only (a ctrl example: the internals article's controller)"
-)]
+#[command(name = "createonly")]
 struct Cli {
     #[command(flatten)]
-    example: ExampleArgs,
-    #[command(flatten)]
-    manager: Args,
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    args: OperatorArgs,
 }
 
 /// A manager on `client` with the controller; the Lease is `controller::LEASE`
@@ -69,7 +51,7 @@ impl Example for Cli {
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
     fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
-        (&self.example, Some(&self.manager))
+        self.args.flags()
     }
 
     fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
@@ -82,8 +64,13 @@ impl Example for Cli {
             tracing::info!(target: "createonly::envtest", "watch it:  kubectl --kubeconfig {kc} get appservices -w");
             tracing::info!(target: "createonly::envtest", "reconciles: kubectl --kubeconfig {kc} get events --field-selector reason={}", controller::REASON);
         }
-        let mgr = manager(cluster.client(), cluster.options(&self.manager))?;
+        let mgr = manager(cluster.client(), cluster.options(&self.args.manager))?;
         let script = |client| demo::run(client, Duration::from_secs(2));
         cluster.run_manager(&mgr, &stop, script).await
     }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    contract::main::<Cli>().await
 }

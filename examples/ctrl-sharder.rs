@@ -29,20 +29,9 @@ mod contract;
 #[path = "ctrl_sharder/mod.rs"]
 mod sharder;
 
-use std::process::ExitCode;
-
-use contract::cli::ExampleArgs;
-use contract::{Cluster, Deployed, Example};
-use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Options};
+use contract::prelude::*;
 use ctrl::sharding::controllerring_crd;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use sharder::cli::Cli;
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    contract::main::<Cli>().await
-}
 
 impl Example for Cli {
     const NAME: &'static str = "ctrl-sharder";
@@ -60,4 +49,9 @@ impl Example for Cli {
     async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
         sharder::run::run(&self, cluster, stop).await
     }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    contract::main::<Cli>().await
 }

@@ -27,36 +27,18 @@ mod contract;
 #[path = "podlogger/mod.rs"]
 mod operator;
 
-use std::process::ExitCode;
-use std::time::Duration;
-
-use clap::Parser;
-use contract::cli::ExampleArgs;
-use contract::{Cluster, Deployed, Example};
-use ctrl::CancellationToken;
+use contract::prelude::*;
 use ctrl::log;
-use ctrl::manager::{Args, BoxError, Options};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 /// The program's command line: the example contract, kubebuilder's manager flags and
-/// controller-runtime's zap flags.
+/// Logs every Pod reconcile (a ctrl example: the smallest controller).
 #[derive(Parser, Debug)]
-#[command(
-    name = "podlogger",
-    about = "Logs every Pod reconcile (a ctrl example: the smallest controller)"
-)]
+#[command(name = "podlogger")]
 struct Cli {
     #[command(flatten)]
-    example: ExampleArgs,
-    #[command(flatten)]
-    manager: Args,
+    args: OperatorArgs,
     #[command(flatten)]
     log: log::Args,
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    contract::main::<Cli>().await
 }
 
 impl Example for Cli {
@@ -65,7 +47,7 @@ impl Example for Cli {
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[];
 
     fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
-        (&self.example, Some(&self.manager))
+        self.args.flags()
     }
 
     fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
@@ -87,8 +69,13 @@ impl Example for Cli {
                 kc.display()
             );
         }
-        let mgr = operator::manager(cluster.client(), cluster.options(&self.manager))?;
+        let mgr = operator::manager(cluster.client(), cluster.options(&self.args.manager))?;
         let script = |client| operator::demo(client, Duration::from_secs(2));
         cluster.run_manager(&mgr, &stop, script).await
     }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    contract::main::<Cli>().await
 }

@@ -27,31 +27,17 @@ mod contract;
 #[path = "storagebucket/mod.rs"]
 mod operator;
 
-use std::path::PathBuf;
-use std::process::ExitCode;
-use std::time::Duration;
-
-use clap::Parser;
-use contract::cli::{ExampleArgs, parse_duration};
-use contract::leader::{LeaderElectionFlags, log_leader_election};
-use contract::{Cluster, Deployed, Example};
-use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Options};
+use contract::prelude::*;
 use ctrl::webhook;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use operator::{controller, crd, demo, setup};
+use std::path::PathBuf;
 
-/// The operator's command line: kubebuilder's manager flags plus its own.
+/// The StorageBucket operator (a ctrl example).
 #[derive(Parser, Debug)]
-#[command(
-    name = "storagebucket",
-    about = "The StorageBucket operator (a ctrl example)"
-)]
+#[command(name = "storagebucket")]
 struct Cli {
     #[command(flatten)]
-    example: ExampleArgs,
-    #[command(flatten)]
-    manager: Args,
+    args: OperatorArgs,
     #[command(flatten)]
     leader: LeaderElectionFlags,
     /// In a cluster: serve the admission webhooks on :9443 (certificates in
@@ -69,13 +55,8 @@ struct Cli {
     flip_every: Duration,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    contract::main::<Cli>().await
-}
-
 impl Cli {
-    /// The controller's configuration from the flags.
+    /// The reconciler's settings: how often each bucket is probed.
     fn config(&self) -> controller::Config {
         controller::Config {
             probe_interval: self.probe_interval,
@@ -88,7 +69,7 @@ impl Cli {
         let cert_dir = self.webhook_cert_path.clone()?;
         Some(webhook::Server::new(webhook::Options {
             cert_dir,
-            tls: self.manager.tls_options(),
+            tls: self.args.manager.tls_options(),
             ..Default::default()
         }))
     }
@@ -100,7 +81,7 @@ impl Example for Cli {
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
     fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
-        (&self.example, Some(&self.manager))
+        self.args.flags()
     }
 
     /// The Lease of `--leader-election-id` / `--leader-election-namespace`.
@@ -114,7 +95,7 @@ impl Example for Cli {
     }
 
     async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
-        let base = self.options(cluster.options(&self.manager));
+        let base = self.options(cluster.options(&self.args.manager));
         let Some(kubeconfig) = cluster.local_kubeconfig() else {
             let opts = Options {
                 webhook_server: self.webhook_server(),
@@ -138,4 +119,9 @@ impl Example for Cli {
         let samples = |_client| world.create_samples();
         cluster.run_manager(&mgr, &stop, samples).await
     }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    contract::main::<Cli>().await
 }

@@ -24,26 +24,15 @@ mod contract;
 #[path = "virtualmachine/mod.rs"]
 mod operator;
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::time::Duration;
-
-use clap::Parser;
-use contract::cli::ExampleArgs;
-use contract::{Cluster, Deployed, Example};
-use ctrl::CancellationToken;
-use ctrl::manager::{Args, BoxError, Options};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use contract::prelude::*;
 use operator::hypervisor::Hypervisor;
 use operator::{controller, crd, demo};
+use std::path::{Path, PathBuf};
 
 /// The program's command line: the example contract, the kubeconfig and the number
-/// of workers (the sample-controller's flags).
+/// Keeps a fake hypervisor in line with VirtualMachines (a ctrl example: the client-go sample-controller).
 #[derive(Parser, Debug)]
-#[command(
-    name = "virtualmachine",
-    about = "Keeps a fake hypervisor in line with VirtualMachines (a ctrl example: the client-go sample-controller)"
-)]
+#[command(name = "virtualmachine")]
 struct Cli {
     #[command(flatten)]
     example: ExampleArgs,
@@ -53,11 +42,6 @@ struct Cli {
     /// How many workers process the queue at once.
     #[arg(long, value_name = "N", default_value_t = 2)]
     threadiness: usize,
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    contract::main::<Cli>().await
 }
 
 impl Example for Cli {
@@ -98,4 +82,9 @@ impl Example for Cli {
         }
         running.await?
     }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    contract::main::<Cli>().await
 }

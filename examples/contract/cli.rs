@@ -5,6 +5,25 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ctrl::manager::Args;
+
+/// The flags of an example that runs a Manager: the contract's ([`ExampleArgs`]) and
+/// kubebuilder's manager flags ([`Args`]), flattened into its command line.
+#[derive(clap::Args, Debug)]
+pub struct OperatorArgs {
+    #[command(flatten)]
+    pub example: ExampleArgs,
+    #[command(flatten)]
+    pub manager: Args,
+}
+
+impl OperatorArgs {
+    /// Both flag sets, as [`Example::flags`](super::Example::flags) returns them.
+    pub fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+        (&self.example, Some(&self.manager))
+    }
+}
+
 /// The example contract's flags.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExampleArgs {

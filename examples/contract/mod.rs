@@ -27,3 +27,20 @@ pub mod run;
 
 #[allow(unused_imports)] // the tests mount the contract too, and run no `main`
 pub use program::{Cluster, Deployed, Example, main};
+
+/// What an example's `main.rs` uses from the contract and from ctrl, in one import
+/// (`use contract::prelude::*;`).
+#[allow(unused_imports)]
+pub mod prelude {
+    pub use std::process::ExitCode;
+    pub use std::time::Duration;
+
+    pub use clap::Parser;
+    pub use ctrl::CancellationToken;
+    pub use ctrl::manager::{Args, BoxError, Manager, Options};
+    pub use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    pub use super::cli::{ExampleArgs, OperatorArgs, parse_duration};
+    pub use super::leader::{LeaderElectionFlags, log_leader_election};
+    pub use super::{Cluster, Deployed, Example};
+}
