@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use cap::Cap;
 use ctrl::ControllerBuilder;
+use ctrl::Reader;
 use ctrl::controller;
 use ctrl::manager::{Manager, Options};
 use ctrl::reconcile::{self, Action, Request};

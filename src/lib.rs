@@ -26,6 +26,10 @@ pub use async_trait::async_trait;
 /// `ctrl.SetupSignalHandler`).
 pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdown_signal};
 
+/// The client's traits, to call their verbs on any client, cache or reader (Go's
+/// `client.Reader` and `client.Writer`).
+pub use ctrl_runtime::{cache::Reader, client::ObjectWriter};
+
 /// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
 pub use ctrl_builder::webhook::WebhookBuilder;
 /// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
@@ -51,8 +55,8 @@ pub mod prelude {
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
     pub use crate::metrics;
-    pub use ctrl_runtime::cache::{Cache, ListOptions};
-    pub use ctrl_runtime::client::{Client, ignore_already_exists, ignore_not_found};
+    pub use ctrl_runtime::cache::{Cache, ListOptions, Reader};
+    pub use ctrl_runtime::client::{Client, ObjectWriter, ignore_already_exists, ignore_not_found};
     pub use ctrl_runtime::healthz;
     pub use ctrl_runtime::log;
     pub use ctrl_runtime::manager::{

@@ -16,6 +16,7 @@ mod operator;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ctrl::Reader;
 use ctrl::manager::Options;
 use ctrl::sharding::{CONDITION_READY, ControllerRing, Shard, label_shard};
 use ctrl_envtest::Environment;

@@ -10,7 +10,8 @@ mod common;
 use common::{manager, next, start, until};
 use ctrl_builder::ControllerBuilder;
 use ctrl_envtest::Environment;
-use ctrl_runtime::client::{Patch, PatchParams, RestMapper, ignore_not_found};
+use ctrl_runtime::cache::Reader;
+use ctrl_runtime::client::{ObjectWriter, Patch, PatchParams, RestMapper, ignore_not_found};
 use ctrl_runtime::controllerutil::{
     self, OwnerReferenceOptions, create_or_update_with, set_controller_reference_dynamic,
 };

@@ -22,7 +22,7 @@ use ctrl::async_trait;
 use ctrl::conditions::{self, CONDITION_FALSE, CONDITION_TRUE};
 use ctrl::controllerutil;
 use ctrl::manager::{BoxError, Manager};
-use ctrl::prelude::{Client, ListOptions, ignore_not_found};
+use ctrl::prelude::{Client, ListOptions, ObjectWriter, Reader, ignore_not_found};
 use ctrl::rbac;
 use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::recorder::{EventType, Recorder};

@@ -5,6 +5,7 @@
 //! handler alone decides what is reconciled (`docs/internals.md` walks through it).
 
 use ctrl::ControllerBuilder;
+use ctrl::Reader;
 use ctrl::client::{Client, ignore_not_found};
 use ctrl::handler;
 use ctrl::manager::{BoxError, Manager};

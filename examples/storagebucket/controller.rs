@@ -16,7 +16,7 @@ use std::time::Duration;
 use ctrl::CancellationToken;
 use ctrl::ControllerBuilder;
 use ctrl::async_trait;
-use ctrl::client::Client;
+use ctrl::client::{Client, ObjectWriter};
 use ctrl::controllerutil;
 use ctrl::event::GenericEvent;
 use ctrl::handler::EnqueueRequestsFromMapFunc;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctrl_envtest::Environment;
-use ctrl_runtime::cache::{self, Cache, ListOptions, Options};
+use ctrl_runtime::cache::{self, Cache, ListOptions, Options, Reader};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{Expression, Selector};

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ctrl_envtest::{Environment, FaultMatch, Verb};
-use ctrl_runtime::cache::{self, ByObject, Cache, ListOptions, Notification, Options};
+use ctrl_runtime::cache::{self, ByObject, Cache, ListOptions, Notification, Options, Reader};
 use ctrl_runtime::client::Client;
 use ctrl_runtime::controller::{Controller, Options as ControllerOptions};
 use ctrl_runtime::handler::EnqueueRequestForObject;

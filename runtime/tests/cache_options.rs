@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ctrl_envtest::{Environment, FaultMatch, FaultStatus, Verb};
 use ctrl_runtime::cache::{
-    Cache, ListOptions, NAMESPACE_ALL, NamespaceConfig, Notification, Options,
+    Cache, ListOptions, NAMESPACE_ALL, NamespaceConfig, Notification, Options, Reader,
 };
 use ctrl_runtime::controller::{Controller, Options as ControllerOptions};
 use ctrl_runtime::handler::EnqueueRequestForObject;

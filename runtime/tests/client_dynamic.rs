@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctrl_envtest::Environment;
-use ctrl_runtime::cache::{Cache, Options};
-use ctrl_runtime::client::{Client, DeleteParams, Patch, PatchParams, ignore_not_found};
+use ctrl_runtime::cache::{Cache, ListOptions, Options, Reader};
+use ctrl_runtime::client::{
+    Client, DeleteParams, ObjectWriter, Patch, PatchParams, ignore_not_found,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta};
@@ -294,7 +296,7 @@ async fn dynamic_cluster_scoped_objects_and_delete_all_of() {
         .await
         .expect("delete all gold");
     let left: Vec<String> = reader
-        .list_with::<DynamicObject>(&ar, None, &ListParams::default())
+        .list_with::<DynamicObject>(&ar, &ListOptions::new())
         .await
         .expect("list")
         .into_iter()

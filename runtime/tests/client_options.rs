@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use ctrl_envtest::Environment;
-use ctrl_runtime::cache::{Cache, ListOptions, Options};
+use ctrl_runtime::cache::{Cache, ListOptions, Options, Reader};
 use ctrl_runtime::client::{
-    Client, DeleteParams, FieldValidation, Source, WarningLogger, WriteOptions,
+    Client, DeleteParams, FieldValidation, ObjectWriter, Source, WarningLogger, WriteOptions,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v1::Scale;
@@ -294,7 +294,15 @@ async fn a_namespaced_client_confines_every_call_to_its_namespace() {
         .await
         .expect_err("listing another namespace is refused");
     assert!(matches!(*err.source, Source::Refused(_)), "{err}");
-    let got = nc.get::<ConfigMap>("here").await.expect("get");
+    let got = nc.get::<ConfigMap>("", "here").await.expect("get");
+    assert_eq!(got.metadata.namespace.as_deref(), Some("default"));
+    let got = nc.get::<ConfigMap>("default", "here").await.expect("get");
+    assert_eq!(got.metadata.namespace.as_deref(), Some("default"));
+    let err = nc
+        .get::<ConfigMap>("other", "here")
+        .await
+        .expect_err("getting from another namespace is refused");
+    assert!(matches!(*err.source, Source::Refused(_)), "{err}");
     assert_eq!(got.metadata.namespace.as_deref(), Some("default"));
     nc.delete(&cm(None, "here", "1"), &DeleteParams::default())
         .await

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctrl_envtest::Environment;
-use ctrl_runtime::cache::{Cache, ListOptions, Options};
+use ctrl_runtime::cache::{Cache, ListOptions, Options, Reader};
 use ctrl_runtime::client::{
-    Client, DeleteParams, Patch, PatchParams, Preconditions, PropagationPolicy,
+    Client, DeleteParams, ObjectWriter, Patch, PatchParams, Preconditions, PropagationPolicy,
     ignore_already_exists, ignore_not_found,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServicePort, ServiceSpec};
@@ -251,7 +251,7 @@ async fn deletes_honour_preconditions_propagation_and_selectors() {
         .expect("delete all of");
     let left = client
         .api_reader()
-        .list::<ConfigMap>(Some("default"), &ListParams::default())
+        .list::<ConfigMap>(&ListOptions::new().in_namespace("default"))
         .await
         .expect("uncached list");
     let names: Vec<_> = left

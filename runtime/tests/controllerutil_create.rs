@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use ctrl_envtest::Environment;
+use ctrl_runtime::cache::Reader;
 use ctrl_runtime::client::Client;
 use ctrl_runtime::controllerutil::{
     Error, OperationResult, create_or_patch, create_or_update, set_controller_reference,

@@ -6,6 +6,7 @@ mod manager_common;
 
 use std::time::Duration;
 
+use ctrl_runtime::cache::Reader;
 use ctrl_runtime::controller;
 use ctrl_runtime::reconcile::{self, Action, Request};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ctrl_runtime::cache::Reader;
 use ctrl_runtime::manager::{BoxError, Error, Group, Manager, Runnable, RunnableFunc};
 use manager_common::{env, launch, manager, once, quiet};
 use parking_lot::Mutex;

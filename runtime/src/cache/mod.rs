@@ -1,7 +1,7 @@
 //! The shared informer cache (controller-runtime's `pkg/cache`).
 //!
 //! A [`Cache`] holds one [`Informer`] per (type, scope), created lazily the first time
-//! anyone asks — a read through [`Cache::get`] / [`Cache::list`] or the client
+//! anyone asks — a read through [`Reader::get`] / [`Reader::list`] or the client
 //! built over the cache, an index ([`Cache::index_field`]), or a controller's
 //! `source::Kind` — and shared by all of them, so every type is watched once however
 //! many controllers use it. Informers run on kube's `watcher` (`informer`), store
@@ -42,7 +42,7 @@ pub use options::{
     ByObject, DEFAULT_HANDLER_BUFFER, DEFAULT_SYNC_PERIOD, MetaTransform, NAMESPACE_ALL,
     NamespaceConfig, Options, Transform, WatchErrorHandler, strip_managed_fields, type_key,
 };
-pub use reader::ListOptions;
+pub use reader::{ListOptions, Reader};
 pub use store::{ALL_NAMESPACES, IndexFn, Store, field_index_name, namespaced_value};
 
 use informer::InformerControl;

@@ -1,5 +1,6 @@
-//! Reads from the cache: [`Cache::get`] and [`Cache::list`] with [`ListOptions`]
-//! (controller-runtime's `CacheReader`), and the [`ObjectGetter`] that typed
+//! Reads: the [`Reader`] trait (controller-runtime's `client.Reader`), its cache
+//! implementation ([`Cache`]'s `get` and `list` with [`ListOptions`], controller-runtime's
+//! `CacheReader`), and the [`ObjectGetter`] that typed
 //! reconcilers ([`crate::reconcile::as_reconciler`]) fetch their objects through.
 //!
 //! A read of a type nobody watched yet starts its informer and waits for it to sync
@@ -15,7 +16,7 @@ use kube::core::{Selector, SelectorExt};
 
 use super::informer::NotReady;
 use super::store::{field_index_name, namespaced_value};
-use super::{Cache, CacheObject, Error, Informer, gvk_string, object_key, typed_form};
+use super::{Cache, CacheObject, Error, Informer, gvk_string, object_key};
 use crate::reconcile::{self, ObjectGetter, Request};
 
 /// What a list returns (controller-runtime's `client.ListOptions`: `InNamespace`,
@@ -77,6 +78,51 @@ impl ListOptions {
     }
 }
 
+/// Reads objects (controller-runtime's `client.Reader`): [`Cache`], the client, the
+/// namespaced client and the uncached `ApiReader` each read one way
+/// ([`get_with`](Self::get_with), [`list_with`](Self::list_with)); the typed forms
+/// [`get`](Self::get) and [`list`](Self::list) are provided on top.
+pub trait Reader: Sync {
+    /// What a read returns per object: `Arc<K>` from a cache, `K` from the server.
+    type Object<K: CacheObject>: Send;
+    /// Why a read failed.
+    type Error: Send;
+
+    /// The object `namespace/name` of `K` with dynamic type `dt` (a `DynamicObject` and
+    /// its `ApiResource`); `namespace` empty for cluster-scoped types.
+    fn get_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Self::Object<K>, Self::Error>> + Send;
+
+    /// Objects of `K` with dynamic type `dt` matching `opts`, sorted by
+    /// `namespace/name` when read from a cache.
+    fn list_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        opts: &ListOptions,
+    ) -> impl Future<Output = Result<Vec<Self::Object<K>>, Self::Error>> + Send;
+
+    /// The typed object `namespace/name` (`namespace` empty for cluster-scoped types).
+    fn get<K: CacheObject<DynamicType = ()>>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Self::Object<K>, Self::Error>> + Send {
+        self.get_with::<K>(&(), namespace, name)
+    }
+
+    /// Typed objects matching `opts`.
+    fn list<K: CacheObject<DynamicType = ()>>(
+        &self,
+        opts: &ListOptions,
+    ) -> impl Future<Output = Result<Vec<Self::Object<K>>, Self::Error>> + Send {
+        self.list_with::<K>(&(), opts)
+    }
+}
+
 impl Cache {
     /// The informer a read of `K` uses, synced.
     async fn informer_for_read<K: CacheObject>(
@@ -105,15 +151,13 @@ impl Cache {
             Err(NotReady::Stopped) => Err(Error::Stopped { kind: kind() }),
         }
     }
+}
 
-    typed_form! {
-        /// The typed object `namespace/name` (`namespace` empty for cluster-scoped types).
-        pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error> = get_with
-        where K: CacheObject<DynamicType = ()>
-    }
+impl Reader for Cache {
+    type Object<K: CacheObject> = Arc<K>;
+    type Error = Error;
 
-    /// The object `namespace/name` of `K` with dynamic type `dt`.
-    pub async fn get_with<K: CacheObject>(
+    async fn get_with<K: CacheObject>(
         &self,
         dt: &K::DynamicType,
         namespace: &str,
@@ -127,14 +171,7 @@ impl Cache {
         })
     }
 
-    typed_form! {
-        /// Typed objects matching `opts`, sorted by `namespace/name`.
-        pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> = list_with
-        where K: CacheObject<DynamicType = ()>
-    }
-
-    /// Objects of `K` with dynamic type `dt` matching `opts`.
-    pub async fn list_with<K: CacheObject>(
+    async fn list_with<K: CacheObject>(
         &self,
         dt: &K::DynamicType,
         opts: &ListOptions,
@@ -204,7 +241,7 @@ where
     K: CacheObject<DynamicType = ()>,
 {
     async fn get(&self, req: &Request) -> Result<Option<Arc<K>>, reconcile::Error> {
-        match self.get_with::<K>(&(), &req.namespace, &req.name).await {
+        match Reader::get_with::<K>(self, &(), &req.namespace, &req.name).await {
             Ok(obj) => Ok(Some(obj)),
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(reconcile::Error::new(e.to_string())),

@@ -5,7 +5,7 @@
 use kube::api::ListParams;
 
 use super::Error;
-use crate::cache::{CacheObject, Scoped, gvk_string, object_key, typed_form};
+use crate::cache::{CacheObject, ListOptions, Reader, Scoped, gvk_string, object_key};
 
 /// An uncached reader. Cheap to clone.
 #[derive(Clone)]
@@ -24,16 +24,13 @@ impl ApiReader {
     pub fn new(kube: kube::Client) -> Self {
         Self { kube }
     }
+}
 
-    typed_form! {
-        /// The object `namespace/name` (empty namespace for cluster-scoped types).
-        pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<K, Error> = get_with
-        where K: CacheObject<DynamicType = ()>
-    }
+impl Reader for ApiReader {
+    type Object<K: CacheObject> = K;
+    type Error = Error;
 
-    /// The object `namespace/name` of `K` with dynamic type `dt` (a `DynamicObject`
-    /// and its `ApiResource`).
-    pub async fn get_with<K: CacheObject>(
+    async fn get_with<K: CacheObject>(
         &self,
         dt: &K::DynamicType,
         namespace: &str,
@@ -46,21 +43,17 @@ impl ApiReader {
             .map_err(|e| Error::new("get", gvk_string::<K>(dt), object_key(ns, name), e))
     }
 
-    typed_form! {
-        /// The objects `lp` selects in `namespace` (`None`: all namespaces).
-        pub async fn list<K>(&self, namespace: Option<&str>, lp: &ListParams) -> Result<Vec<K>, Error> = list_with
-        where K: CacheObject<DynamicType = ()>
-    }
-
-    /// The objects of `K` with dynamic type `dt` that `lp` selects in `namespace`.
-    pub async fn list_with<K: CacheObject>(
+    /// The objects `opts` selects, its labels and fields as the server's selectors (the
+    /// server knows only its own field selectors, not a cache's indexes).
+    async fn list_with<K: CacheObject>(
         &self,
         dt: &K::DynamicType,
-        namespace: Option<&str>,
-        lp: &ListParams,
+        opts: &ListOptions,
     ) -> Result<Vec<K>, Error> {
+        let namespace = opts.namespace.as_deref().filter(|n| !n.is_empty());
+        let lp = list_params(opts);
         let api = <K::Scope as Scoped>::api::<K>(self.kube.clone(), namespace, dt);
-        api.list(lp).await.map(|l| l.items).map_err(|e| {
+        api.list(&lp).await.map(|l| l.items).map_err(|e| {
             Error::new(
                 "list",
                 gvk_string::<K>(dt),
@@ -69,4 +62,25 @@ impl ApiReader {
             )
         })
     }
+}
+
+/// `opts` as the server's list parameters: labels and fields as selectors (the server
+/// knows only its own field selectors, not the cache's indexes), the limit.
+pub(super) fn list_params(opts: &ListOptions) -> ListParams {
+    let mut lp = ListParams::default();
+    if let Some(sel) = &opts.labels {
+        lp.label_selector = Some(sel.to_string()).filter(|s| !s.is_empty());
+    }
+    if !opts.fields.is_empty() {
+        let fields: Vec<String> = opts
+            .fields
+            .iter()
+            .map(|(f, v)| format!("{f}={v}"))
+            .collect();
+        lp.field_selector = Some(fields.join(","));
+    }
+    if let Some(n) = opts.limit.filter(|n| *n > 0) {
+        lp.limit = u32::try_from(n).ok();
+    }
+    lp
 }

@@ -1,7 +1,7 @@
 //! The client: reads from the cache, writes to the API server (controller-runtime's
 //! `pkg/client` as the manager builds it).
 //!
-//! [`Client::get`] and [`Client::list`] read the shared informer cache
+//! [`Reader::get`] and [`Reader::list`] on a client read the shared informer cache
 //! ([`crate::cache`]), starting an informer on a type's first read. Writes (`write`) go
 //! straight to the server through kube's `Api`: create, update, patch (merge, JSON,
 //! strategic, server-side apply with field manager and force), delete (propagation,
@@ -35,7 +35,7 @@ mod writer;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::cache::{Cache, CacheObject, ListOptions, gvk_string, object_key, typed_form};
+use crate::cache::{Cache, CacheObject, ListOptions, Reader, gvk_string, object_key};
 
 pub use api_reader::ApiReader;
 pub use error::{Error, Source, ignore_already_exists, ignore_not_found};
@@ -47,7 +47,7 @@ pub use options::{FieldValidation, WriteOptions};
 pub use restmapper::{RestMapper, RestMapperError};
 pub use subresource::SubResourceClient;
 pub use warnings::{WarningLogger, log_api_warnings};
-pub use writer::{PendingWrite, Writable, WritableWith, Writer};
+pub use writer::{ObjectWriter, PendingWrite, Writable, WritableWith, Writer};
 
 /// The status writer [`Client::status`] returns: the client's [`Writer`] aimed at the
 /// `status` subresource (controller-runtime's `client.StatusWriter`).
@@ -135,16 +135,14 @@ impl Client {
     pub fn status(&self) -> StatusClient<'_> {
         Writer::subresource(self, "status")
     }
+}
 
-    typed_form! {
-        /// The typed object `namespace/name` from the cache (`namespace` empty for
-        /// cluster-scoped types).
-        pub async fn get<K>(&self, namespace: &str, name: &str) -> Result<Arc<K>, Error> = get_with
-        where K: CacheObject<DynamicType = ()>
-    }
+impl Reader for Client {
+    type Object<K: CacheObject> = Arc<K>;
+    type Error = Error;
 
-    /// The object `namespace/name` of `K` with dynamic type `dt` from the cache.
-    pub async fn get_with<K: CacheObject>(
+    /// From the cache, or from the server for types named in [`Client::disable_for`].
+    async fn get_with<K: CacheObject>(
         &self,
         dt: &K::DynamicType,
         namespace: &str,
@@ -166,14 +164,8 @@ impl Client {
             })
     }
 
-    typed_form! {
-        /// Typed objects matching `opts`, from the cache.
-        pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> = list_with
-        where K: CacheObject<DynamicType = ()>
-    }
-
-    /// Objects of `K` with dynamic type `dt` matching `opts`, from the cache.
-    pub async fn list_with<K: CacheObject>(
+    /// From the cache, or from the server for types named in [`Client::disable_for`].
+    async fn list_with<K: CacheObject>(
         &self,
         dt: &K::DynamicType,
         opts: &ListOptions,

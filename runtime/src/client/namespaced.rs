@@ -9,12 +9,11 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use kube::api::{DeleteParams, Patch, PatchParams};
-use serde::Serialize;
+use kube::api::DeleteParams;
 
-use super::writer::{BodyWrite, PendingWrite, Writable, WritableWith, Writer};
+use super::writer::{ObjectWriter, Writable, WritableWith, Writer};
 use super::{Client, Error, Source};
-use crate::cache::{CacheObject, ListOptions, Scoped, gvk_string, object_key, typed_form};
+use crate::cache::{CacheObject, ListOptions, Reader, Scoped, gvk_string, object_key, typed_form};
 
 /// A client whose every call happens in one namespace. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -46,7 +45,7 @@ impl NamespacedClient {
 
     /// `obj` in the client's namespace: as is, with the namespace filled in, or
     /// refused when it names another one.
-    fn scoped<'a, K: WritableWith>(
+    pub(super) fn scoped<'a, K: WritableWith>(
         &self,
         dt: &K::DynamicType,
         verb: &str,
@@ -77,35 +76,68 @@ impl NamespacedClient {
     }
 
     typed_form! {
-        /// The typed object `name` in the namespace (any namespace argument of a
-        /// cluster-scoped type is empty).
-        pub async fn get<K>(&self, name: &str) -> Result<Arc<K>, Error> = get_with
-        where K: CacheObject<DynamicType = ()>
+        /// Deletes the object `obj` names in the namespace.
+        pub async fn delete<K>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> = delete_with
+        where K: Writable
     }
 
-    /// The object `name` of `K` with dynamic type `dt` in the namespace.
-    pub async fn get_with<K: CacheObject>(
+    /// Deletes the object of dynamic type `dt` that `obj` names in the namespace.
+    pub async fn delete_with<K: WritableWith>(
         &self,
         dt: &K::DynamicType,
+        obj: &K,
+        dp: &DeleteParams,
+    ) -> Result<(), Error> {
+        let obj = self.scoped(dt, "delete", obj)?;
+        self.client.delete_with(dt, &*obj, dp).await
+    }
+}
+
+impl ObjectWriter for NamespacedClient {
+    fn target<'a, K: WritableWith>(
+        &'a self,
+        dt: &K::DynamicType,
+        verb: &'static str,
+        obj: &'a K,
+    ) -> Result<(Writer<'a>, Cow<'a, K>), Error> {
+        let obj = self.scoped(dt, verb, obj)?;
+        Ok((Writer::object(&self.client), obj))
+    }
+}
+
+impl Reader for NamespacedClient {
+    type Object<K: CacheObject> = Arc<K>;
+    type Error = Error;
+
+    /// The object `name` in the client's namespace: `namespace` must be empty or the
+    /// client's (any namespace of a cluster-scoped type is dropped), as in Go's
+    /// `namespacedClient.Get`.
+    async fn get_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        namespace: &str,
         name: &str,
     ) -> Result<Arc<K>, Error> {
-        let ns = if <K::Scope as Scoped>::CLUSTER {
-            ""
-        } else {
-            self.namespace.as_str()
-        };
-        self.client.get_with::<K>(dt, ns, name).await
+        if <K::Scope as Scoped>::CLUSTER {
+            return self.client.get_with::<K>(dt, "", name).await;
+        }
+        if !namespace.is_empty() && namespace != self.namespace {
+            return Err(Error::new(
+                "get",
+                gvk_string::<K>(dt),
+                object_key(Some(namespace), name),
+                Source::Refused(format!(
+                    "namespace {namespace} of the object {name} does not match the namespace {} on the client",
+                    self.namespace
+                )),
+            ));
+        }
+        self.client.get_with::<K>(dt, &self.namespace, name).await
     }
 
-    typed_form! {
-        /// Typed objects in the namespace matching `opts` (whose namespace must be unset
-        /// or the client's).
-        pub async fn list<K>(&self, opts: &ListOptions) -> Result<Vec<Arc<K>>, Error> = list_with
-        where K: CacheObject<DynamicType = ()>
-    }
-
-    /// Objects of `K` with dynamic type `dt` in the namespace matching `opts`.
-    pub async fn list_with<K: CacheObject>(
+    /// Objects in the namespace matching `opts` (whose namespace must be unset or the
+    /// client's).
+    async fn list_with<K: CacheObject>(
         &self,
         dt: &K::DynamicType,
         opts: &ListOptions,
@@ -128,70 +160,5 @@ impl NamespacedClient {
                 self.client.list_with::<K>(dt, &opts).await
             }
         }
-    }
-
-    /// Creates `obj` in the namespace (see [`Client::create`]).
-    pub fn create<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
-        self.create_with(&(), obj)
-    }
-
-    /// Creates `obj` of dynamic type `dt` in the namespace.
-    pub fn create_with<'a, K: WritableWith>(
-        &'a self,
-        dt: &'a K::DynamicType,
-        obj: &'a K,
-    ) -> PendingWrite<'a, K> {
-        let obj = self.scoped(dt, "create", obj);
-        PendingWrite::new(Writer::object(&self.client), BodyWrite::Create, dt, obj)
-    }
-
-    /// Replaces `obj` in the namespace (see [`Client::update`]).
-    pub fn update<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
-        self.update_with(&(), obj)
-    }
-
-    /// Replaces `obj` of dynamic type `dt` in the namespace.
-    pub fn update_with<'a, K: WritableWith>(
-        &'a self,
-        dt: &'a K::DynamicType,
-        obj: &'a K,
-    ) -> PendingWrite<'a, K> {
-        let obj = self.scoped(dt, "update", obj);
-        PendingWrite::new(Writer::object(&self.client), BodyWrite::Update, dt, obj)
-    }
-
-    typed_form! {
-        /// Patches the object `obj` names in the namespace.
-        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
-        where K: Writable, P: Serialize + std::fmt::Debug
-    }
-
-    /// Patches the object of dynamic type `dt` that `obj` names in the namespace.
-    pub async fn patch_with<K: WritableWith, P: Serialize + std::fmt::Debug>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        patch: &Patch<P>,
-        pp: PatchParams,
-    ) -> Result<K, Error> {
-        let obj = self.scoped(dt, "patch", obj)?;
-        self.client.patch_with(dt, &*obj, patch, pp).await
-    }
-
-    typed_form! {
-        /// Deletes the object `obj` names in the namespace.
-        pub async fn delete<K>(&self, obj: &K, dp: &DeleteParams) -> Result<(), Error> = delete_with
-        where K: Writable
-    }
-
-    /// Deletes the object of dynamic type `dt` that `obj` names in the namespace.
-    pub async fn delete_with<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        dp: &DeleteParams,
-    ) -> Result<(), Error> {
-        let obj = self.scoped(dt, "delete", obj)?;
-        self.client.delete_with(dt, &*obj, dp).await
     }
 }

@@ -6,10 +6,8 @@
 
 use std::sync::Arc;
 
-use kube::api::ListParams;
-
 use super::{Client, Error};
-use crate::cache::{CacheObject, ListOptions, type_key};
+use crate::cache::{CacheObject, ListOptions, Reader, type_key};
 
 impl Client {
     /// Reads of typed resource `K` go to the server, not the cache.
@@ -45,38 +43,15 @@ impl Client {
         dt: &K::DynamicType,
         opts: &ListOptions,
     ) -> Result<Vec<Arc<K>>, Error> {
-        let items = self
-            .api_reader()
-            .list_with::<K>(dt, opts.namespace.as_deref(), &list_params(opts))
-            .await?;
+        let items = self.api_reader().list_with::<K>(dt, opts).await?;
         Ok(items.into_iter().map(Arc::new).collect())
     }
-}
-
-/// `opts` as the server's list parameters: labels and fields as selectors (the server
-/// knows only its own field selectors, not the cache's indexes), the limit.
-fn list_params(opts: &ListOptions) -> ListParams {
-    let mut lp = ListParams::default();
-    if let Some(sel) = &opts.labels {
-        lp.label_selector = Some(sel.to_string()).filter(|s| !s.is_empty());
-    }
-    if !opts.fields.is_empty() {
-        let fields: Vec<String> = opts
-            .fields
-            .iter()
-            .map(|(f, v)| format!("{f}={v}"))
-            .collect();
-        lp.field_selector = Some(fields.join(","));
-    }
-    if let Some(n) = opts.limit.filter(|n| *n > 0) {
-        lp.limit = u32::try_from(n).ok();
-    }
-    lp
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::api_reader::list_params;
 
     #[test]
     fn list_options_become_server_selectors() {

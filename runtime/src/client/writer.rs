@@ -10,6 +10,10 @@
 //! (`super::options`) and names the verb in errors: `update` on the object, `status update`
 //! on its status, `scale patch` on its scale.
 //!
+//! [`ObjectWriter`] is the trait every writer implements (Go's `client.Writer` /
+//! `SubResourceWriter` interfaces): [`Client`], the namespaced client, the status
+//! [`Writer`] say where a write lands; the verbs are its provided methods.
+//!
 //! It also holds what every write shares: [`WritableWith`] / [`Writable`] (what can be
 //! written), the [`Target`] of a write and its [`body`] (a `DynamicObject` gets its
 //! `apiVersion`/`kind` from its `ApiResource`).
@@ -26,7 +30,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{Client, Error, WriteOptions};
-use crate::cache::{CacheObject, Scoped, gvk_string, object_key, typed_form};
+use crate::cache::{CacheObject, Scoped, gvk_string, object_key};
 
 /// A resource the client can write given its dynamic type: typed resources (`()`),
 /// `DynamicObject` (`ApiResource`).
@@ -116,8 +120,8 @@ pub(crate) enum BodyWrite {
 /// Writes to the objects it is given, or to the subresource `sub` of each
 /// (controller-runtime's `client.Writer` underneath the client's own writes, and its
 /// `SubResourceWriter`: [`Client::status`] returns the one aimed at `status`, which takes the
-/// object itself as the body). Its `update`, `patch` and `apply` come in a typed form and a
-/// `*_with(dt, ..)` form for `DynamicObject`, as the client's own writes do.
+/// object itself as the body). Its verbs are those of [`ObjectWriter`], as the client's
+/// own writes are.
 #[derive(Clone, Copy, Debug)]
 pub struct Writer<'a> {
     client: &'a Client,
@@ -228,95 +232,161 @@ impl<'a> Writer<'a> {
             .await
             .map_err(|e| t.fail(&verb, e))
     }
+}
 
-    /// Replaces `obj` (or its subresource, with `obj` as the body); awaited, returns the
-    /// stored object. Per-call options go on the [`PendingWrite`].
-    pub fn update<K: Writable>(&self, obj: &'a K) -> PendingWrite<'a, K> {
+/// Writes objects: controller-runtime's `client.Writer` on [`Client`] and
+/// [`NamespacedClient`](super::NamespacedClient), its `SubResourceWriter` on the status
+/// [`Writer`]. An implementation says only where a write lands ([`target`](Self::target));
+/// every verb, in its typed form and its `*_with(dt, ..)` form for `DynamicObject`, is
+/// provided on top of it. Creates and updates return a [`PendingWrite`] that takes
+/// per-call options and is sent when awaited; patches take theirs in `PatchParams`.
+pub trait ObjectWriter: Sync {
+    /// Where the `verb` of `obj` (of dynamic type `dt`) lands: the [`Writer`] that sends
+    /// it and the object as sent (a namespaced client fills in its namespace, or refuses
+    /// an object from another one).
+    fn target<'a, K: WritableWith>(
+        &'a self,
+        dt: &K::DynamicType,
+        verb: &'static str,
+        obj: &'a K,
+    ) -> Result<(Writer<'a>, Cow<'a, K>), Error>;
+
+    /// Creates `obj` in its namespace (or POSTs it to its subresource); awaited, returns
+    /// the stored object (`client.create(&obj).dry_run_all().await`).
+    fn create<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
+        self.create_with(&(), obj)
+    }
+
+    /// Creates `obj` of dynamic type `dt` (a `DynamicObject` and its `ApiResource`).
+    fn create_with<'a, K: WritableWith>(
+        &'a self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+    ) -> PendingWrite<'a, K> {
+        PendingWrite::new(BodyWrite::Create, dt, self.target(dt, "create", obj))
+    }
+
+    /// Replaces `obj` (or its subresource, with `obj` as the body); its
+    /// `resourceVersion` guards against lost updates (a stale one fails with 409
+    /// Conflict). Awaited, returns the stored object.
+    fn update<'a, K: Writable>(&'a self, obj: &'a K) -> PendingWrite<'a, K> {
         self.update_with(&(), obj)
     }
 
     /// Replaces `obj` of dynamic type `dt`, or its subresource.
-    pub fn update_with<K: WritableWith>(
-        &self,
+    fn update_with<'a, K: WritableWith>(
+        &'a self,
         dt: &'a K::DynamicType,
         obj: &'a K,
     ) -> PendingWrite<'a, K> {
-        let obj = Ok(Cow::Borrowed(obj));
-        PendingWrite::new(*self, BodyWrite::Update, dt, obj)
+        PendingWrite::new(BodyWrite::Update, dt, self.target(dt, "update", obj))
     }
 
-    typed_form! {
-        /// Patches the object `obj` names (or its subresource) with `patch` (merge, JSON,
-        /// strategic or apply; `pp` carries the field manager, force and dry-run).
-        pub async fn patch<K, P>(&self, obj: &K, patch: &Patch<P>, pp: PatchParams) -> Result<K, Error> = patch_with
-        where K: Writable, P: Serialize + std::fmt::Debug
+    /// Patches the object `obj` names (or its subresource) with `patch` (merge, JSON,
+    /// strategic or apply; `pp` carries the field manager, force and dry-run).
+    fn patch<'a, K: Writable, P: Serialize + std::fmt::Debug + Sync>(
+        &'a self,
+        obj: &'a K,
+        patch: &'a Patch<P>,
+        pp: PatchParams,
+    ) -> impl Future<Output = Result<K, Error>> + Send + 'a {
+        self.patch_with(&(), obj, patch, pp)
     }
 
     /// Patches the object of dynamic type `dt` that `obj` names, or its subresource.
-    pub async fn patch_with<K: WritableWith, P: Serialize + std::fmt::Debug>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        patch: &Patch<P>,
+    fn patch_with<'a, K: WritableWith, P: Serialize + std::fmt::Debug + Sync>(
+        &'a self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+        patch: &'a Patch<P>,
         pp: PatchParams,
-    ) -> Result<K, Error> {
-        self.patch_as(dt, obj, patch, pp).await
+    ) -> impl Future<Output = Result<K, Error>> + Send + 'a {
+        async move {
+            let (writer, obj) = self.target(dt, "patch", obj)?;
+            writer.patch_as(dt, &*obj, patch, pp).await
+        }
     }
 
-    typed_form! {
-        /// Server-side applies `obj` (or its subresource) as `field_manager` (falling
-        /// back to the client's field owner), taking over conflicting fields when `force`
-        /// is set.
-        pub async fn apply<K>(&self, obj: &K, field_manager: Option<&str>, force: bool) -> Result<K, Error> = apply_with
-        where K: Writable
+    /// Server-side applies `obj` (or its subresource) as `field_manager` (falling back
+    /// to the client's field owner), taking over conflicting fields when `force` is set.
+    fn apply<'a, K: Writable>(
+        &'a self,
+        obj: &'a K,
+        field_manager: Option<&'a str>,
+        force: bool,
+    ) -> impl Future<Output = Result<K, Error>> + Send + 'a {
+        self.apply_with(&(), obj, field_manager, force)
     }
 
     /// Server-side applies `obj` of dynamic type `dt` (as its own intent).
-    pub async fn apply_with<K: WritableWith>(
-        &self,
-        dt: &K::DynamicType,
-        obj: &K,
-        field_manager: Option<&str>,
+    fn apply_with<'a, K: WritableWith>(
+        &'a self,
+        dt: &'a K::DynamicType,
+        obj: &'a K,
+        field_manager: Option<&'a str>,
         force: bool,
-    ) -> Result<K, Error> {
-        let intent = body(dt, obj).map_err(|e| {
-            Target::of(self.client.kube_client(), dt, obj).fail(&self.verb("patch"), e)
-        })?;
-        let pp = apply_params(field_manager, force);
-        self.patch_as(dt, obj, &Patch::Apply(&*intent), pp).await
+    ) -> impl Future<Output = Result<K, Error>> + Send + 'a {
+        async move {
+            let (writer, obj) = self.target(dt, "patch", obj)?;
+            let intent = body(dt, &*obj).map_err(|e| {
+                Target::of(writer.client.kube_client(), dt, &*obj).fail(&writer.verb("patch"), e)
+            })?;
+            let pp = apply_params(field_manager, force);
+            writer
+                .patch_as(dt, &*obj, &Patch::Apply(&*intent), pp)
+                .await
+        }
+    }
+}
+
+impl ObjectWriter for Writer<'_> {
+    fn target<'a, K: WritableWith>(
+        &'a self,
+        _dt: &K::DynamicType,
+        _verb: &'static str,
+        obj: &'a K,
+    ) -> Result<(Writer<'a>, Cow<'a, K>), Error> {
+        Ok((*self, Cow::Borrowed(obj)))
+    }
+}
+
+impl ObjectWriter for Client {
+    fn target<'a, K: WritableWith>(
+        &'a self,
+        _dt: &K::DynamicType,
+        _verb: &'static str,
+        obj: &'a K,
+    ) -> Result<(Writer<'a>, Cow<'a, K>), Error> {
+        Ok((Writer::object(self), Cow::Borrowed(obj)))
     }
 }
 
 /// A create or update on its way (controller-runtime's `Create` / `Update` and their
 /// `CreateOption`s / `UpdateOption`s): per-call options are set on it, and it is sent when
 /// awaited — `client.create(&obj).await`, `client.create(&obj).dry_run_all().await`,
-/// `client.status().update(&obj).opts(&opts).await`. What [`Client::create`],
-/// [`Client::update`], their `*_with` forms, the [`NamespacedClient`](super::NamespacedClient)'s
-/// and the status writer's [`Writer::update`] return.
+/// `client.status().update(&obj).opts(&opts).await`. What [`ObjectWriter::create`] and
+/// [`ObjectWriter::update`] and their `*_with` forms return, on every writer.
 #[must_use = "a write is sent only when awaited"]
 pub struct PendingWrite<'a, K: WritableWith> {
-    writer: Writer<'a>,
     how: BodyWrite,
     dt: &'a K::DynamicType,
-    /// The object to send, or why it may not be (a namespaced client's refusal).
-    obj: Result<Cow<'a, K>, Error>,
+    /// The writer and object to send, or why it may not be (a namespaced client's refusal).
+    target: Result<(Writer<'a>, Cow<'a, K>), Error>,
     opts: WriteOptions,
 }
 
 impl<'a, K: WritableWith> PendingWrite<'a, K> {
-    /// `how` of `obj` (of dynamic type `dt`) through `writer`, with no per-call options.
+    /// `how` of an object (of dynamic type `dt`) at its `target`, with no per-call options.
     pub(crate) fn new(
-        writer: Writer<'a>,
         how: BodyWrite,
         dt: &'a K::DynamicType,
-        obj: Result<Cow<'a, K>, Error>,
+        target: Result<(Writer<'a>, Cow<'a, K>), Error>,
     ) -> Self {
         let opts = WriteOptions::new();
         Self {
-            writer,
             how,
             dt,
-            obj,
+            target,
             opts,
         }
     }
@@ -339,7 +409,7 @@ impl<K: WritableWith> std::fmt::Debug for PendingWrite<'_, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PendingWrite")
             .field("how", &self.how)
-            .field("sub", &self.writer.sub)
+            .field("sub", &self.target.as_ref().ok().and_then(|(w, _)| w.sub))
             .field("opts", &self.opts)
             .finish_non_exhaustive()
     }
@@ -351,9 +421,9 @@ impl<'a, K: WritableWith> IntoFuture for PendingWrite<'a, K> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let obj = self.obj?;
+            let (writer, obj) = self.target?;
             let data = body_bytes(self.dt, &*obj);
-            self.writer
+            writer
                 .send(self.how, self.dt, &*obj, data, &self.opts)
                 .await
         })

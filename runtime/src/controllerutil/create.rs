@@ -14,7 +14,8 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value};
 
 use super::Error;
-use crate::client::{Client, Writable, WritableWith};
+use crate::cache::Reader;
+use crate::client::{Client, ObjectWriter, Writable, WritableWith};
 
 /// What [`create_or_update`] / [`create_or_patch`] did (Go's `OperationResult`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

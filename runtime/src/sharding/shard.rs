@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ShardLease, label_drain, label_shard, metrics};
-use crate::cache::{self, Cache, CacheObject};
+use crate::cache::{self, Cache, CacheObject, Reader};
 use crate::leaderelection::{self, ElectorConfig};
 use crate::reconcile::{Action, Error, Reconciler, Request};
 
