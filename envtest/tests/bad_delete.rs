@@ -30,11 +30,11 @@ const BAD_BODIES: &[&str] = &[
     r#"{"kind":"ConfigMap","apiVersion":"v1"}"#,
 ];
 
-/// Query strings of the same kind (sent with no body).
+/// Query strings of the same kind (sent with no body). A boolean such as `orphanDependents=yes`
+/// is no type error: apimachinery reads any value but `0` and `false` as true.
 const BAD_QUERIES: &[&str] = &[
     "gracePeriodSeconds=abc",
     "gracePeriodSeconds=",
-    "orphanDependents=yes",
     "dryRun=Everything",
 ];
 
