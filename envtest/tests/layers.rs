@@ -36,20 +36,7 @@ fn report() -> check::Report {
     check::check(&crate_dir().join("src"), LAYERS)
 }
 
-#[test]
-fn top_level_modules_import_down_the_declared_layers() {
-    report().assert_layers();
-}
-
-#[test]
-fn no_circle_between_files() {
-    report().assert_no_file_circle();
-}
-
-#[test]
-fn functions_fit_on_a_screen() {
-    report().assert_functions_fit();
-}
+check::layer_tests!(report());
 
 #[test]
 fn layer_diagrams_name_the_real_modules_in_order() {

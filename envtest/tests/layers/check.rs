@@ -8,11 +8,13 @@
 //! /// Top-level modules of `src`, highest layer first; a line naming several modules holds peers.
 //! const LAYERS: &[&str] = &["env", "controllers", "server", "api faults"];
 //!
-//! #[test]
-//! fn imports_point_down_the_layers() {
+//! fn report() -> check::Report {
 //!     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-//!     check::check(&src, LAYERS).assert_layers();
+//!     check::check(&src, LAYERS)
 //! }
+//!
+//! // the three tests: layers, no file circle, functions that fit ([`layer_tests`])
+//! check::layer_tests!(report());
 //! ```
 //!
 //! [`check`]`(src, LAYERS)` reads every `.rs` file under `src` and returns a [`Report`]; its
@@ -855,3 +857,27 @@ fn the_checker_reads_paths_functions_and_cycles() {
     let doc = "//! # Inside\n//!\n//! ```text\n//! env    top\n//!        more\n//! api/   low\n//! ```\n";
     assert_eq!(diagram(doc, "# Inside"), strs(&["env", "api"]));
 }
+
+/// The three tests a crate's `tests/layers.rs` runs over its [`Report`] (`$report` is evaluated
+/// in each): references point down the layers ([`Report::assert_layers`]), no circle between
+/// files ([`Report::assert_no_file_circle`]), no function over [`MAX_FN_LINES`] lines
+/// ([`Report::assert_functions_fit`]).
+macro_rules! layer_tests {
+    ($report:expr) => {
+        #[test]
+        fn top_level_modules_import_down_the_declared_layers() {
+            $report.assert_layers();
+        }
+
+        #[test]
+        fn no_circle_between_files() {
+            $report.assert_no_file_circle();
+        }
+
+        #[test]
+        fn functions_fit_on_a_screen() {
+            $report.assert_functions_fit();
+        }
+    };
+}
+pub(crate) use layer_tests;
