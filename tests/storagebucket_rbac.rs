@@ -167,7 +167,13 @@ async fn with_exactly_the_generated_rbac_it_reconciles_without_a_forbidden() {
         available(o) == Some(false)
     })
     .await;
-    assert_eq!(reconcile_errors(&env, addr, name).await, 0.0);
+    // No request of the operator was refused. (A reconcile may still fail on a 409 when the
+    // cache lags its own write, so the errors metric is no measure of RBAC.)
+    let refused: Vec<_> = (env.faults().requests().into_iter())
+        .filter(|r| r.status == 403)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(refused.is_empty(), "refused: {refused:?}");
 
     // Its metrics: 401 without a token, 403 for its own ServiceAccount (not a reader).
     assert_eq!(scrape_secure(addr, None).await.0, 401);
