@@ -66,8 +66,9 @@ impl Borrow<str> for ClusterName {
 /// namespace and name in two clusters are two requests.
 ///
 /// Displays as `cluster://<cluster>/<namespace>/<name>` (`cluster://<cluster>/<name>`
-/// for a cluster-scoped object).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// for a cluster-scoped object); `Debug` shows the same, so the `request` field of a
+/// reconcile's span reads `cluster://member-1/default/x`.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClusterRequest {
     /// The cluster the object lives in.
     pub cluster: ClusterName,
@@ -118,6 +119,12 @@ impl fmt::Display for ClusterRequest {
                 self.cluster, self.namespace, self.name
             )
         }
+    }
+}
+
+impl fmt::Debug for ClusterRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -174,7 +174,14 @@ struct Engager {
 
 impl Aware for Engager {
     fn engage(&self, cluster: &Cluster) -> Result<(), BoxError> {
-        if self.ctx.is_cancelled() || self.filter.as_ref().is_some_and(|f| !f(cluster)) {
+        if self.ctx.is_cancelled() {
+            return Ok(());
+        }
+        if self.filter.as_ref().is_some_and(|f| !f(cluster)) {
+            // Nothing to sync: a filtered-out cluster must not hold up wait_for_sync.
+            self.synced.send_modify(|s| {
+                s.insert(cluster.name().clone());
+            });
             return Ok(());
         }
         let token = cluster.token().child_token();
