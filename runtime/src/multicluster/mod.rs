@@ -29,6 +29,7 @@
 //! compose with clusters across replicas).
 
 mod cluster;
+mod coordinator;
 mod kubeconfig;
 mod manager;
 mod namespace;
@@ -38,6 +39,7 @@ mod request;
 mod source;
 
 pub use cluster::Cluster;
+pub use coordinator::{Coordinator, CoordinatorConfig, Peer, dns1123, rendezvous_owner};
 pub use kubeconfig::{
     DEFAULT_KUBECONFIG_SECRET_KEY, DEFAULT_KUBECONFIG_SECRET_LABEL, KubeconfigDirProvider,
     KubeconfigSecretProvider, client_from_kubeconfig,

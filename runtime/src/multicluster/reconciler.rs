@@ -14,7 +14,8 @@ use crate::reconcile::{Action, Error, Reconciler};
 /// is done at once — not reconciled, not retried — which is how a disengaged
 /// cluster's queued requests drain away (multicluster-runtime leaves this to the
 /// reconciler, whose `GetCluster` fails and retries). Everything else is reconciled in
-/// a `cluster` span.
+/// a `cluster` span, holding the cluster's in-flight guard, so that the coordinator
+/// hands a cluster over only once its reconciles here have ended.
 pub struct ClusterReconciler<Rec> {
     mgr: Manager,
     inner: Rec,
@@ -37,10 +38,10 @@ impl<Rec: Reconciler<ClusterRequest>> Reconciler<ClusterRequest> for ClusterReco
         ctx: CancellationToken,
         req: ClusterRequest,
     ) -> Result<Action, Error> {
-        if !self.mgr.may_reconcile(&req.cluster) {
+        let Some(_guard) = self.mgr.reconcile_guard(&req.cluster).await else {
             tracing::debug!(cluster = %req.cluster, request = %req, "cluster not engaged here, dropping the request");
             return Ok(Action::done());
-        }
+        };
         let span = tracing::info_span!("cluster", cluster = %req.cluster);
         self.inner.reconcile(ctx, req).instrument(span).await
     }

@@ -3,9 +3,9 @@
 //! `ForCluster`), and [`ClusterQueue`], the queue each cluster's source fills: it
 //! stamps the cluster on every request.
 //!
-//! A cluster's source runs on a child of the cluster's token, also cancelled with the
-//! controller's: disengaging the cluster stops its watches, stopping the controller
-//! stops them all. The per-cluster sources are ordinary [`crate::source`]s of
+//! A cluster's source runs on a child of the cluster's work token, also cancelled with
+//! the controller's: disengaging the cluster (or losing its ownership) stops its
+//! watches, stopping the controller stops them all. The per-cluster sources are ordinary [`crate::source`]s of
 //! [`Request`]s with ordinary handlers; only the queue they fill knows the cluster.
 
 use std::collections::HashSet;
@@ -91,8 +91,8 @@ impl Queue<Request> for ClusterQueue {
 
 /// A source of [`ClusterRequest`]s over every engaged cluster that passes the filter:
 /// on each cluster engaged (now or later) it starts the factory's source with a
-/// [`ClusterQueue`]. [`Source::wait_for_sync`] waits for the clusters engaged when it
-/// started.
+/// [`ClusterQueue`]. [`Source::wait_for_sync`] waits for the clusters worked on when it
+/// started (those still worked on).
 pub struct ClusterSource {
     mgr: Manager,
     name: String,
@@ -129,7 +129,7 @@ impl Source<ClusterRequest> for ClusterSource {
         ctx: CancellationToken,
         queue: Arc<dyn Queue<ClusterRequest>>,
     ) -> Result<(), Error> {
-        *self.initial.lock() = self.mgr.clusters();
+        *self.initial.lock() = working(&self.mgr);
         self.mgr.add_aware(Arc::new(Engager {
             name: self.name.clone(),
             factory: self.factory.clone(),
@@ -146,10 +146,8 @@ impl Source<ClusterRequest> for ClusterSource {
         let mut synced = self.synced.subscribe();
         let mgr = self.mgr.clone();
         let all = move |s: &HashSet<ClusterName>| {
-            let engaged = mgr.clusters();
-            initial
-                .iter()
-                .all(|c| s.contains(c) || !engaged.contains(c))
+            let now = working(&mgr);
+            initial.iter().all(|c| s.contains(c) || !now.contains(c))
         };
         tokio::select! {
             r = synced.wait_for(all) => r.map(|_| ()).map_err(|e| Error::msg(e.to_string())),
@@ -160,6 +158,14 @@ impl Source<ClusterRequest> for ClusterSource {
     fn name(&self) -> String {
         format!("multicluster/{}", self.name)
     }
+}
+
+/// The clusters this replica works on now.
+fn working(mgr: &Manager) -> Vec<ClusterName> {
+    mgr.work_state()
+        .into_iter()
+        .filter_map(|(name, working)| working.then_some(name))
+        .collect()
 }
 
 /// What a started [`ClusterSource`] registers on the manager.
@@ -173,7 +179,7 @@ struct Engager {
 }
 
 impl Aware for Engager {
-    fn engage(&self, cluster: &Cluster) -> Result<(), BoxError> {
+    fn engage(&self, cluster: &Cluster, token: CancellationToken) -> Result<(), BoxError> {
         if self.ctx.is_cancelled() {
             return Ok(());
         }
@@ -184,7 +190,7 @@ impl Aware for Engager {
             });
             return Ok(());
         }
-        let token = cluster.token().child_token();
+        let token = token.child_token();
         let (ctx, stop) = (self.ctx.clone(), token.clone());
         tokio::spawn(async move {
             tokio::select! {
