@@ -131,6 +131,18 @@ impl MultiClusterBuilder {
         self.source::<W>(handler)
     }
 
+    /// Adds the source `factory` builds for each engaged cluster, named `name` in logs
+    /// (the per-cluster form of Go's `WatchesRawSource`): e.g. a `Kind` over the hub's
+    /// cache, whose requests then name each member in turn.
+    pub fn watches_per_cluster(
+        mut self,
+        name: impl Into<String>,
+        factory: impl Fn(&Cluster) -> BoxSource<Request> + Send + Sync + 'static,
+    ) -> Self {
+        self.sources.push((name.into(), Arc::new(factory)));
+        self
+    }
+
     /// Whether the local cluster (the one [`multicluster::LocalProvider`] engages)
     /// is reconciled too (Go's `WithEngageWithLocalCluster`). Default false.
     pub fn with_local_cluster(mut self, on: bool) -> Self {

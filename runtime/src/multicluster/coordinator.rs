@@ -54,7 +54,9 @@ pub struct CoordinatorConfig {
     pub identity: String,
     /// The fence Leases' duration: how long a dead replica's clusters wait. Default 20s.
     pub lease_duration: Duration,
-    /// The peer Leases' duration: how long a dead replica counts as a peer. Default 30s.
+    /// The peer Leases' duration: how long a dead replica counts as a peer. Default 20s,
+    /// the fence's (upstream: 30s), so that a dead replica's clusters move within one
+    /// lease duration.
     pub peer_ttl: Duration,
     /// How often the coordinator renews its Leases and decides again. Default 5s.
     pub probe: Duration,
@@ -68,7 +70,7 @@ impl Default for CoordinatorConfig {
             peer_prefix: "mcr-peer".into(),
             identity: default_identity(),
             lease_duration: Duration::from_secs(20),
-            peer_ttl: Duration::from_secs(30),
+            peer_ttl: Duration::from_secs(20),
             probe: Duration::from_secs(5),
         }
     }
@@ -163,7 +165,7 @@ impl Coordinator {
             peers: Mutex::new(Vec::new()),
             kick: Notify::new(),
         });
-        tracing::info!(identity = %coordinator.cfg.identity, "multi-cluster coordinator");
+        tracing::info!(identity = %coordinator.cfg.identity, namespace = %coordinator.cfg.namespace, "Starting replica: multi-cluster coordinator identity");
         let mgr = Manager::with_ownership(local.clone(), coordinator.clone());
         local.add(CoordinatorRunnable {
             coordinator,
