@@ -159,7 +159,9 @@ impl MultiClusterBuilder {
         self
     }
 
-    /// Sets the controller's options (Go's `WithOptions`).
+    /// Sets the controller's options (Go's `WithOptions`). Unless they name a queue
+    /// (`new_queue`) or turn the priority queue off, the queue is
+    /// [`multicluster::fair_queue`]: fair across (cluster, namespace).
     pub fn with_options(mut self, options: controller::Options<ClusterRequest>) -> Self {
         self.options = options;
         self
@@ -198,7 +200,11 @@ impl MultiClusterBuilder {
             })
             .collect();
         let reconciler = ClusterReconciler::new(&self.mgr, reconciler);
-        let ctrl = Controller::with_sources(name, reconciler, self.options, sources)?;
+        let mut options = self.options;
+        if options.new_queue.is_none() && options.uses_priority_queue() {
+            options.new_queue = Some(multicluster::fair_queue());
+        }
+        let ctrl = Controller::with_sources(name, reconciler, options, sources)?;
         self.mgr.local().add(ctrl.clone())?;
         Ok(ctrl)
     }

@@ -24,6 +24,8 @@
 //! so queued requests of the cluster drain away and no reconcile of it starts after
 //! `disengage` returns.
 //!
+//! A multi-cluster controller's queue is fair across clusters ([`fair_queue`]).
+//!
 //! This layer sits above [`crate::manager`] (the local manager runs providers and
 //! controllers as runnables) and [`crate::sharding`] (object shards within a cluster
 //! compose with clusters across replicas).
@@ -34,6 +36,7 @@ mod kubeconfig;
 mod manager;
 mod namespace;
 mod provider;
+mod queue;
 mod reconciler;
 mod request;
 mod source;
@@ -47,6 +50,7 @@ pub use kubeconfig::{
 pub use manager::{Aware, Error, Manager, Ownership};
 pub use namespace::NamespaceProvider;
 pub use provider::{LocalProvider, Provider, StaticProvider};
+pub use queue::{fair_queue, fairness_key};
 pub use reconciler::ClusterReconciler;
 pub use request::{ClusterName, ClusterRequest};
 pub use source::{ClusterFilter, ClusterQueue, ClusterSource, SourceFactory};

@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 
 mod core;
 mod delaying;
+mod fair;
 mod metrics;
 mod priority;
 mod queue;
@@ -23,6 +24,7 @@ mod rate_limiting;
 mod shared;
 mod table;
 
+pub use fair::FairnessFn;
 pub use metrics::{
     BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric,
     MAX_RECOMMENDED_UNIQUE_PRIORITIES, MetricsProvider, PRIORITY_CARDINALITY_EXCEEDED,
