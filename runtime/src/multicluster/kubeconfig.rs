@@ -213,11 +213,7 @@ impl Provider for KubeconfigSecretProvider {
     }
 
     async fn wait_ready(&self, ctx: CancellationToken) -> bool {
-        let mut ready = self.ready.subscribe();
-        tokio::select! {
-            r = ready.wait_for(|r| *r) => r.is_ok(),
-            _ = ctx.cancelled() => false,
-        }
+        super::provider::wait_ready(&self.ready, ctx).await
     }
 
     fn name(&self) -> String {
@@ -305,11 +301,7 @@ impl Provider for KubeconfigDirProvider {
     }
 
     async fn wait_ready(&self, ctx: CancellationToken) -> bool {
-        let mut ready = self.ready.subscribe();
-        tokio::select! {
-            r = ready.wait_for(|r| *r) => r.is_ok(),
-            _ = ctx.cancelled() => false,
-        }
+        super::provider::wait_ready(&self.ready, ctx).await
     }
 
     fn name(&self) -> String {

@@ -47,6 +47,19 @@ impl Manager {
     }
 }
 
+/// What a provider's [`Provider::wait_ready`] does with a flag it sets once its
+/// first discovery is done: waits for it (true) or for `ctx` (false).
+pub(super) async fn wait_ready(
+    ready: &tokio::sync::watch::Sender<bool>,
+    ctx: CancellationToken,
+) -> bool {
+    let mut ready = ready.subscribe();
+    tokio::select! {
+        r = ready.wait_for(|r| *r) => r.is_ok(),
+        _ = ctx.cancelled() => false,
+    }
+}
+
 /// A [`Provider`] as a [`Runnable`] of the local manager.
 pub(super) struct ProviderRunnable {
     provider: Arc<dyn Provider>,
