@@ -44,8 +44,8 @@ mod source;
 pub use cluster::Cluster;
 pub use coordinator::{Coordinator, CoordinatorConfig, Peer, dns1123, rendezvous_owner};
 pub use kubeconfig::{
-    DEFAULT_KUBECONFIG_SECRET_KEY, DEFAULT_KUBECONFIG_SECRET_LABEL, KubeconfigDirProvider,
-    KubeconfigSecretProvider, client_from_kubeconfig,
+    DEFAULT_DIR_POLL_INTERVAL, DEFAULT_KUBECONFIG_SECRET_KEY, DEFAULT_KUBECONFIG_SECRET_LABEL,
+    KubeconfigDirProvider, KubeconfigSecretProvider, client_from_kubeconfig,
 };
 pub use manager::{Aware, Error, Manager, Ownership};
 pub use namespace::NamespaceProvider;
