@@ -55,6 +55,7 @@ pub struct MultiClusterBuilder {
     local: bool,
     filter: Option<ClusterFilter>,
     options: controller::Options<ClusterRequest>,
+    cluster_metrics: bool,
 }
 
 fn owner_of<K>() -> EnqueueRequestForOwner
@@ -78,6 +79,7 @@ impl MultiClusterBuilder {
             local: false,
             filter: None,
             options: controller::Options::default(),
+            cluster_metrics: false,
         }
     }
 
@@ -167,6 +169,13 @@ impl MultiClusterBuilder {
         self
     }
 
+    /// Counts reconciles per cluster in `multicluster_reconcile_total{cluster, result}`
+    /// (off by default: one series per cluster).
+    pub fn with_cluster_metrics(mut self, on: bool) -> Self {
+        self.cluster_metrics = on;
+        self
+    }
+
     /// Names the controller (Go's `Named`); default: the `For` kind, lower case.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -199,7 +208,10 @@ impl MultiClusterBuilder {
                 Arc::new(src) as BoxSource<ClusterRequest>
             })
             .collect();
-        let reconciler = ClusterReconciler::new(&self.mgr, reconciler);
+        let mut reconciler = ClusterReconciler::new(&self.mgr, reconciler);
+        if self.cluster_metrics {
+            reconciler = reconciler.with_cluster_metrics();
+        }
         let mut options = self.options;
         if options.new_queue.is_none() && options.uses_priority_queue() {
             options.new_queue = Some(multicluster::fair_queue());

@@ -5,7 +5,8 @@
 //! is created and leaves when it is deleted — after which no list or watch reaches
 //! it, its queued requests end unreconciled and unretried, and no reconcile of it
 //! starts; requests of a cluster nobody knows end the same way; an index registered
-//! on the manager serves a member that joined later.
+//! on the manager serves a member that joined later; reconciles are counted per
+//! cluster when asked.
 
 mod multicluster_support;
 
@@ -31,6 +32,26 @@ const INDEX: &str = "metadata.labels.ctrl.rs/multicluster";
 fn list_watches(env: &Environment) -> usize {
     env.faults()
         .count_requests(|r| matches!(r.verb, Some(Verb::List | Verb::Watch)))
+}
+
+/// `multicluster_reconcile_total{cluster}`, over results.
+fn cluster_reconciles(cluster: &str) -> f64 {
+    let families = ctrl_runtime::metrics::registry().gather();
+    let Some(mf) = families
+        .iter()
+        .find(|mf| mf.name() == "multicluster_reconcile_total")
+    else {
+        return 0.0;
+    };
+    mf.get_metric()
+        .iter()
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "cluster" && l.value() == cluster)
+        })
+        .map(|m| m.get_counter().get_value())
+        .sum()
 }
 
 fn reconciles_of(log: &Log, cluster: &str) -> Vec<ClusterRequest> {
@@ -78,7 +99,7 @@ async fn one_controller_over_a_hub_and_three_members() {
     };
     let controller = Controller::<ClusterRequest>::with_sources(
         "multicluster-members",
-        ClusterReconciler::new(&mgr, reconciler),
+        ClusterReconciler::new(&mgr, reconciler).with_cluster_metrics(),
         ControllerOptions {
             max_concurrent_reconciles: 1,
             ..Default::default()
