@@ -211,6 +211,10 @@ async fn one_controller_over_a_hub_and_three_members() {
     );
     assert!(reconciled_in(&members[2], "late").await.is_none());
 
+    // Per-cluster reconcile counts: member-1's are there, the unknown cluster's not.
+    assert!(cluster_reconciles("member-1") >= 1.0);
+    assert_eq!(cluster_reconciles("nowhere"), 0.0);
+
     stop.cancel();
     running
         .await
