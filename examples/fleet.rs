@@ -70,6 +70,7 @@ impl Cli {
             cfg.identity = multicluster::dns1123(id);
         }
         let identity = cfg.identity.clone();
+        tracing::info!(%identity, "fleet replica {identity} starting");
         let mgr = Coordinator::manager(local.clone(), cfg)?;
         let ns = self.cluster_secrets_namespace.clone();
         mgr.add_provider(KubeconfigSecretProvider::new(hub.clone(), &ns))?;
