@@ -93,6 +93,19 @@ impl Example for Cli {
         self.args.flags()
     }
 
+    /// Replicas share the members through the coordinator's Leases, not leader
+    /// election; a Lease name is still set so that `--leader-elect` works.
+    fn options(&self, opts: Options) -> Options {
+        let id = match opts.leader_election_id.as_str() {
+            "" => "fleet.example.com".to_string(),
+            id => id.to_string(),
+        };
+        Options {
+            leader_election_id: id,
+            ..opts
+        }
+    }
+
     fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(self.manager(client, opts).map(|(local, _)| local))
     }

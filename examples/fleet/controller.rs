@@ -25,6 +25,7 @@ use ctrl::MultiClusterBuilder;
 use ctrl::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
 use ctrl::multicluster::{self, Cluster, ClusterRequest, DEFAULT_KUBECONFIG_SECRET_LABEL};
 use ctrl::predicate::LabelSelectorPredicate;
+use ctrl::rbac;
 use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::source::{BoxSource, Kind};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -55,6 +56,7 @@ pub struct Fleet {
 /// Registers the controller on `mgr`'s local manager.
 pub fn setup(fleet: Fleet) -> Result<(), ctrl::builder::Error> {
     let mgr = fleet.mgr.clone();
+    mgr.local().add_rbac_rules(rules(&fleet.secrets_namespace));
     let hub_cache = mgr.local().cache();
     let secrets_cache = hub_cache.clone();
     let written = EnqueueRequestsFromMapFunc::new(|cm: &Arc<ConfigMap>| {
@@ -96,6 +98,31 @@ pub fn setup(fleet: Fleet) -> Result<(), ctrl::builder::Error> {
         })
         .complete(fleet)?;
     Ok(())
+}
+
+/// What the operator needs on the hub (the members' RBAC is their kubeconfigs'):
+/// FleetConfigMaps and their status, the kubeconfig Secrets (watched through the hub's
+/// cache), and the coordinator's peer and fence Leases in `namespace`.
+fn rules(namespace: &str) -> Vec<rbac::Rule> {
+    vec![
+        rbac::rule()
+            .groups(["fleet.example.com"])
+            .resources(["fleetconfigmaps"])
+            .verbs(["get", "list", "watch"]),
+        rbac::rule()
+            .groups(["fleet.example.com"])
+            .resources(["fleetconfigmaps/status"])
+            .verbs(["update"]),
+        rbac::rule()
+            .groups([""])
+            .resources(["secrets"])
+            .verbs(["get", "list", "watch"]),
+        rbac::rule()
+            .groups(["coordination.k8s.io"])
+            .resources(["leases"])
+            .verbs(["get", "list", "watch", "create", "update"])
+            .namespace(namespace),
+    ]
 }
 
 #[async_trait]
