@@ -10,7 +10,8 @@ use kube::Resource;
 use super::EventHandler;
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 use crate::reconcile::TypedRequest;
-use crate::workqueue::{AddOpts, LOW_PRIORITY, Queue};
+use crate::workqueue::triggers::Origin;
+use crate::workqueue::{AddOpts, LOW_PRIORITY, Queue, Trigger, Triggers};
 
 /// A queue view whose adds carry a default priority (Go's `workqueueWithDefaultPriority`).
 struct DefaultPriority<'a, R: TypedRequest> {
@@ -41,6 +42,18 @@ impl<R: TypedRequest> Queue<R> for DefaultPriority<'_, R> {
             opts.priority = self.priority;
         }
         self.inner.add_with_opts(opts, item)
+    }
+    fn add_triggered(&self, mut opts: AddOpts, item: R, trigger: Trigger) {
+        if opts.priority.is_none() {
+            opts.priority = self.priority;
+        }
+        self.inner.add_triggered(opts, item, trigger)
+    }
+    fn records_triggers(&self) -> bool {
+        self.inner.records_triggers()
+    }
+    fn take_triggers(&self, item: &R) -> Option<Triggers> {
+        self.inner.take_triggers(item)
     }
     fn get_boxed(&self) -> BoxFuture<'_, Option<(R, i32)>> {
         self.inner.get_boxed()
@@ -122,5 +135,8 @@ impl<K: Resource + 'static, R: TypedRequest, H: EventHandler<K, R>> EventHandler
     }
     fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<R>) {
         self.0.generic(e, q)
+    }
+    fn trigger_origin(&self) -> Origin {
+        self.0.trigger_origin()
     }
 }

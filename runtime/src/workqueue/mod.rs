@@ -5,7 +5,8 @@
 //! keys out with [`Queue::get_boxed`], reconcile
 //! them, and report back with [`Queue::done`] / [`Queue::forget`] /
 //! [`Queue::add_rate_limited`]. Concrete queues implement [`Queue`] and also offer
-//! faster inherent methods for direct use.
+//! faster inherent methods for direct use. [`Triggered`] wraps a queue to keep, for each
+//! queued key, what queued it ([`triggers`]).
 
 use std::hash::Hash;
 use std::sync::Arc;
@@ -22,6 +23,8 @@ mod rate_limiter;
 mod rate_limiting;
 mod shared;
 mod table;
+mod triggered;
+pub mod triggers;
 
 pub use metrics::{
     BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric,
@@ -35,6 +38,8 @@ pub use rate_limiter::{
     default_item_rate_limiter,
 };
 pub use rate_limiting::RateLimitingQueue;
+pub use triggered::{Stamped, Triggered};
+pub use triggers::{Trigger, Triggers};
 
 /// How to build a queue (client-go's `RateLimitingQueueConfig`, controller-runtime's
 /// priority queue `Opts`).
@@ -156,5 +161,21 @@ pub trait Queue<T: QueueKey>: Send + Sync {
     /// Whether the queue honours priorities (handlers use low priority only then).
     fn is_priority(&self) -> bool {
         false
+    }
+    /// [`Queue::add_with_opts`], recording `trigger` as one cause of `item` when the queue
+    /// keeps triggers ([`Triggered`]); other queues drop it.
+    fn add_triggered(&self, opts: AddOpts, item: T, trigger: Trigger) {
+        let _ = trigger;
+        self.add_with_opts(opts, item)
+    }
+    /// Whether the queue keeps triggers: sources build a [`Trigger`] only then.
+    fn records_triggers(&self) -> bool {
+        false
+    }
+    /// The triggers recorded for `item` since it was last taken, taken out of the queue;
+    /// `None` from a queue that keeps none. The controller calls it after `get`.
+    fn take_triggers(&self, item: &T) -> Option<Triggers> {
+        let _ = item;
+        None
     }
 }
