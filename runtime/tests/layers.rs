@@ -34,6 +34,7 @@ const LAYERS: &[&str] = &[
     "reconcile",
     "workqueue",
     "log",
+    "otel",
     "pprof",
     "healthz",
     "http",

@@ -57,6 +57,7 @@ fn reconcile_span<R: TypedRequest>(
         request = typed,
         reconcileID = %id,
         triggers = triggers.map(tracing::field::display),
+        queue_wait_seconds = triggers.and_then(Triggers::waited).map(|d| d.as_secs_f64()),
     )
 }
 
@@ -85,6 +86,8 @@ impl<R: TypedRequest> Inner<R> {
         let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
         let span = reconcile_span(&self.name, &self.opts, req, id, triggers.as_ref());
         if let Some(t) = &triggers {
+            #[cfg(feature = "otel")]
+            crate::otel::link(&span, t.traceparents());
             self.metrics.count_triggers(t);
             span.in_scope(|| tracing::debug!(triggers = %t, "Reconciling"));
         }

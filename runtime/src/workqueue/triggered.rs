@@ -33,6 +33,8 @@ use super::{AddOpts, Queue, QueueKey};
 /// A key's triggers: those that count now, and those waiting for their delay.
 #[derive(Default)]
 struct Pending {
+    /// When the first trigger of this round was recorded.
+    since: Option<Instant>,
     ready: Triggers,
     delayed: Vec<(Instant, Trigger)>,
 }
@@ -61,10 +63,12 @@ impl<T: QueueKey> Triggered<T> {
             Some(p) => p,
             None => map.entry(item.clone()).or_default(),
         };
+        let now = Instant::now();
+        p.since.get_or_insert(now);
         match delay.filter(|d| !d.is_zero()) {
             None => p.ready.push(trigger),
             Some(_) if p.delayed.len() >= MAX_TRIGGERS => p.ready.push_dropped(trigger),
-            Some(d) => p.delayed.push((Instant::now() + d, trigger)),
+            Some(d) => p.delayed.push((now + d, trigger)),
         }
     }
 }
@@ -102,8 +106,13 @@ impl<T: QueueKey> Queue<T> for Triggered<T> {
                 p.delayed.push((due, t));
             }
         }
+        if let Some(since) = p.since.take() {
+            taken.set_waited(now.saturating_duration_since(since));
+        }
         if p.delayed.is_empty() {
             map.remove(item);
+        } else {
+            p.since = Some(now);
         }
         Some(taken)
     }

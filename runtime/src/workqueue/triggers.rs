@@ -251,6 +251,7 @@ impl fmt::Display for Trigger {
 pub struct Triggers {
     items: Vec<Trigger>,
     dropped: u64,
+    waited: Option<std::time::Duration>,
 }
 
 impl Triggers {
@@ -297,6 +298,17 @@ impl Triggers {
     /// Whether nothing is kept (and nothing dropped).
     pub fn is_empty(&self) -> bool {
         self.items.is_empty() && self.dropped == 0
+    }
+
+    /// How long the key waited in the queue: from the first add of this set to the `get`
+    /// that took it.
+    pub fn waited(&self) -> Option<std::time::Duration> {
+        self.waited
+    }
+
+    /// Sets [`Triggers::waited`].
+    pub(crate) fn set_waited(&mut self, waited: std::time::Duration) {
+        self.waited = Some(waited);
     }
 
     /// How many adds were not kept because the set was full.
