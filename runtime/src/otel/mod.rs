@@ -22,6 +22,10 @@ use tracing::Subscriber;
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt};
 use tracing_subscriber::registry::LookupSpan;
 
+/// The OpenTelemetry API and SDK crates this module is built on, for exporters, span data
+/// and the in-memory exporter of tests (`opentelemetry_sdk::trace::InMemorySpanExporter`).
+pub use {opentelemetry, opentelemetry_sdk};
+
 /// The annotation ctrl writes a trace context to (KEP-5915).
 pub const TRACEPARENT_ANNOTATION: &str = "tracing.k8s.io/traceparent";
 
