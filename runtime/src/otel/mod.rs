@@ -48,35 +48,36 @@ where
     layer_of(provider)
 }
 
-/// The layer the `OTEL_*` environment asks for, or `None`: OTLP over HTTP/protobuf when
-/// `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set and
-/// `OTEL_TRACES_EXPORTER` is unset or `otlp` (the OpenTelemetry SDK environment spec; the
-/// exporter reads the endpoint, headers, timeout and the `OTEL_SERVICE_NAME` itself).
-/// `OTEL_TRACES_EXPORTER=none` turns export off. Batches spans in the background.
+/// The layer the `OTEL_*` environment asks for, or `None` (the OpenTelemetry SDK
+/// environment spec): `OTEL_TRACES_EXPORTER=console` prints every span to stdout as it ends
+/// (to see a trace without a collector: redirect stdout to a file); unset or `otlp`, with
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set, exports OTLP
+/// over HTTP/protobuf in batches (the exporter reads the endpoint, headers, timeout and
+/// `OTEL_SERVICE_NAME` itself); `none`, or no endpoint, exports nothing.
 pub fn layer_from_env<S>() -> Option<OpenTelemetryLayer<S, SdkTracer>>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let wanted = var("OTEL_TRACES_EXPORTER").is_none_or(|e| e == "otlp");
-    let endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT").or(var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"));
-    if !wanted || endpoint.is_none() {
-        return None;
-    }
-    let exporter = match opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .build()
-    {
-        Ok(e) => e,
-        Err(error) => {
-            tracing::error!(%error, "OTLP trace export not set up");
-            return None;
+    let provider = match var("OTEL_TRACES_EXPORTER").as_deref() {
+        Some("console") => SdkTracerProvider::builder()
+            .with_simple_exporter(opentelemetry_stdout::SpanExporter::default()),
+        None | Some("otlp") => {
+            var("OTEL_EXPORTER_OTLP_ENDPOINT").or(var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))?;
+            let built = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .build();
+            match built {
+                Ok(e) => SdkTracerProvider::builder().with_batch_exporter(e),
+                Err(error) => {
+                    tracing::error!(%error, "OTLP trace export not set up");
+                    return None;
+                }
+            }
         }
+        Some(_) => return None,
     };
-    let provider = SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .build();
-    Some(layer_of(provider))
+    Some(layer_of(provider.build()))
 }
 
 /// The layer over `provider`, which becomes the global one and is kept for [`flush`].
