@@ -157,8 +157,9 @@ pub struct Trigger {
     /// True for a create from the informer's initial list (a start-up or relist), not
     /// from a watch event.
     pub initial_list: bool,
-    /// The object the event was about (none for requeues and func sources).
-    pub object: Option<Box<ObjectRef>>,
+    /// The object the event was about (none for requeues and func sources). Shared: a
+    /// trigger stamped on several adds is cloned with one reference count.
+    pub object: Option<Arc<ObjectRef>>,
     /// How many adds were merged into this trigger (at least 1).
     pub count: u32,
 }
@@ -182,7 +183,7 @@ impl Trigger {
 
     /// This trigger about `object`.
     pub fn with_object(mut self, object: ObjectRef) -> Self {
-        self.object = Some(Box::new(object));
+        self.object = Some(Arc::new(object));
         self
     }
 
@@ -200,20 +201,19 @@ impl Trigger {
             && match (&self.object, &other.object) {
                 (None, None) => true,
                 (Some(a), Some(b)) => {
-                    a.name == b.name && a.namespace == b.namespace && a.kind == b.kind
+                    Arc::ptr_eq(a, b)
+                        || (a.name == b.name && a.namespace == b.namespace && a.kind == b.kind)
                 }
                 _ => false,
             }
     }
 
-    /// Merges `newer`, the same cause seen again: counts it, keeps its object version.
+    /// Merges `newer`, the same cause seen again: counts it, keeps its view of the object
+    /// (the newer resourceVersion and trace context).
     fn merge(&mut self, newer: Trigger) {
         self.count = self.count.saturating_add(newer.count);
-        if let (Some(mine), Some(theirs)) = (&mut self.object, newer.object) {
-            mine.resource_version = theirs.resource_version;
-            if theirs.traceparent.is_some() {
-                mine.traceparent = theirs.traceparent;
-            }
+        if newer.object.is_some() {
+            self.object = newer.object;
         }
     }
 }
