@@ -3,7 +3,9 @@
 //! reconcile span is a new root linked to that trace; the child the reconcile creates
 //! carries (through `otel::inject`) a `traceparent` whose span is that reconcile span; the
 //! reconcile the child's create then triggers (through the owner handler) links back to it;
-//! the kube client's request spans made inside the reconcile are its children.
+//! the kube client's request spans made inside the reconcile are its children, and the
+//! client (with `otel::TraceparentLayer`) sends the reconcile's context to the API server,
+//! whose request log records it.
 //!
 //! Run with `cargo test -p ctrl-runtime --features otel --test otel_trace`.
 #![cfg(feature = "otel")]
@@ -84,13 +86,17 @@ impl Reconciler for Chain {
     }
 }
 
-/// A kube client with kube's own layers (its `HTTP` request spans included).
+/// A kube client with kube's own layers (its `HTTP` request spans included) that sends the
+/// current span's `traceparent` with each request.
 fn traced_client(env: &Environment) -> kube::Client {
     let mut cfg = env.config();
     let token = format!("Bearer {}", env.admin_token());
     let v = http::HeaderValue::from_str(&token).expect("token header");
     cfg.headers.push((http::header::AUTHORIZATION, v));
-    kube::Client::try_from(cfg).expect("client")
+    kube::client::ClientBuilder::try_from(cfg)
+        .expect("client")
+        .with_layer(&otel::TraceparentLayer)
+        .build()
 }
 
 fn context(tp: &str) -> SpanContext {

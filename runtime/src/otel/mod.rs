@@ -10,6 +10,8 @@
 //! [`inject`] without touching an OpenTelemetry type. Like `log`, this module sits low and
 //! knows nothing of controllers or objects beyond their metadata.
 
+mod propagate;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
@@ -21,6 +23,8 @@ use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanExporter};
 use tracing::Subscriber;
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt};
 use tracing_subscriber::registry::LookupSpan;
+
+pub use propagate::{Traceparent, TraceparentLayer};
 
 /// The OpenTelemetry API and SDK crates this module is built on, for exporters, span data
 /// and the in-memory exporter of tests (`opentelemetry_sdk::trace::InMemorySpanExporter`).
