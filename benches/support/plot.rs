@@ -223,6 +223,7 @@ pub fn cdf(name: &str, title: &str, x_desc: &str, samples: &[(String, Vec<f64>)]
 }
 
 /// One span of a trace timeline: a bar on its own row, `start`..`end` in ms.
+#[allow(dead_code)] // drawn by the trace bench only; the others include this file too
 pub struct SpanBar {
     /// The row's label (span name and what it is about).
     pub label: String,
@@ -236,6 +237,7 @@ pub struct SpanBar {
 /// A trace timeline: one row per span, top to bottom, and each link `(from, to)` (row
 /// indices: the span `to` links to the span `from`) drawn as a line from the end of
 /// `from`'s bar to the start of `to`'s, ending in a dot.
+#[allow(dead_code)] // the trace bench's only
 pub fn timeline(name: &str, title: &str, spans: &[SpanBar], links: &[(usize, usize)]) {
     write(name, |path| {
         let n = spans.len().max(1) as f64;
