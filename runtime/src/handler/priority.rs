@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use kube::Resource;
 
 use super::EventHandler;
@@ -55,33 +54,7 @@ impl<R: TypedRequest> Queue<R> for DefaultPriority<'_, R> {
     fn take_triggers(&self, item: &R) -> Option<Triggers> {
         self.inner.take_triggers(item)
     }
-    fn get_boxed(&self) -> BoxFuture<'_, Option<(R, i32)>> {
-        self.inner.get_boxed()
-    }
-    fn done(&self, item: &R) {
-        self.inner.done(item)
-    }
-    fn forget(&self, item: &R) {
-        self.inner.forget(item)
-    }
-    fn num_requeues(&self, item: &R) -> usize {
-        self.inner.num_requeues(item)
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn shut_down(&self) {
-        self.inner.shut_down()
-    }
-    fn shut_down_with_drain(&self) -> BoxFuture<'_, ()> {
-        self.inner.shut_down_with_drain()
-    }
-    fn shutting_down(&self) -> bool {
-        self.inner.shutting_down()
-    }
-    fn is_priority(&self) -> bool {
-        self.inner.is_priority()
-    }
+    crate::workqueue::forward_queue!(R, |q| q.inner);
 }
 
 /// Runs `f` with a queue that adds at low priority if `e` comes from the initial list.

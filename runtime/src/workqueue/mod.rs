@@ -41,6 +41,52 @@ pub use rate_limiting::RateLimitingQueue;
 pub use triggered::{Stamped, Triggered};
 pub use triggers::{Trigger, Triggers};
 
+/// Implements the [`Queue`] methods that take or report (everything but the adds and the
+/// trigger methods) by forwarding to the queue `$inner` names, with `$q` bound to `self`:
+/// what every queue view and decorator ([`Triggered`], [`Stamped`], the handlers'
+/// default-priority view) writes the same way.
+macro_rules! forward_queue {
+    ($t:ty, |$q:ident| $inner:expr) => {
+        fn get_boxed(&self) -> ::futures::future::BoxFuture<'_, Option<($t, i32)>> {
+            let $q = self;
+            $inner.get_boxed()
+        }
+        fn done(&self, item: &$t) {
+            let $q = self;
+            $inner.done(item)
+        }
+        fn forget(&self, item: &$t) {
+            let $q = self;
+            $inner.forget(item)
+        }
+        fn num_requeues(&self, item: &$t) -> usize {
+            let $q = self;
+            $inner.num_requeues(item)
+        }
+        fn len(&self) -> usize {
+            let $q = self;
+            $inner.len()
+        }
+        fn shut_down(&self) {
+            let $q = self;
+            $inner.shut_down()
+        }
+        fn shut_down_with_drain(&self) -> ::futures::future::BoxFuture<'_, ()> {
+            let $q = self;
+            $inner.shut_down_with_drain()
+        }
+        fn shutting_down(&self) -> bool {
+            let $q = self;
+            $inner.shutting_down()
+        }
+        fn is_priority(&self) -> bool {
+            let $q = self;
+            $inner.is_priority()
+        }
+    };
+}
+pub(crate) use forward_queue;
+
 /// How to build a queue (client-go's `RateLimitingQueueConfig`, controller-runtime's
 /// priority queue `Opts`).
 pub struct QueueConfig<T> {

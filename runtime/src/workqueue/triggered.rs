@@ -22,7 +22,6 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -116,33 +115,7 @@ impl<T: QueueKey> Queue<T> for Triggered<T> {
         }
         Some(taken)
     }
-    fn get_boxed(&self) -> BoxFuture<'_, Option<(T, i32)>> {
-        self.inner.get_boxed()
-    }
-    fn done(&self, item: &T) {
-        self.inner.done(item)
-    }
-    fn forget(&self, item: &T) {
-        self.inner.forget(item)
-    }
-    fn num_requeues(&self, item: &T) -> usize {
-        self.inner.num_requeues(item)
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn shut_down(&self) {
-        self.inner.shut_down()
-    }
-    fn shut_down_with_drain(&self) -> BoxFuture<'_, ()> {
-        self.inner.shut_down_with_drain()
-    }
-    fn shutting_down(&self) -> bool {
-        self.inner.shutting_down()
-    }
-    fn is_priority(&self) -> bool {
-        self.inner.is_priority()
-    }
+    super::forward_queue!(T, |q| q.inner);
 }
 
 /// A view of a queue whose adds all carry one [`Trigger`] (through
@@ -203,31 +176,5 @@ where
     fn take_triggers(&self, item: &T) -> Option<Triggers> {
         self.q().take_triggers(item)
     }
-    fn get_boxed(&self) -> BoxFuture<'_, Option<(T, i32)>> {
-        self.q().get_boxed()
-    }
-    fn done(&self, item: &T) {
-        self.q().done(item)
-    }
-    fn forget(&self, item: &T) {
-        self.q().forget(item)
-    }
-    fn num_requeues(&self, item: &T) -> usize {
-        self.q().num_requeues(item)
-    }
-    fn len(&self) -> usize {
-        self.q().len()
-    }
-    fn shut_down(&self) {
-        self.q().shut_down()
-    }
-    fn shut_down_with_drain(&self) -> BoxFuture<'_, ()> {
-        self.q().shut_down_with_drain()
-    }
-    fn shutting_down(&self) -> bool {
-        self.q().shutting_down()
-    }
-    fn is_priority(&self) -> bool {
-        self.q().is_priority()
-    }
+    super::forward_queue!(T, |q| q.q());
 }
