@@ -9,7 +9,8 @@
 //! one next reconcile (an add while processing makes the key ready at `done`, and the
 //! earliest ready time wins over the hour), and that reconcile reports all three, each
 //! with the resourceVersion the event carried. The handlers signal when they ran, so
-//! nothing waits on time. The cap test adds one key 10,000 times to a real queue.
+//! nothing waits on time. The cap test adds one key 10,000 times to a real queue; the last
+//! test shows where a delayed add's trigger goes on each queue.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
 use ctrl_runtime::source::{Channel, Kind};
 use ctrl_runtime::workqueue::triggers::{Event, MAX_TRIGGERS, ObjectRef, Origin};
 use ctrl_runtime::workqueue::{
-    AddOpts, PriorityQueue, Queue, QueueConfig, Trigger, Triggered, Triggers,
+    AddOpts, PriorityQueue, Queue, QueueConfig, RateLimitingQueue, Trigger, Triggered, Triggers,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -308,4 +309,36 @@ async fn the_trigger_set_stays_capped_under_ten_thousand_adds_of_one_key() {
     // Taken means gone: the next round starts empty.
     assert_eq!(q.take_triggers(&key), None);
     assert!(q.is_empty());
+}
+
+/// A key added now and with a one-hour delay, taken once.
+async fn now_and_in_an_hour(q: Arc<dyn Queue<String>>) -> Triggers {
+    let q = Triggered::new(q);
+    let later = AddOpts {
+        after: Some(Duration::from_secs(3600)),
+        ..AddOpts::default()
+    };
+    q.add_triggered(later, "k".into(), Trigger::requeue(Event::RequeueAfter));
+    let now = Trigger::new(Origin::For, Event::Update).with_object(cm_ref("now".into()));
+    q.add_triggered(AddOpts::default(), "k".into(), now);
+    let (key, _) = q.get_boxed().await.expect("the key, ready now");
+    q.take_triggers(&key).expect("the queue keeps triggers")
+}
+
+#[tokio::test]
+async fn a_pending_deadline_joins_the_hand_out_that_merges_it() {
+    // The priority queue keeps one ready time per key: handing it out now merges the
+    // hour-later deadline into this reconcile, so its trigger comes along.
+    let pq: Arc<dyn Queue<String>> = Arc::new(PriorityQueue::new(QueueConfig::new("")));
+    let got = now_and_in_an_hour(pq).await;
+    assert!(
+        find(&got, Origin::Requeue, Event::RequeueAfter).is_some(),
+        "{got}"
+    );
+    assert!(find(&got, Origin::For, Event::Update).is_some(), "{got}");
+    // The plain (client-go) queue still fires the deadline on its own: its trigger waits.
+    let rlq: Arc<dyn Queue<String>> = Arc::new(RateLimitingQueue::new(QueueConfig::new("")));
+    let got = now_and_in_an_hour(rlq).await;
+    assert_eq!(got.len(), 1, "{got}");
+    assert!(find(&got, Origin::For, Event::Update).is_some(), "{got}");
 }
