@@ -21,7 +21,7 @@ use super::{Aware, Cluster, ClusterName, ClusterRequest, Manager};
 use crate::error::BoxError;
 use crate::reconcile::Request;
 use crate::source::{BoxSource, Error, Source};
-use crate::workqueue::{AddOpts, Queue};
+use crate::workqueue::{AddOpts, Queue, Trigger};
 
 /// Builds the source of one cluster (e.g. a [`crate::source::Kind`] over the
 /// cluster's cache with an ordinary handler).
@@ -31,8 +31,9 @@ pub type SourceFactory = Arc<dyn Fn(&Cluster) -> BoxSource<Request> + Send + Syn
 pub type ClusterFilter = Arc<dyn Fn(&Cluster) -> bool + Send + Sync>;
 
 /// The queue of one cluster's sources: adds go to the controller's queue of
-/// [`ClusterRequest`]s with the cluster's name. Sources only add; taking items out
-/// and shutting down are the controller's, so those do nothing here.
+/// [`ClusterRequest`]s with the cluster's name, with their triggers when the queue
+/// keeps them. Sources only add; taking items out and shutting down are the
+/// controller's, so those do nothing here.
 pub struct ClusterQueue {
     cluster: ClusterName,
     inner: Arc<dyn Queue<ClusterRequest>>,
@@ -86,6 +87,12 @@ impl Queue<Request> for ClusterQueue {
     }
     fn is_priority(&self) -> bool {
         self.inner.is_priority()
+    }
+    fn add_triggered(&self, opts: AddOpts, item: Request, trigger: Trigger) {
+        self.inner.add_triggered(opts, self.stamp(item), trigger);
+    }
+    fn records_triggers(&self) -> bool {
+        self.inner.records_triggers()
     }
 }
 
