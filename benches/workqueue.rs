@@ -6,9 +6,10 @@
 //! to prove the harness works in a few seconds.
 //!
 //! Implementations: ctrl `RateLimitingQueue` (metrics off / on), ctrl `PriorityQueue`
-//! (metrics off / on, and triggers on: the `Triggered` wrapper a controller's queue has by
-//! default, every add stamped as a `Kind` source stamps it; the row next to the plain
-//! `PriorityQueue` row is the triggers off / on comparison), kube-runtime's `scheduler` (a single-consumer stream: one consumer
+//! (metrics off / on, and triggers on: the trigger-keeping handle a controller's queue has
+//! by default, every add stamped as a `Kind` source stamps it and every `get` taking the
+//! key's set; the row next to the plain `PriorityQueue` row is the triggers off / on
+//! comparison), kube-runtime's `scheduler` (a single-consumer stream: one consumer
 //! task in every scenario), a bare `Mutex<(VecDeque, HashSet)>` + `Notify` baseline, and
 //! an unbounded tokio mpsc channel as the floor (no dedup). Every run gets a fresh 2-worker
 //! multi-thread tokio runtime; keys are `default/obj-{i}` Strings built before the clock

@@ -12,7 +12,7 @@ use std::time::Duration;
 use ctrl::workqueue::triggers::{Event, ObjectRef, Origin};
 use ctrl::workqueue::{
     AddOpts, ItemExponentialFailureRateLimiter, PriorityQueue, Queue, QueueConfig,
-    RateLimitingQueue, Trigger, Triggered, prometheus_metrics_provider,
+    RateLimitingQueue, Trigger, prometheus_metrics_provider,
 };
 use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
@@ -118,18 +118,21 @@ impl BenchQueue for PriorityQueue<String> {
     }
 }
 
-/// ctrl's `PriorityQueue` keeping triggers, as a controller's queue does by default: every
-/// add carries what a `Kind` source stamps on an update (origin, event, the object's kind,
-/// namespace, name and resourceVersion), and every `get` takes the key's trigger set.
+/// ctrl's `PriorityQueue` keeping triggers, as a controller's queue does by default (the
+/// handle `Triggered::new` picks for a priority queue): every add carries what a `Kind`
+/// source stamps on an update (origin, event, the object's kind, namespace, name and
+/// resourceVersion), and every `get` takes the key's trigger set (`get_triggered`, what a
+/// controller's worker calls through `Queue::get_triggered_boxed`). Adds go through the
+/// `Queue` trait as a controller's do; `add_ref` and `get` are inherent calls as in the
+/// plain `PriorityQueue` row, so the two rows differ by the triggers alone.
 #[derive(Clone)]
 pub struct WithTriggers {
-    q: Arc<Triggered<String>>,
+    q: PriorityQueue<String>,
     trigger: Trigger,
 }
 
 impl WithTriggers {
     pub fn new() -> Self {
-        let inner: Arc<dyn Queue<String>> = Arc::new(ctrl_priority(false));
         let object = ObjectRef {
             kind: "ConfigMap".into(),
             namespace: "default".into(),
@@ -138,13 +141,13 @@ impl WithTriggers {
             traceparent: None,
         };
         Self {
-            q: Arc::new(Triggered::new(inner)),
+            q: ctrl_priority(false).keeping_triggers(),
             trigger: Trigger::new(Origin::For, Event::Update).with_object(object),
         }
     }
 
     fn add_opts(&self, opts: AddOpts, k: String) {
-        self.q.add_triggered(opts, k, self.trigger.clone())
+        Queue::add_triggered(&self.q, opts, k, self.trigger.clone())
     }
 }
 
@@ -153,7 +156,7 @@ impl BenchQueue for WithTriggers {
         self.add_opts(AddOpts::default(), k)
     }
     fn add_ref(&self, k: &str) {
-        self.add_opts(AddOpts::default(), k.to_string())
+        self.q.add_ref_triggered(k, self.trigger.clone())
     }
     fn add_after(&self, k: String, d: Duration) {
         let opts = AddOpts {
@@ -173,8 +176,8 @@ impl BenchQueue for WithTriggers {
         self.q.forget(k)
     }
     async fn get(&self) -> Option<String> {
-        let (k, _) = self.q.get_boxed().await?;
-        std::hint::black_box(self.q.take_triggers(&k));
+        let (k, _, triggers) = self.q.get_triggered().await?;
+        std::hint::black_box(triggers);
         Some(k)
     }
     fn done(&self, k: &String) {

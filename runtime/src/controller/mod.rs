@@ -255,8 +255,7 @@ async fn worker<R: TypedRequest>(
     queue: Arc<dyn Queue<R>>,
     ctx: CancellationToken,
 ) {
-    while let Some((req, priority)) = queue.get_boxed().await {
-        let triggers = queue.take_triggers(&req);
+    while let Some((req, priority, triggers)) = queue.get_triggered_boxed().await {
         if ctx.is_cancelled() {
             queue.done(&req);
             break;

@@ -18,7 +18,7 @@ use crate::workqueue::{
 pub(crate) fn new_queue<R: TypedRequest>(name: &str, opts: &Options<R>) -> Arc<dyn Queue<R>> {
     let queue = base_queue(name, opts);
     if opts.records_triggers() {
-        Arc::new(Triggered::new(queue))
+        Triggered::wrap(queue)
     } else {
         queue
     }

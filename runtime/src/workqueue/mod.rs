@@ -5,8 +5,9 @@
 //! keys out with [`Queue::get_boxed`], reconcile
 //! them, and report back with [`Queue::done`] / [`Queue::forget`] /
 //! [`Queue::add_rate_limited`]. Concrete queues implement [`Queue`] and also offer
-//! faster inherent methods for direct use. [`Triggered`] wraps a queue to keep, for each
-//! queued key, what queued it ([`triggers`]).
+//! faster inherent methods for direct use. [`Triggered`] makes a queue keep, for each
+//! queued key, what queued it ([`triggers`]): the priority queue in its own key slots,
+//! other queues beside them.
 
 use std::hash::Hash;
 use std::sync::Arc;
@@ -224,6 +225,22 @@ pub trait Queue<T: QueueKey>: Send + Sync {
     /// `None` from a queue that keeps none. The controller calls it after `get`.
     fn take_triggers(&self, item: &T) -> Option<Triggers> {
         let _ = item;
+        None
+    }
+    /// [`Queue::get_boxed`] and [`Queue::take_triggers`] of the key it yields in one call
+    /// (what a controller's worker makes): a queue that keeps triggers in its key slots
+    /// takes the set under the lock that hands the key out.
+    fn get_triggered_boxed(&self) -> BoxFuture<'_, Option<(T, i32, Option<Triggers>)>> {
+        Box::pin(async move {
+            let (item, priority) = self.get_boxed().await?;
+            let triggers = self.take_triggers(&item);
+            Some((item, priority, triggers))
+        })
+    }
+    /// A handle to this same queue that keeps triggers itself, in each key's own state
+    /// (the priority queue: one lookup under one lock serves the add and its trigger), if
+    /// the queue can; [`Triggered::new`] then uses it instead of keeping them beside.
+    fn keeping_triggers(&self) -> Option<Arc<dyn Queue<T>>> {
         None
     }
 }

@@ -12,6 +12,12 @@
 //! leaves a stale ticket behind that `get` skips), and the same deadline heap and single
 //! timer task as the delaying queue (`super::delaying`). Unlike controller-runtime there is
 //! no spinning goroutine: adds hand items to waiters directly.
+//!
+//! Triggers: a handle from [`PriorityQueue::keeping_triggers`] (what `super::Triggered`
+//! picks for a priority queue) records each add's [`Trigger`] in the key's own slot, in the
+//! same lookup under the same lock as the add; a key that has none costs one pointer. As
+//! the queue keeps one ready time per key, every trigger of a key, delayed or not, joins
+//! the set taken at its next hand-out.
 
 use std::borrow::Borrow;
 use std::cmp::Reverse;
@@ -29,7 +35,8 @@ use super::fair::{Bucket, FairnessFn};
 use super::metrics::QueueMetrics;
 use super::rate_limiter::default_item_rate_limiter;
 use super::shared::Shared;
-use super::table::{KeyArg, Owned};
+use super::table::{Borrowed, KeyArg, Owned};
+use super::triggers::{Recorded, Trigger, Triggers};
 use super::{AddOpts, Queue, QueueConfig, QueueKey};
 
 /// The item is queued (ready or waiting for its ready time).
@@ -43,6 +50,8 @@ struct Prio {
     priority: i32,
     /// Identifies the valid bucket element of this slot.
     ticket: u64,
+    /// The triggers recorded since the key was last taken (trigger-keeping handles only).
+    triggers: Option<Box<Recorded>>,
 }
 
 struct State<T> {
@@ -105,14 +114,14 @@ impl<T: QueueKey> State<T> {
         }
     }
 
-    /// `AddWithOpts` for one key: returns the key when it was not stored, and what to do
-    /// after unlocking.
+    /// `AddWithOpts` for one key, recording `trigger` in its slot: returns the key when it
+    /// was not stored, and what to do after unlocking.
     fn add<K: KeyArg<T>>(
         &mut self,
         hash: u64,
         key: K,
-        prio: i32,
-        ready_at: Option<Instant>,
+        (prio, ready_at): (i32, Option<Instant>),
+        trigger: Option<Trigger>,
     ) -> (Option<K>, AddResult) {
         if self.core.shutting_down {
             return (Some(key), (0, (false, false)));
@@ -121,6 +130,11 @@ impl<T: QueueKey> State<T> {
             self.core.count_retry();
         }
         let (idx, rejected) = self.core.slot(hash, key);
+        if let Some(t) = trigger
+            && let Some(n) = self.core.table.get_mut(idx)
+        {
+            Recorded::push(&mut n.val.own.triggers, t);
+        }
         let ready = ready_at.map(|at| self.core.tick_of(at));
         (rejected, self.add_idx(idx, prio, ready))
     }
@@ -170,6 +184,18 @@ impl<T: QueueKey> State<T> {
     }
 
     fn pop(&mut self, now: u64) -> Option<(T, i32)> {
+        self.pop_slot(now).map(|(_, key, prio)| (key, prio))
+    }
+
+    /// [`Self::pop`], with the triggers recorded in the key's slot.
+    fn pop_triggered(&mut self, now: u64) -> Option<(T, i32, Option<Box<Recorded>>)> {
+        let (idx, key, prio) = self.pop_slot(now)?;
+        let triggers = self.core.table.get_mut(idx)?.val.own.triggers.take();
+        Some((key, prio, triggers))
+    }
+
+    /// Hands out the next ready item: its slot, key and priority.
+    fn pop_slot(&mut self, now: u64) -> Option<(u32, T, i32)> {
         let mut found = None;
         let mut emptied = None;
         for (prio, bucket) in self.buckets.iter_mut() {
@@ -200,7 +226,13 @@ impl<T: QueueKey> State<T> {
         let prio = n.val.own.priority;
         self.ready -= 1;
         let key = self.core.start_processing(idx, prio, now)?;
-        Some((key, prio))
+        Some((idx, key, prio))
+    }
+
+    /// Takes the triggers recorded for `key` out of its slot.
+    fn take_triggers(&mut self, hash: u64, key: &T) -> Option<Box<Recorded>> {
+        let idx = self.core.table.find(hash, key)?;
+        self.core.table.get_mut(idx)?.val.own.triggers.take()
     }
 
     fn done(&mut self, hash: u64, key: &T, now: u64) -> (usize, bool, Option<T>) {
@@ -232,7 +264,7 @@ impl<T: QueueKey> QueueState<T> for State<T> {
         &mut self.core
     }
     fn add_now<K: KeyArg<T>>(&mut self, hash: u64, key: K) -> (Option<K>, usize) {
-        let (rejected, (n, _)) = self.add(hash, key, 0, None);
+        let (rejected, (n, _)) = self.add(hash, key, (0, None), None);
         (rejected, n)
     }
     fn fire_slot(&mut self, idx: u32, at: u64) -> usize {
@@ -264,12 +296,15 @@ impl<T: QueueKey> QueueState<T> for State<T> {
 /// Cloning yields a handle to the same queue. Only delays need a tokio runtime.
 pub struct PriorityQueue<T> {
     inner: Arc<Shared<State<T>, T>>,
+    /// Whether this handle records the triggers of its adds ([`Self::keeping_triggers`]).
+    triggers: bool,
 }
 
 impl<T> Clone for PriorityQueue<T> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            triggers: self.triggers,
         }
     }
 }
@@ -301,6 +336,18 @@ impl<T: QueueKey> PriorityQueue<T> {
         };
         Self {
             inner: Shared::new(state, limiter),
+            triggers: false,
+        }
+    }
+
+    /// A handle to this same queue that keeps triggers: its
+    /// [`add_triggered`](Queue::add_triggered) records the trigger in the key's slot,
+    /// [`take_triggers`](Queue::take_triggers) hands the set over. Other handles drop
+    /// triggers, as a queue that keeps none does.
+    pub fn keeping_triggers(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            triggers: true,
         }
     }
 
@@ -308,32 +355,53 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// `rate_limited`, the shorter of the two delays applies. A positive delay counts as a
     /// retry in the metrics.
     pub fn add_with_opts(&self, opts: AddOpts, items: impl IntoIterator<Item = T>) {
-        let prio = opts.priority.unwrap_or(0);
         let mut wake_n = 0;
         let mut timer = (false, false);
         for key in items {
-            let mut after = opts.after.unwrap_or(Duration::ZERO);
-            if opts.rate_limited {
-                let rl = self.inner.limiter.when(&key);
-                if after.is_zero() || rl < after {
-                    after = rl;
-                }
-            }
-            let ready_at = (!after.is_zero()).then(|| Instant::now() + after);
-            let hash = self.inner.hash(&key);
-            // The guard is a temporary: a key the queue did not store is dropped after the
-            // lock is released.
-            let (rejected, (n, t)) = self
-                .inner
-                .state
-                .lock()
-                .add(hash, Owned(key), prio, ready_at);
-            drop(rejected);
+            let (n, t) = self.add_one(opts, key, None);
             wake_n += n;
             timer = (timer.0 | t.0, timer.1 | t.1);
         }
         self.inner.wake_getters(wake_n);
         self.inner.timer(timer);
+    }
+
+    /// One key of [`add_with_opts`](Self::add_with_opts), recording `trigger`; returns
+    /// what to do once the lock is released.
+    fn add_one(&self, opts: AddOpts, key: T, trigger: Option<Trigger>) -> AddResult {
+        let mut after = opts.after.unwrap_or(Duration::ZERO);
+        if opts.rate_limited {
+            let rl = self.inner.limiter.when(&key);
+            if after.is_zero() || rl < after {
+                after = rl;
+            }
+        }
+        let ready_at = (!after.is_zero()).then(|| Instant::now() + after);
+        let hash = self.inner.hash(&key);
+        let prio = (opts.priority.unwrap_or(0), ready_at);
+        // The guard is a temporary: a key the queue did not store is dropped after the lock
+        // is released.
+        let (rejected, res) = self.inner.state.lock().add(hash, Owned(key), prio, trigger);
+        drop(rejected);
+        res
+    }
+
+    /// [`add_ref`](Self::add_ref) with `trigger`, recorded when this handle keeps triggers
+    /// ([`keeping_triggers`](Self::keeping_triggers)): a dedup hit allocates nothing.
+    pub fn add_ref_triggered<Q>(&self, item: &Q, trigger: Trigger)
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
+    {
+        let hash = self.inner.hash(item);
+        let trigger = self.triggers.then_some(trigger);
+        let (rejected, (n, _)) =
+            self.inner
+                .state
+                .lock()
+                .add(hash, Borrowed(item), (0, None), trigger);
+        drop(rejected);
+        self.inner.wake_getters(n);
     }
 
     /// Adds `item` now with priority 0.
@@ -378,6 +446,18 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// returns it with its priority, or `None` once shut down and empty.
     pub async fn get_with_priority(&self) -> Option<(T, i32)> {
         self.inner.get(State::pop).await
+    }
+
+    /// [`get_with_priority`](Self::get_with_priority), with the key's triggers taken under
+    /// the same lock (`None` unless this handle keeps triggers:
+    /// [`keeping_triggers`](Self::keeping_triggers)).
+    pub async fn get_triggered(&self) -> Option<(T, i32, Option<Triggers>)> {
+        if !self.triggers {
+            let (key, prio) = self.get_with_priority().await?;
+            return Some((key, prio, None));
+        }
+        let (key, prio, triggers) = self.inner.get(State::pop_triggered).await?;
+        Some((key, prio, triggers.map(Recorded::into_triggers)))
     }
 
     /// Like [`get_with_priority`](Self::get_with_priority) without the priority.
@@ -445,8 +525,30 @@ impl<T: QueueKey> Queue<T> for PriorityQueue<T> {
     fn add_with_opts(&self, opts: AddOpts, item: T) {
         PriorityQueue::add_with_opts(self, opts, [item])
     }
+    fn add_triggered(&self, opts: AddOpts, item: T, trigger: Trigger) {
+        let (n, timer) = self.add_one(opts, item, self.triggers.then_some(trigger));
+        self.inner.wake_getters(n);
+        self.inner.timer(timer);
+    }
+    fn records_triggers(&self) -> bool {
+        self.triggers
+    }
+    fn take_triggers(&self, item: &T) -> Option<Triggers> {
+        if !self.triggers {
+            return None;
+        }
+        let hash = self.inner.hash(item);
+        let taken = self.inner.state.lock().take_triggers(hash, item);
+        taken.map(Recorded::into_triggers)
+    }
+    fn keeping_triggers(&self) -> Option<Arc<dyn Queue<T>>> {
+        Some(Arc::new(PriorityQueue::keeping_triggers(self)))
+    }
     fn get_boxed(&self) -> BoxFuture<'_, Option<(T, i32)>> {
         Box::pin(self.get_with_priority())
+    }
+    fn get_triggered_boxed(&self) -> BoxFuture<'_, Option<(T, i32, Option<Triggers>)>> {
+        Box::pin(self.get_triggered())
     }
     fn done(&self, item: &T) {
         PriorityQueue::done(self, item)

@@ -9,12 +9,20 @@
 //! count up and its resourceVersion the newest), and it holds at most [`MAX_TRIGGERS`]
 //! entries, counting the rest as dropped.
 //!
-//! The queue keeps the sets in [`super::Triggered`], a decorator around any [`super::Queue`];
-//! sources stamp their adds with [`super::Stamped`]. The controller hands the set of each
-//! key it takes to the reconcile, which reads it with `reconcile::triggers()`.
+//! The priority queue keeps a key's set in the key's own slot (a [`Recorded`], boxed:
+//! one pointer for a key without triggers, one allocation for a key with one, the first
+//! trigger held inline); [`super::Triggered`] keeps them beside any other
+//! [`super::Queue`]. Sources stamp their adds with [`super::Stamped`]. The controller
+//! hands the set of each key it takes to the reconcile, which reads it with
+//! `reconcile::triggers()`.
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
+
+use smallvec::SmallVec;
+
+use super::metrics::{now_ticks, secs_between};
 
 /// The most distinct triggers a queued key keeps; further ones are counted in
 /// [`Triggers::dropped`].
@@ -249,9 +257,10 @@ impl fmt::Display for Trigger {
 /// The bounded, merged set of triggers of one queued key (what a reconcile reads).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Triggers {
-    items: Vec<Trigger>,
+    /// The first one inline: most keys are queued for one cause.
+    items: SmallVec<[Trigger; 1]>,
     dropped: u64,
-    waited: Option<std::time::Duration>,
+    waited: Option<Duration>,
 }
 
 impl Triggers {
@@ -302,12 +311,12 @@ impl Triggers {
 
     /// How long the key waited in the queue: from the first add of this set to the `get`
     /// that took it.
-    pub fn waited(&self) -> Option<std::time::Duration> {
+    pub fn waited(&self) -> Option<Duration> {
         self.waited
     }
 
     /// Sets [`Triggers::waited`].
-    pub(crate) fn set_waited(&mut self, waited: std::time::Duration) {
+    pub(crate) fn set_waited(&mut self, waited: Duration) {
         self.waited = Some(waited);
     }
 
@@ -329,6 +338,38 @@ impl Triggers {
                 }
                 new
             })
+    }
+}
+
+/// The triggers a queue holds for one key until the key is taken: the set, and when its
+/// first trigger was recorded (a `now_ticks` stamp: a counter read, no system call), for
+/// [`Triggers::waited`]. The priority queue keeps one boxed in each key's slot.
+pub(crate) struct Recorded {
+    since: u64,
+    set: Triggers,
+}
+
+impl Recorded {
+    /// Records `t` in `slot`, starting a set (and its wait) if there is none.
+    pub(crate) fn push(slot: &mut Option<Box<Recorded>>, t: Trigger) {
+        match slot {
+            Some(r) => r.set.push(t),
+            None => {
+                let mut set = Triggers::new();
+                set.items.push(t);
+                let since = now_ticks();
+                *slot = Some(Box::new(Recorded { since, set }));
+            }
+        }
+    }
+
+    /// The set, with how long it waited until now (called once the queue's lock is
+    /// released: the box is freed here).
+    pub(crate) fn into_triggers(self: Box<Self>) -> Triggers {
+        let Recorded { since, mut set } = *self;
+        let secs = secs_between(since, now_ticks());
+        set.set_waited(Duration::try_from_secs_f64(secs).unwrap_or_default());
+        set
     }
 }
 
