@@ -14,6 +14,9 @@ pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, re
 pub use ctrl_runtime::{healthz, log, manager};
 pub use ctrl_runtime::{http, rbac, tls};
 
+pub mod cli;
+pub mod manifests;
+
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.
 pub use tokio_util::sync::CancellationToken;
