@@ -17,6 +17,11 @@ pub use ctrl_runtime::{http, rbac, tls};
 pub mod cli;
 pub mod manifests;
 
+/// ctrl-envtest, the in-process API server (Go's `pkg/envtest`), with the feature
+/// `envtest`: what an operator's tests start.
+#[cfg(feature = "envtest")]
+pub use ctrl_envtest as envtest;
+
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.
 pub use tokio_util::sync::CancellationToken;

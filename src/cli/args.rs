@@ -49,6 +49,10 @@ pub struct Flags {
     /// configurations, the manager's Deployment and Services) as one YAML stream and exit.
     #[arg(long)]
     pub print_manifests: bool,
+    /// Write kubebuilder's `config/` layout of those manifests (kustomize bases and
+    /// `config/default`) under this directory and exit (what `cargo ctrl manifests` runs).
+    #[arg(long, value_name = "DIR")]
+    pub write_manifests: Option<PathBuf>,
     /// Local API server only: where to write the kubeconfig for kubectl (default: a
     /// file named after the operator in the temp dir).
     #[arg(long, value_name = "PATH")]

@@ -106,17 +106,38 @@ pub fn deployed_manager<O: Operator>(operator: &O) -> Result<Manager, BoxError> 
     }
 }
 
+/// The [`Manifests`](crate::manifests::Manifests) of `operator`'s deployed manager.
+fn manifests<O: Operator>(operator: &O) -> Result<crate::manifests::Manifests, BoxError> {
+    let mgr = deployed_manager(operator)?;
+    let args = operator.flags().1.cloned().unwrap_or_default();
+    let crds = operator_crds::<O>();
+    Ok(crate::manifests::Manifests::new(O::NAME, &mgr, &args, crds))
+}
+
+/// `--write-manifests <dir>`: writes the `config/` layout of `operator`'s manifests
+/// under `dir` and prints the paths written.
+pub fn write_manifests<O: Operator>(operator: &O, dir: &std::path::Path) -> ExitCode {
+    let written = manifests(operator).and_then(|m| {
+        let mut out = String::new();
+        for (path, text) in m.files()? {
+            let p = dir.join(&path);
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&p, text)?;
+            out += &format!("{path}\n");
+        }
+        Ok(out)
+    });
+    emit(written, "manifests")
+}
+
 /// `--print-rbac` ([`rbac_yaml`]) or, with `all`, `--print-manifests`
 /// ([`crate::manifests::Manifests`]) of `operator`'s deployed manager.
 pub fn deployed<O: Operator>(operator: &O, all: bool) -> ExitCode {
-    let text = deployed_manager(operator).and_then(|mgr| {
-        if all {
-            let args = operator.flags().1.cloned().unwrap_or_default();
-            let m = crate::manifests::Manifests::new(O::NAME, &mgr, &args, operator_crds::<O>());
-            Ok(m.yaml()?)
-        } else {
-            Ok(rbac_yaml(&mgr, O::NAME)?)
-        }
-    });
+    let text = match all {
+        true => manifests(operator).and_then(|m| m.yaml()),
+        false => deployed_manager(operator).and_then(|mgr| Ok(rbac_yaml(&mgr, O::NAME)?)),
+    };
     emit(text, if all { "manifests" } else { "RBAC rules" })
 }

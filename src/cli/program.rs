@@ -92,6 +92,9 @@ pub async fn main<O: Operator>() -> ExitCode {
     if flags.print_crd {
         return print::crds(&crds::<O>());
     }
+    if let Some(dir) = &flags.write_manifests {
+        return print::write_manifests(&operator, dir);
+    }
     if flags.print_rbac || flags.print_manifests {
         return print::deployed(&operator, flags.print_manifests);
     }
