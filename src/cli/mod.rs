@@ -13,7 +13,7 @@
 //!   exits 0 after that long; Ctrl-C and SIGTERM stop gracefully ([`run::stop_token`]).
 //! - `--print-crd`, `--print-rbac`, `--print-manifests` print what the code needs in a
 //!   cluster, from the manager the operator builds (on a client that is never dialled,
-//!   [`print`]), and exit.
+//!   [`print`](mod@print)), and exit.
 //! - Log output: short lines for the local demo, tracing's full format against a
 //!   cluster ([`logging`]).
 //!

@@ -3,7 +3,7 @@
 //! the rest: `--print-crd`, `--print-rbac`, `--print-manifests`, logging, the stop
 //! token (`--run-for`, signals), and the choice of cluster — the one `--kubeconfig` /
 //! `KUBECONFIG` / in-cluster names, else (feature `envtest`) ctrl-envtest in process
-//! with the operator's CRDs ([`super::envtest`]).
+//! with the operator's CRDs (`super::envtest`).
 
 use std::future::Future;
 use std::path::Path;

@@ -146,7 +146,7 @@ fn container(args: &Args, webhooks: bool) -> Container {
     }
 }
 
-/// The manager Deployment: one replica of [`container`] under the restricted Pod
+/// The manager Deployment: one replica of the manager container under the restricted Pod
 /// Security Standard, as the operator's ServiceAccount.
 pub fn deployment(naming: &Naming, args: &Args, webhooks: bool) -> Deployment {
     let selector = labels(&naming.name, true);
