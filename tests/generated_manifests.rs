@@ -21,7 +21,6 @@ use ctrl::manager::{Args, Options};
 use ctrl::manifests::Manifests;
 use ctrl_envtest::Environment;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 /// The StorageBucket operator's manifests, from its manager as `--print-manifests`
@@ -253,21 +252,11 @@ fn admission_review(uid: &str) -> Value {
 /// status and response body.
 async fn post(addr: std::net::SocketAddr, ca_pem: &str, path: &str, body: &Value) -> (u16, String) {
     let cfg = tls_support::ca_client(ca_pem, tls_support::Versions::Any);
-    let mut tls = tls_support::connect(addr, cfg).await.expect("TLS");
+    let tls = tls_support::connect(addr, cfg).await.expect("TLS");
     let body = body.to_string();
     let req = format!(
         "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    tls.write_all(req.as_bytes()).await.expect("send");
-    let mut resp = Vec::new();
-    let _ = tls.read_to_end(&mut resp).await;
-    let resp = String::from_utf8_lossy(&resp).to_string();
-    let status = resp
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
-    (status, body.unwrap_or(resp))
+    tls_support::exchange(tls, &req).await
 }

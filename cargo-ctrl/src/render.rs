@@ -15,7 +15,7 @@ pub fn fill(template: &str, vars: &[(&str, String)]) -> String {
 pub const CTRL_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The project-wide placeholders.
-fn project_vars(p: &Project) -> Vec<(&'static str, String)> {
+pub(crate) fn project_vars(p: &Project) -> Vec<(&'static str, String)> {
     let ctrl_dep = match &p.ctrl_path {
         Some(path) => format!("path = {path:?}"),
         None => format!("version = \"{CTRL_VERSION}\""),

@@ -8,18 +8,7 @@ use crate::render_webhook;
 
 /// The files of `init`: they depend on the project alone (and the list of APIs).
 fn project_files(p: &Project) -> Vec<(String, String)> {
-    let v = [
-        ("name", p.name.clone()),
-        ("crate", p.crate_name()),
-        ("domain", p.domain.clone()),
-        (
-            "ctrl_dep",
-            match &p.ctrl_path {
-                Some(path) => format!("path = {path:?}"),
-                None => format!("version = \"{}\"", render::CTRL_VERSION),
-            },
-        ),
-    ];
+    let v = render::project_vars(p);
     let t = |s: &str| fill(s, &v);
     vec![
         (

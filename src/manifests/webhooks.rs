@@ -74,52 +74,63 @@ fn of(registrations: &[Registration], t: WebhookType) -> impl Iterator<Item = &R
     registrations.iter().filter(move |r| r.webhook_type == t)
 }
 
+/// The configuration `$config` of the `$t` webhooks in `registrations` (`None` if there
+/// is none), each a `$hook`: failure policy `Fail`, side effects `None`, AdmissionReview
+/// `v1`. (The two configurations' types differ only in name.)
+macro_rules! configuration {
+    ($config:ident, $hook:ident, $t:expr, $suffix:expr, $registrations:expr, $naming:expr, $client:expr) => {{
+        let webhooks: Vec<$hook> = of($registrations, $t)
+            .map(|r| $hook {
+                name: r.name(),
+                admission_review_versions: vec!["v1".into()],
+                client_config: $client(&r.path),
+                rules: rules(r),
+                side_effects: "None".into(),
+                failure_policy: Some("Fail".into()),
+                ..Default::default()
+            })
+            .collect();
+        (!webhooks.is_empty()).then(|| $config {
+            metadata: meta($naming, $suffix),
+            webhooks: Some(webhooks),
+        })
+    }};
+}
+
 /// The mutating configuration of the defaulters in `registrations` (`None` if there is
-/// none): failure policy `Fail`, side effects `None`, AdmissionReview `v1`.
+/// none).
 pub fn mutating(
     registrations: &[Registration],
     naming: &Naming,
     client: &ClientFn,
 ) -> Option<MutatingWebhookConfiguration> {
-    let webhooks: Vec<MutatingWebhook> = of(registrations, WebhookType::Mutating)
-        .map(|r| MutatingWebhook {
-            name: r.name(),
-            admission_review_versions: vec!["v1".into()],
-            client_config: client(&r.path),
-            rules: rules(r),
-            side_effects: "None".into(),
-            failure_policy: Some("Fail".into()),
-            ..Default::default()
-        })
-        .collect();
-    (!webhooks.is_empty()).then(|| MutatingWebhookConfiguration {
-        metadata: meta(naming, "mutating-webhook-configuration"),
-        webhooks: Some(webhooks),
-    })
+    configuration!(
+        MutatingWebhookConfiguration,
+        MutatingWebhook,
+        WebhookType::Mutating,
+        "mutating-webhook-configuration",
+        registrations,
+        naming,
+        client
+    )
 }
 
 /// The validating configuration of the validators in `registrations` (`None` if there
-/// is none), as [`mutating`].
+/// is none).
 pub fn validating(
     registrations: &[Registration],
     naming: &Naming,
     client: &ClientFn,
 ) -> Option<ValidatingWebhookConfiguration> {
-    let webhooks: Vec<ValidatingWebhook> = of(registrations, WebhookType::Validating)
-        .map(|r| ValidatingWebhook {
-            name: r.name(),
-            admission_review_versions: vec!["v1".into()],
-            client_config: client(&r.path),
-            rules: rules(r),
-            side_effects: "None".into(),
-            failure_policy: Some("Fail".into()),
-            ..Default::default()
-        })
-        .collect();
-    (!webhooks.is_empty()).then(|| ValidatingWebhookConfiguration {
-        metadata: meta(naming, "validating-webhook-configuration"),
-        webhooks: Some(webhooks),
-    })
+    configuration!(
+        ValidatingWebhookConfiguration,
+        ValidatingWebhook,
+        WebhookType::Validating,
+        "validating-webhook-configuration",
+        registrations,
+        naming,
+        client
+    )
 }
 
 /// Both configurations (those that have webhooks), as JSON objects.
