@@ -13,7 +13,7 @@
 //! # use k8s_openapi::api::core::v1::ConfigMap;
 //! # struct D; struct V;
 //! # #[async_trait::async_trait] impl CustomDefaulter<ConfigMap> for D {
-//! #   async fn default(&self, _: &Request, _: &mut ConfigMap) -> Result<(), ValidationError> { Ok(()) } }
+//! #   async fn set_defaults(&self, _: &Request, _: &mut ConfigMap) -> Result<(), ValidationError> { Ok(()) } }
 //! # #[async_trait::async_trait] impl CustomValidator<ConfigMap> for V {}
 //! # fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::WebhookError> {
 //! ctrl_builder::WebhookBuilder::new(&mgr)
@@ -393,7 +393,7 @@ mod manager_tests {
 
     #[async_trait::async_trait]
     impl CustomDefaulter<Pod> for D {
-        async fn default(&self, _: &Request, _: &mut Pod) -> Result<(), ValidationError> {
+        async fn set_defaults(&self, _: &Request, _: &mut Pod) -> Result<(), ValidationError> {
             Ok(())
         }
     }

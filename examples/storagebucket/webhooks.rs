@@ -21,7 +21,7 @@ pub struct BucketDefaulter;
 
 #[async_trait]
 impl CustomDefaulter<StorageBucket> for BucketDefaulter {
-    async fn default(
+    async fn set_defaults(
         &self,
         _req: &Request,
         bucket: &mut StorageBucket,

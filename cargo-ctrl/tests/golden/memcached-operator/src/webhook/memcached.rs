@@ -31,7 +31,7 @@ pub struct MemcachedDefaulter;
 
 #[async_trait]
 impl CustomDefaulter<Memcached> for MemcachedDefaulter {
-    async fn default(&self, _req: &Request, obj: &mut Memcached) -> Result<(), ValidationError> {
+    async fn set_defaults(&self, _req: &Request, obj: &mut Memcached) -> Result<(), ValidationError> {
         if obj.spec.size.is_none() {
             obj.spec.size = Some(1);
         }
