@@ -7,8 +7,17 @@ use crate::render::fill;
 const DEFAULT_PLAIN: &str = "        if obj.spec.foo.is_none() {\n            obj.spec.foo = Some(\"bar\".into());\n        }\n";
 const DEFAULT_IMAGE: &str =
     "        if obj.spec.size.is_none() {\n            obj.spec.size = Some(1);\n        }\n";
-const VALIDATE_PLAIN: &str = "        if obj.spec.foo.as_deref() == Some(\"\") {\n            return Err(ValidationError::invalid(\"spec.foo: Invalid value: \\\"\\\": must not be empty\"));\n        }\n";
-const VALIDATE_IMAGE: &str = "        if let Some(size) = obj.spec.size.filter(|s| !(1..=3).contains(s)) {\n            return Err(ValidationError::invalid(format!(\"spec.size: Invalid value: {size}: must be between 1 and 3\")));\n        }\n";
+const VALIDATE_PLAIN: &str = "        let mut errors = Vec::new();
+        if obj.spec.foo.as_deref() == Some(\"\") {
+            errors.push(FieldError::invalid(&Path::new(\"spec\").child(\"foo\"), \"\", \"must not be empty\"));
+        }
+";
+const VALIDATE_IMAGE: &str = "        let mut errors = Vec::new();
+        if let Some(size) = obj.spec.size.filter(|s| !(1..=3).contains(s)) {
+            let path = Path::new(\"spec\").child(\"size\");
+            errors.push(FieldError::invalid(&path, size, \"must be between 1 and 3\"));
+        }
+";
 
 /// `src/webhook/<kind>.rs`.
 pub fn webhook(p: &Project, a: &Api, vars: &[(&'static str, String)]) -> String {

@@ -12,6 +12,10 @@ use ctrl::webhook::admission::{
     CustomDefaulter, CustomValidator, Request, ValidationError, Warnings,
 };
 use ctrl::WebhookBuilder;
+#[allow(unused_imports)]
+use ctrl::webhook::admission::field::{FieldError, Path};
+#[allow(unused_imports)]
+use kube::{Resource, ResourceExt};
 
 use crate::api::v1alpha1::memcached::Memcached;
 
@@ -45,8 +49,14 @@ pub struct MemcachedValidator;
 
 impl MemcachedValidator {
     fn check(obj: &Memcached) -> Result<Warnings, ValidationError> {
+        let mut errors = Vec::new();
         if let Some(size) = obj.spec.size.filter(|s| !(1..=3).contains(s)) {
-            return Err(ValidationError::invalid(format!("spec.size: Invalid value: {size}: must be between 1 and 3")));
+            let path = Path::new("spec").child("size");
+            errors.push(FieldError::invalid(&path, size, "must be between 1 and 3"));
+        }
+        if !errors.is_empty() {
+            let (group, name) = (Memcached::group(&()), obj.name_any());
+            return Err(ValidationError::invalid_fields(&group, "Memcached", &name, &errors));
         }
         Ok(Vec::new())
     }
