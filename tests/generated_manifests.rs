@@ -87,6 +87,7 @@ async fn the_layout_is_kubebuilders_and_every_file_parses() {
         "config/manager/manager.yaml",
         "config/webhook/manifests.yaml",
         "config/webhook/service.yaml",
+        "config/prometheus/monitor.yaml",
     ] {
         assert!(paths.contains(&want), "no {want} in {paths:?}");
     }

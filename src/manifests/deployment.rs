@@ -241,3 +241,31 @@ pub fn services(naming: &Naming, args: &Args, webhooks: bool) -> Vec<Service> {
     }
     out
 }
+
+/// The Prometheus Operator's `ServiceMonitor` of the metrics Service (kubebuilder's
+/// `config/prometheus/monitor.yaml`): HTTPS with the scraper's ServiceAccount token
+/// (the secure metrics' authentication) and the self-signed certificate accepted, or
+/// plain HTTP with `--metrics-secure=false`. Optional: it needs the Prometheus
+/// Operator's CRDs, so `config/default` leaves it out unless enabled.
+pub fn service_monitor(naming: &Naming, args: &Args) -> serde_json::Value {
+    let endpoint = if args.metrics_secure {
+        serde_json::json!({
+            "path": "/metrics",
+            "port": "https",
+            "scheme": "https",
+            "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+            "tlsConfig": { "insecureSkipVerify": true },
+        })
+    } else {
+        serde_json::json!({ "path": "/metrics", "port": "http", "scheme": "http" })
+    };
+    serde_json::json!({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": meta(naming, &naming.named("controller-manager-metrics-monitor"), true),
+        "spec": {
+            "endpoints": [endpoint],
+            "selector": { "matchLabels": labels(&naming.name, true) },
+        },
+    })
+}

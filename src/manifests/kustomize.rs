@@ -1,6 +1,7 @@
 //! kubebuilder's `config/` layout of [`Manifests`]: kustomize bases with unprefixed
 //! names in namespace `system` ([`Naming::base`]) — `config/crd`, `config/rbac`,
-//! `config/manager`, `config/webhook` — and `config/default`, the kustomization to
+//! `config/manager`, `config/webhook`, `config/prometheus` (a ServiceMonitor, left out of
+//! `config/default` unless enabled, as kubebuilder's) — and `config/default`, the kustomization to
 //! apply (`kubectl apply -k config/default`), which puts everything in
 //! `<name>-system` and prefixes every name with `<name>-`, as kubebuilder's does.
 //! (`config/samples` is the user's, written by `cargo ctrl create api`, not generated
@@ -145,6 +146,12 @@ pub fn files(m: &Manifests) -> Result<Vec<(String, String)>, BoxError> {
     if !m.webhooks.is_empty() {
         out.extend(base("webhook", webhook_files(m, &naming)?, "")?);
     }
+    let monitor = vec![deployment::service_monitor(&naming, &m.args)];
+    out.extend(base(
+        "prometheus",
+        vec![("monitor.yaml".into(), monitor)],
+        "",
+    )?);
     out.extend(default_files(m, &naming)?);
     Ok(out)
 }
