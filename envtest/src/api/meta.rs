@@ -99,9 +99,7 @@ pub(crate) fn normalize(obj: &mut Value) {
 
 /// RFC 3339, second precision, `Z`.
 pub(crate) fn now() -> String {
-    k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    ctrl_clock::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Sets the server-owned fields of a new object.
