@@ -129,6 +129,9 @@
 //!   schemars impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain`
 //!   works; each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
+//!   [`Environment::in_memory_client`] is the same client with no socket: each request is handed
+//!   to the server's handler directly (`server::InMemory`, a `tower::Service`), through the same
+//!   authentication, faults, request log and codecs.
 //! * Type errors are refused, never stored: DeleteOptions (body and query) decode into the
 //!   typed `meta/v1` struct (400; `dryRun: ["All"]` deletes nothing), every body's
 //!   `apiVersion`, `kind` and `metadata` must decode as `ObjectMeta` (400, or 422 on a patch),

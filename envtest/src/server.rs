@@ -19,7 +19,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, header};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
@@ -97,6 +96,47 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
     }
 }
 
+/// The in-memory transport: a `tower::Service` that hands each request straight to the
+/// handler a connection would (authentication, faults, the request log, routing and the same
+/// codecs), with no socket, TLS or HTTP framing between. `Environment::in_memory_client`
+/// builds a `kube::Client` on it; the simulation (`sim`) drives a whole operator through it.
+/// Requests carry their credentials as headers (no client certificate).
+#[derive(Clone)]
+pub(crate) struct InMemory {
+    state: Arc<State>,
+}
+
+impl InMemory {
+    /// The transport into `state`'s handler.
+    pub(crate) fn new(state: Arc<State>) -> InMemory {
+        InMemory { state }
+    }
+}
+
+impl<B> tower::Service<Request<B>> for InMemory
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<Body>, Infallible>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let state = self.state.clone();
+        Box::pin(async move { Ok(handle(state, req, None).await) })
+    }
+}
+
 /// The user of the client certificate a TLS connection presented (verified against the CA
 /// in the handshake, `tls`), as `auth::x509` reads it.
 fn client_certificate_user(
@@ -106,11 +146,21 @@ fn client_certificate_user(
     crate::auth::x509::user_of(der).map(Arc::new)
 }
 
-async fn handle(
+/// The error of a request body: any body the server is handed (hyper's over a connection,
+/// the client's own in memory) converts into it.
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Serves one request, whatever carried it: a connection (`connection`) or a direct call
+/// ([`in_memory`]).
+async fn handle<B>(
     state: Arc<State>,
-    req: Request<Incoming>,
+    req: Request<B>,
     cert_user: Option<Arc<UserInfo>>,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let raw_query = parts.uri.query().unwrap_or("").to_string();
@@ -217,7 +267,7 @@ async fn injected(state: &State, facts: &RequestFacts<'_>) -> Option<Response<Bo
 /// Reads the body of a routed request (within the limit) and dispatches it; the warnings
 /// raised while serving become `Warning` headers.
 #[allow(clippy::too_many_arguments)]
-async fn serve_routed(
+async fn serve_routed<B>(
     state: &Arc<State>,
     user: Arc<UserInfo>,
     route: Route,
@@ -225,8 +275,12 @@ async fn serve_routed(
     method: Method,
     headers: HeaderMap,
     query: Query,
-    body: Incoming,
-) -> Response<Body> {
+    body: B,
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
     let reads_body = matches!(
         method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
@@ -313,7 +367,11 @@ fn classify(method: &Method, q: &Query, route: Option<&Route>) -> (Option<Verb>,
     (Some(verb), Some(r.rt.plural.clone()))
 }
 
-async fn read_body(body: Incoming, headers: &HeaderMap) -> Result<Bytes, ApiError> {
+async fn read_body<B>(body: B, headers: &HeaderMap) -> Result<Bytes, ApiError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BodyError>,
+{
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
