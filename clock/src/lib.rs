@@ -14,6 +14,11 @@
 //! resync periods, lease renew deadlines — move together, by `tokio::time::advance` or by
 //! tokio's auto-advance when every task waits; a ten-hour resync costs no wall time.
 //!
+//! The clock also hands out the random numbers that decide *when* and *which*: the jitter of
+//! lease retries and resyncs, reconcile IDs ([`random_u64`], [`random_f64`]). A fake clock
+//! given a seed ([`Clock::with_seed`]) draws them from that seed, so a simulation replays them;
+//! otherwise they come from `rand`'s thread generator.
+//!
 //! What this crate does not do: it owns no timers (tokio's are used unchanged; the runtime's
 //! queues and elector read `tokio::time::Instant`), and it does not pause tokio — the runtime
 //! that runs the test does. The current clock is per thread: a current-thread runtime (what
@@ -49,6 +54,8 @@ struct Fake {
     start: Timestamp,
     anchor: OnceLock<tokio::time::Instant>,
     stepped: Mutex<Duration>,
+    /// The SplitMix64 state of a seeded fake ([`Clock::with_seed`]).
+    seed: Option<Mutex<u64>>,
 }
 
 impl fmt::Debug for Clock {
@@ -77,8 +84,31 @@ impl Clock {
                 start,
                 anchor: OnceLock::new(),
                 stepped: Mutex::new(Duration::ZERO),
+                seed: None,
             })),
         }
+    }
+
+    /// A fake clock like [`Clock::fake`] whose random numbers ([`random_u64`]) come from
+    /// `seed`: the same seed, the same numbers in the same order.
+    pub fn fake_seeded(start: Timestamp, seed: u64) -> Clock {
+        Clock {
+            fake: Some(Arc::new(Fake {
+                start,
+                anchor: OnceLock::new(),
+                stepped: Mutex::new(Duration::ZERO),
+                seed: Some(Mutex::new(seed)),
+            })),
+        }
+    }
+
+    /// The next random number of this clock: from its seed, or from `rand`.
+    pub fn random_u64(&self) -> u64 {
+        let Some(state) = self.fake.as_ref().and_then(|f| f.seed.as_ref()) else {
+            return rand::random();
+        };
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        splitmix64(&mut s)
     }
 
     /// Whether this is a fake clock.
@@ -171,6 +201,29 @@ pub fn now() -> Timestamp {
     })
 }
 
+/// A random number from the current clock (seeded in a simulation, see
+/// [`Clock::fake_seeded`]).
+pub fn random_u64() -> u64 {
+    CURRENT.with(|c| match &*c.borrow() {
+        Some(clock) => clock.random_u64(),
+        None => rand::random(),
+    })
+}
+
+/// A random number in `[0, 1)` from the current clock, for jitter.
+pub fn random_f64() -> f64 {
+    (random_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// SplitMix64 (Steele, Lea and Flood): one step of a small, well-mixed generator.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// [`now`] as a [`SystemTime`].
 pub fn system_now() -> SystemTime {
     SystemTime::from(now())
@@ -209,6 +262,19 @@ mod tests {
         }
         assert!(!current().is_fake());
         assert!(now() > start() + jiff::SignedDuration::from_hours(24 * 365));
+    }
+
+    #[test]
+    fn a_seeded_fake_replays_its_random_numbers() {
+        let draw = |clock: Clock| {
+            let _g = clock.enter();
+            (0..4).map(|_| random_u64()).collect::<Vec<_>>()
+        };
+        let a = draw(Clock::fake_seeded(start(), 42));
+        assert_eq!(a, draw(Clock::fake_seeded(start(), 42)));
+        assert_ne!(a, draw(Clock::fake_seeded(start(), 43)));
+        let f = random_f64();
+        assert!((0.0..1.0).contains(&f));
     }
 
     #[tokio::test(start_paused = true)]

@@ -594,6 +594,26 @@ impl Environment {
         self.in_memory_client_with(tower::layer::util::Identity::new())
     }
 
+    /// Every stored object of kind `K`, read from the store with no request (so no request log
+    /// entry and no injected fault): for invariants checked between steps of a test or a
+    /// simulation. Objects are as stored, at their storage version; those that do not decode
+    /// as `K` (a custom resource served at another version) are left out.
+    pub fn stored<K>(&self) -> Vec<K>
+    where
+        K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        let snap = self.state.registry.snapshot();
+        let Some(rt) = snap.get(&K::group(&()), &K::version(&()), &K::plural(&())) else {
+            return Vec::new();
+        };
+        let Ok((_, items)) = self.state.store.list(&rt.store_key(), None, None) else {
+            return Vec::new();
+        };
+        (items.iter())
+            .filter_map(|(_, bytes)| serde_json::from_slice(bytes).ok())
+            .collect()
+    }
+
     /// [`in_memory_client`](Self::in_memory_client) with `layer` around the transport (e.g. to
     /// see or delay each request and response).
     pub(crate) fn in_memory_client_with<L>(&self, layer: L) -> kube::Client

@@ -22,12 +22,14 @@
 //! 80 lines, and this diagram and `docs/envtest.md`'s name exactly these modules in this order):
 //!
 //! ```text
+//! sim/           the deterministic simulation: seed, paused runtime, in-memory transport,
+//!                fault schedule, trace, checkers (runs an operator against `env`)
 //! env            builds every layer, seeds, starts the server and the controllers
 //! controllers/   gc, namespaces, crd_cleanup, clusterrole_aggregation, namespace_defaults
 //!                (write observers of the registry), kubelet (watches pods), the workload
 //!                controllers (watch-driven loops) — clients of the registry
 //!                (registry::hooks), never of HTTP
-//! server         hyper listener (HTTP/1.1 and, on the same port, HTTPS with h2: `tls`), the auth filter,
+//! server         in-memory transport; hyper listener (HTTP/1.1 and, on the same port, HTTPS with h2: `tls`), the auth filter,
 //!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
 //!                admit), filter, table, discovery, openapi
@@ -168,6 +170,7 @@ mod storage;
 mod tls;
 mod webhook_client;
 
+pub mod sim;
 pub mod wait;
 
 pub use admission::WebhookConfiguration;

@@ -64,7 +64,9 @@ impl<R: TypedRequest> Inner<R> {
         mut priority: i32,
     ) -> Option<Panic> {
         let start = Instant::now();
-        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+        let bits =
+            u128::from(ctrl_clock::random_u64()) << 64 | u128::from(ctrl_clock::random_u64());
+        let id = uuid::Builder::from_random_bytes(bits.to_le_bytes()).into_uuid();
         let span = reconcile_span(&self.name, &self.opts, req, id);
         let outcome = with_reconcile_id(id, self.reconcile(ctx, req.clone()))
             .instrument(span.clone())

@@ -72,7 +72,7 @@ impl ElectorConfig {
         self.retry_period
             + self
                 .retry_period
-                .mul_f64(JITTER_FACTOR * rand::random::<f64>())
+                .mul_f64(JITTER_FACTOR * ctrl_clock::random_f64())
     }
 }
 

@@ -56,7 +56,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let stream = reflector::reflector(writer, watcher(api, cfg))
-        .default_backoff()
+        .backoff(crate::cache::WatchBackoff::default())
         .applied_objects();
     let task = tokio::spawn(stream.for_each(|_| async {}));
     (reader, task)
