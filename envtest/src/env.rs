@@ -622,9 +622,10 @@ impl Environment {
         L::Service: tower::Service<
                 http::Request<kube::client::Body>,
                 Response = http::Response<crate::endpoints::Body>,
-                Error = std::convert::Infallible,
             > + Send
             + 'static,
+        <L::Service as tower::Service<http::Request<kube::client::Body>>>::Error:
+            Into<Box<dyn std::error::Error + Send + Sync>>,
         <L::Service as tower::Service<http::Request<kube::client::Body>>>::Future: Send + 'static,
     {
         let token = format!("Bearer {}", self.admin_token());

@@ -7,7 +7,9 @@
 //!   and watchers see one change at different times);
 //! * writes a trace line (`replica VERB path -> status`);
 //! * checks that a write comes from the holder of the leader-election Lease, if one is named;
-//! * never answers, once its replica has crashed (a dead process sends nothing more).
+//! * fails every request, and ends every watch, once its replica has crashed: a dead process
+//!   sends nothing more, and what was left running of it (tasks its manager spawned) unwinds
+//!   on the error instead of holding a key forever.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -53,16 +55,17 @@ pub(crate) struct SimService {
     layer: SimLayer,
 }
 
-type BoxFuture = Pin<
-    Box<dyn std::future::Future<Output = Result<Response<Body>, std::convert::Infallible>> + Send>,
->;
+/// The error of a request from a crashed replica.
+pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
+
+type BoxFuture = Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, Error>> + Send>>;
 
 impl tower::Service<Request<kube::client::Body>> for SimService {
     type Response = Response<Body>;
-    type Error = std::convert::Infallible;
+    type Error = Error;
     type Future = BoxFuture;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Error>> {
         Poll::Ready(Ok(()))
     }
 
@@ -75,12 +78,12 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
             let watch = req.uri().query().is_some_and(|q| q.contains("watch=true"));
             tokio::time::sleep(shared.request_delay()).await;
             if !layer.alive.load(Ordering::Acquire) {
-                return std::future::pending().await;
+                return Err(format!("{} crashed", layer.replica).into());
             }
             if is_write(&method) && !housekeeping(&path) {
                 shared.note_write(&layer.replica, &method, &path);
             }
-            let resp = tower::Service::call(&mut inner, req).await?;
+            let Ok(resp) = tower::Service::call(&mut inner, req).await;
             let what = if watch { "WATCH" } else { method.as_str() };
             shared.trace(format_args!(
                 "{} {what} {path} -> {}",
@@ -96,25 +99,24 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
     }
 }
 
-/// A watch response whose frames each arrive after a seeded delay, and stop once the replica
-/// crashed.
+/// A watch response whose frames each arrive after a seeded delay, and that ends once the
+/// replica crashed.
 fn delayed_frames(
     resp: Response<Body>,
     shared: Arc<Shared>,
     alive: Arc<AtomicBool>,
 ) -> Response<Body> {
     let (parts, body) = resp.into_parts();
-    let frames = body.into_data_stream().then(move |frame| {
-        let delay = shared.watch_delay();
-        let alive = alive.clone();
-        async move {
-            tokio::time::sleep(delay).await;
-            if !alive.load(Ordering::Acquire) {
-                std::future::pending::<()>().await;
+    let frames = body
+        .into_data_stream()
+        .then(move |frame| {
+            let delay = shared.watch_delay();
+            async move {
+                tokio::time::sleep(delay).await;
+                frame.map(http_body::Frame::data)
             }
-            frame.map(http_body::Frame::data)
-        }
-    });
+        })
+        .take_while(move |_| std::future::ready(alive.load(Ordering::Acquire)));
     let body = http_body_util::StreamBody::new(frames);
     Response::from_parts(parts, BodyExt::boxed(body))
 }
