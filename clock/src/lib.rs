@@ -210,6 +210,12 @@ pub fn random_u64() -> u64 {
     })
 }
 
+/// 128 random bits from the current clock, e.g. for a version-4 UUID
+/// (`uuid::Builder::from_random_bytes(random_u128().to_le_bytes())`).
+pub fn random_u128() -> u128 {
+    u128::from(random_u64()) << 64 | u128::from(random_u64())
+}
+
 /// A random number in `[0, 1)` from the current clock, for jitter.
 pub fn random_f64() -> f64 {
     (random_u64() >> 11) as f64 / (1u64 << 53) as f64

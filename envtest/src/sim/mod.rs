@@ -34,6 +34,7 @@
 //! the tests check that one seed gives one trace; a scenario that makes one of them matter
 //! would show it as two hashes for one seed.
 
+mod replicas;
 mod run;
 mod schedule;
 mod trace;
@@ -42,17 +43,18 @@ mod transport;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::env::{Environment, EnvironmentBuilder};
 
+pub use replicas::Replica;
+use replicas::Slot;
 pub use run::{CheckReport, Failure, Outcome, SEED_VAR, TRACE_DIR_VAR, check};
 pub use schedule::{FaultKind, FaultPlan};
 
@@ -172,45 +174,6 @@ impl Shared {
     }
 }
 
-/// A replica of the operator as the simulation starts it: its own client (through the
-/// simulated transport) and its shutdown token. Build the Manager on `client` and run it
-/// until `shutdown` fires.
-#[derive(Clone)]
-pub struct Replica {
-    /// The replica's name (`r1`, ...), as the trace shows it.
-    pub name: String,
-    /// A `kube::Client` for this incarnation of the replica; it goes dead when it crashes.
-    pub client: kube::Client,
-    /// Cancelled when the simulation stops the replica.
-    pub shutdown: CancellationToken,
-    shared: Arc<Shared>,
-}
-
-impl Replica {
-    /// Tells the lease checker that `identity` (e.g. `Manager::leader_election_identity`) is
-    /// this replica.
-    pub fn leader_identity(&self, identity: &str) {
-        let mut ids = self.shared.identities.lock();
-        ids.insert(identity.to_string(), self.name.clone());
-    }
-
-    /// Adds a line to the trace (e.g. why the replica's manager stopped).
-    pub fn note(&self, what: impl std::fmt::Display) {
-        self.shared.trace(format_args!("{} {what}", self.name));
-    }
-}
-
-type Factory = Arc<dyn Fn(Replica) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
-
-/// A replica slot: how to start it, and its running incarnation.
-struct Slot {
-    name: String,
-    factory: Factory,
-    alive: Arc<AtomicBool>,
-    shutdown: CancellationToken,
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
 /// An invariant over the store, checked at every step.
 type Invariant = Box<dyn Fn(&Environment) -> Result<(), String> + Send + Sync>;
 
@@ -285,85 +248,6 @@ impl Simulation {
     ) {
         let mut invariants = self.invariants.lock();
         invariants.push((name.to_string(), Box::new(check)));
-    }
-
-    /// Starts a replica: `start` is called with a fresh [`Replica`] now (after a seeded delay
-    /// of up to a second, so the seed picks who wins an election) and again each time it
-    /// restarts after a crash.
-    pub fn add_replica<F, Fut>(&self, name: &str, start: F)
-    where
-        F: Fn(Replica) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        let factory: Factory = Arc::new(move |r| Box::pin(start(r)));
-        let slot = Slot {
-            name: name.to_string(),
-            factory,
-            alive: Arc::new(AtomicBool::new(false)),
-            shutdown: CancellationToken::new(),
-            task: None,
-        };
-        self.state.lock().replicas.push(slot);
-        self.launch(name, self.shared.draw(Duration::from_secs(1)));
-    }
-
-    /// Starts a new incarnation of replica `name` after `delay`.
-    fn launch(&self, name: &str, delay: Duration) {
-        let mut state = self.state.lock();
-        let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
-            return;
-        };
-        slot.alive = Arc::new(AtomicBool::new(true));
-        slot.shutdown = CancellationToken::new();
-        let layer = transport::SimLayer {
-            shared: self.shared.clone(),
-            replica: name.into(),
-            alive: slot.alive.clone(),
-        };
-        let replica = Replica {
-            name: name.to_string(),
-            client: self.shared.env.in_memory_client_with(layer),
-            shutdown: slot.shutdown.clone(),
-            shared: self.shared.clone(),
-        };
-        let run = (slot.factory)(replica);
-        let (sim, name2) = (self.clone(), name.to_string());
-        slot.task = Some(tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            run.await;
-            sim.exited(&name2);
-        }));
-        self.shared.trace(format_args!("start {name}"));
-    }
-
-    /// Crashes replica `name`: its task is dropped, its client goes dead (no request of it is
-    /// answered any more, no watch event delivered), its token is cancelled so that what it
-    /// spawned stops; the store keeps what it wrote. Nothing is released (no Lease hand-over).
-    pub fn crash(&self, name: &str) {
-        let mut state = self.state.lock();
-        let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
-            return;
-        };
-        slot.alive.store(false, Ordering::Release);
-        slot.shutdown.cancel();
-        if let Some(task) = slot.task.take() {
-            task.abort();
-        }
-        drop(state);
-        self.shared.trace(format_args!("crash {name}"));
-    }
-
-    /// A replica's run returned by itself (its manager stopped, e.g. on losing its Lease): as
-    /// the kubelet restarts an exited container, it starts again a little later.
-    fn exited(&self, name: &str) {
-        self.shared.trace(format_args!("exit {name}"));
-        let back = self.elapsed() + Duration::from_secs(1) + self.shared.draw(STEP * 40);
-        self.state.lock().restarts.push((back, name.to_string()));
-    }
-
-    /// Starts replica `name` again (a new incarnation, with nothing in memory).
-    pub fn restart(&self, name: &str) {
-        self.launch(name, Duration::ZERO);
     }
 
     /// Moves virtual time by [`STEP`] (everything due by then runs), plays the faults and
