@@ -60,13 +60,7 @@ async fn in_memory_requests_meet_injected_faults_and_watches_stream() {
     let retry = status.details.map(|d| d.retry_after_seconds);
     assert_eq!(retry, Some(7));
 
-    let rv = mem
-        .list(&ListParams::default())
-        .await
-        .expect("list")
-        .metadata
-        .resource_version
-        .unwrap_or_default();
+    let rv = common::list_rv(&mem).await;
     let stream = mem
         .watch(&WatchParams::default(), &rv)
         .await

@@ -42,6 +42,19 @@ pub struct FaultPlan {
     pub until: Duration,
 }
 
+impl FaultKind {
+    /// Every kind.
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::WatchDrop,
+        FaultKind::Relist,
+        FaultKind::ConflictStorm,
+        FaultKind::Throttle,
+        FaultKind::ServerError,
+        FaultKind::LeaderLoss,
+        FaultKind::Crash,
+    ];
+}
+
 impl Default for FaultPlan {
     /// No faults.
     fn default() -> FaultPlan {
@@ -56,17 +69,8 @@ impl Default for FaultPlan {
 impl FaultPlan {
     /// Every kind of fault, one every `every` on average, until `until`.
     pub fn all(every: Duration, until: Duration) -> FaultPlan {
-        use FaultKind::*;
         FaultPlan {
-            kinds: vec![
-                WatchDrop,
-                Relist,
-                ConflictStorm,
-                Throttle,
-                ServerError,
-                LeaderLoss,
-                Crash,
-            ],
+            kinds: FaultKind::ALL.to_vec(),
             every,
             until,
         }
