@@ -347,3 +347,65 @@ fn a_crashed_leaders_lease_expires_after_fifteen_virtual_seconds() {
     });
     outcome.unwrap_or_else(|f| panic!("{f}"));
 }
+
+/// The built-in checkers catch what they are for: a replica writing while another holds the
+/// Lease, and two replicas reconciling one key at once (both without leader election here).
+#[test]
+fn the_checkers_catch_a_write_without_the_lease_and_two_holders_of_a_key() {
+    let unelected = |sim: Simulation| async move {
+        sim.check_lease("default", "sim");
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = seen.clone();
+        sim.add_replica("leader", move |r| operator(r, false, true, s.clone()));
+        sim.add_replica("rogue", move |r| operator(r, false, false, seen.clone()));
+        while sim.lease_holder("default", "sim").is_none() {
+            sim.tick().await?;
+        }
+        let cms: Api<ConfigMap> = Api::default_namespaced(sim.client());
+        (cms.create(&PostParams::default(), &parent("shop", 2)).await)
+            .map_err(|e| e.to_string())?;
+        sim.run_until_steady(Duration::from_secs(60)).await
+    };
+    let failure = sim::check(0..20, Simulation::builder, unelected).expect_err("caught");
+    let caught =
+        "rogue wrote (POST /api/v1/namespaces/default/pods) while leader held Lease default/sim";
+    assert!(failure.message.contains(caught), "{failure}");
+
+    let twins = |sim: Simulation| async move {
+        let _seen = counted(&sim, 2, false);
+        let cms: Api<ConfigMap> = Api::default_namespaced(sim.client());
+        (cms.create(&PostParams::default(), &parent("shop", 2)).await)
+            .map_err(|e| e.to_string())?;
+        sim.run_until_steady(Duration::from_secs(60)).await
+    };
+    let failure = sim::check(0..50, Simulation::builder, twins).expect_err("caught");
+    assert!(
+        failure
+            .message
+            .contains("two workers hold parent default/shop"),
+        "{failure}"
+    );
+}
+
+/// An operator that never stops writing does not converge: `run_until_steady` fails at its
+/// virtual deadline.
+#[test]
+fn an_operator_that_never_settles_misses_the_deadline() {
+    let result = Simulation::builder(1).run(|sim| async move {
+        sim.add_replica("r1", |r: Replica| async move {
+            let cms: Api<ConfigMap> = Api::default_namespaced(r.client.clone());
+            for i in 0.. {
+                let cm = parent(&format!("churn-{i}"), 0);
+                let _ = cms.create(&PostParams::default(), &cm).await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        sim.run_until_steady(Duration::from_secs(30)).await
+    });
+    let failure = result.expect_err("never steady");
+    assert!(
+        failure.message.contains("not steady within 30s"),
+        "{failure}"
+    );
+    assert!(failure.virtual_time >= Duration::from_secs(30));
+}
