@@ -16,7 +16,7 @@
 //!
 //! The clock also hands out the random numbers that decide *when* and *which*: the jitter of
 //! lease retries and resyncs, reconcile IDs ([`random_u64`], [`random_f64`]). A fake clock
-//! given a seed ([`Clock::with_seed`]) draws them from that seed, so a simulation replays them;
+//! given a seed ([`Clock::fake_seeded`]) draws them from that seed, so a simulation replays them;
 //! otherwise they come from `rand`'s thread generator.
 //!
 //! What this crate does not do: it owns no timers (tokio's are used unchanged; the runtime's
@@ -54,7 +54,7 @@ struct Fake {
     start: Timestamp,
     anchor: OnceLock<tokio::time::Instant>,
     stepped: Mutex<Duration>,
-    /// The SplitMix64 state of a seeded fake ([`Clock::with_seed`]).
+    /// The SplitMix64 state of a seeded fake ([`Clock::fake_seeded`]).
     seed: Option<Mutex<u64>>,
 }
 

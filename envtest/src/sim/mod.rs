@@ -100,7 +100,10 @@ impl SimulationBuilder {
         self
     }
 
-    /// Runs `scenario` under this seed; see [`run`](run::run).
+    /// Runs `scenario` under this seed, once: on a fresh current-thread runtime with a paused
+    /// clock, the fake wall clock (seeded) current on this thread, and the trace's `tracing`
+    /// layer as this thread's subscriber (so the scenario's own logs are not printed). Prints
+    /// the seed and the trace hash; a failure carries the replay command and the last steps.
     pub fn run<F, Fut>(self, scenario: F) -> Result<Outcome, Failure>
     where
         F: FnOnce(Simulation) -> Fut,
