@@ -93,6 +93,10 @@
 //!   controllers run as watch-driven loops (`controllers::runner`) writing upstream's status
 //!   fields; every namespace gets its `default` ServiceAccount and `kube-root-ca.crt`
 //!   (`controllers::namespace_defaults`). docs/envtest.md says what each does not simulate.
+//! * **Time and randomness are `ctrl_clock`'s**: timestamps, token expiry, the workload
+//!   controllers' deadlines and object UIDs read the current clock, so under a fake clock on a
+//!   paused runtime they follow virtual time, and [`sim`] (the deterministic simulation) replays
+//!   them from its seed. [`Environment::stored`] reads the store without a request.
 //! * One global resourceVersion; every resource keeps a bounded history of change events
 //!   ([`EnvironmentBuilder::history_window`]) for watch resume and consistent paginated lists.
 //!   A watch from before that history gets HTTP 200 and one in-stream `ERROR` 410 — never an
