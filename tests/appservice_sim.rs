@@ -150,4 +150,9 @@ fn appservice_converges_under_faults_for_every_seed() {
     if std::env::var_os(sim::SEED_VAR).is_none() {
         assert_eq!(report.outcomes.len(), 20);
     }
+    // Each seed replays: the same trace, kubelet, crashes, elections and all.
+    for first in report.outcomes.iter().take(3) {
+        let again = simulation(first.seed).run(scenario);
+        assert_eq!(again.as_ref().ok(), Some(first), "seed {}", first.seed);
+    }
 }
