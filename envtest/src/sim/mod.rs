@@ -55,7 +55,7 @@ use crate::env::{Environment, EnvironmentBuilder};
 
 pub use replicas::Replica;
 use replicas::Slot;
-pub use run::{CheckReport, Failure, Outcome, SEED_VAR, TRACE_DIR_VAR, check};
+pub use run::{CheckReport, Failure, LOG_VAR, Outcome, SEED_VAR, TRACE_DIR_VAR, check};
 pub use schedule::{FaultKind, FaultPlan};
 
 /// How far one [`Simulation::tick`] moves virtual time.

@@ -24,6 +24,10 @@ pub const SEED_VAR: &str = "SIM_SEED";
 /// (`seed-<seed>-<hash>.trace`), e.g. to diff two runs.
 pub const TRACE_DIR_VAR: &str = "SIM_TRACE_DIR";
 
+/// The environment variable that prints the run's logs (an `EnvFilter` directive such as
+/// `info` or `ctrl_runtime=debug`) to stderr, stamped with the virtual wall clock.
+pub const LOG_VAR: &str = "SIM_LOG";
+
 /// How many trace lines a failure shows.
 const WINDOW: usize = 40;
 
@@ -132,7 +136,8 @@ where
             trace: trace.clone(),
             start: t0,
         };
-        let _log = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+        let subscriber = tracing_subscriber::registry().with(layer).with(log_layer());
+        let _log = tracing::subscriber::set_default(subscriber);
         let sim = start_simulation(b, trace.clone(), t0)
             .await
             .map_err(|e| (e, Duration::ZERO))?;
@@ -229,6 +234,28 @@ impl Simulation {
             }
         }
         self.shared.env.stop();
+    }
+}
+
+/// The stderr log [`LOG_VAR`] asks for, if any.
+fn log_layer<S>() -> Option<impl tracing_subscriber::Layer<S>>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer;
+    let filter = tracing_subscriber::EnvFilter::try_new(std::env::var(LOG_VAR).ok()?).ok()?;
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_timer(VirtualTime)
+        .with_writer(std::io::stderr);
+    Some(fmt.with_filter(filter))
+}
+
+/// Log timestamps from `ctrl_clock` (the simulation's virtual wall clock).
+struct VirtualTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for VirtualTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> fmt::Result {
+        write!(w, "{}", ctrl_clock::now())
     }
 }
 
