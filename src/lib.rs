@@ -5,6 +5,9 @@
 //! ...) and `ctrl-builder` as [`builder`] — so an operator depends on `ctrl` alone; see
 //! [`prelude`] for the names most need in one import.
 
+/// OpenTelemetry traces: the `otel` feature (off by default).
+#[cfg(feature = "otel")]
+pub use ctrl_runtime::otel;
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};

@@ -168,6 +168,11 @@ where
     let snap = state.registry.snapshot();
     let route = router::route(&path, &snap);
     let (verb, resource) = classify(&parts.method, &query, route.as_ref().ok());
+    let traceparent = parts
+        .headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let resp = 'resp: {
         let user = match authorize(&state, &parts, &query, route.as_ref().ok(), cert_user) {
             Ok(u) => Arc::new(u),
@@ -193,9 +198,9 @@ where
                 &path,
                 raw_query,
                 r.status().as_u16(),
-                verb,
-                resource,
+                (verb, resource),
                 true,
+                traceparent,
             );
             return r;
         }
@@ -222,9 +227,9 @@ where
         &path,
         raw_query,
         resp.status().as_u16(),
-        verb,
-        resource,
+        (verb, resource),
         false,
+        traceparent,
     );
     resp
 }
@@ -332,9 +337,9 @@ fn record(
     path: &str,
     query: String,
     status: u16,
-    verb: Option<Verb>,
-    resource: Option<String>,
+    (verb, resource): (Option<Verb>, Option<String>),
     injected: bool,
+    traceparent: Option<String>,
 ) {
     state.faults.record(RequestRecord {
         method: method.to_string(),
@@ -344,6 +349,7 @@ fn record(
         verb,
         resource,
         injected,
+        traceparent,
     });
 }
 

@@ -297,6 +297,9 @@ fn desired_pod(
         ..Default::default()
     };
     controllerutil::set_controller_reference(app, &mut pod).map_err(reconcile::Error::new)?;
+    // With the `otel` feature: stamp the Pod with this reconcile's trace context.
+    #[cfg(feature = "otel")]
+    ctrl::otel::inject(&mut pod.metadata);
     Ok(pod)
 }
 
