@@ -178,19 +178,7 @@ where
             Ok(u) => Arc::new(u),
             Err(e) => break 'resp error(&e),
         };
-        let rr = match &route {
-            Ok(Route::Resource(r)) => Some(r),
-            _ => None,
-        };
-        let facts = RequestFacts {
-            method: parts.method.as_str(),
-            path: &path,
-            verb,
-            resource: rr.map(|r| r.rt.plural.as_str()),
-            subresource: rr.and_then(|r| r.sub.as_deref()),
-            name: rr.and_then(|r| r.name.as_deref()),
-            namespace: rr.and_then(|r| r.namespace.as_deref()),
-        };
+        let facts = facts_of(parts.method.as_str(), &path, verb, route.as_ref().ok());
         if let Some(r) = injected(&state, &facts).await {
             record(
                 &state,
@@ -232,6 +220,29 @@ where
         traceparent,
     );
     resp
+}
+
+/// What faults match on: the request's method, path, verb and (for resource requests) what
+/// it routes to.
+fn facts_of<'a>(
+    method: &'a str,
+    path: &'a str,
+    verb: Option<Verb>,
+    route: Option<&'a Route>,
+) -> RequestFacts<'a> {
+    let rr = match route {
+        Some(Route::Resource(r)) => Some(r),
+        _ => None,
+    };
+    RequestFacts {
+        method,
+        path,
+        verb,
+        resource: rr.map(|r| r.rt.plural.as_str()),
+        subresource: rr.and_then(|r| r.sub.as_deref()),
+        name: rr.and_then(|r| r.name.as_deref()),
+        namespace: rr.and_then(|r| r.namespace.as_deref()),
+    }
 }
 
 /// Who the request is from, and whether they may do it (`auth`: authentication,
