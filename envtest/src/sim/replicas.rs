@@ -95,17 +95,23 @@ impl Simulation {
         };
         let run = (slot.factory)(replica);
         let (sim, name2) = (self.clone(), name.to_string());
+        let alive = slot.alive.clone();
         slot.task = Some(tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             run.await;
-            sim.exited(&name2);
+            // A crashed incarnation winding down is not an exit: its restart is scheduled.
+            if alive.load(Ordering::Acquire) {
+                sim.exited(&name2);
+            }
         }));
         self.shared.trace(format_args!("start {name}"));
     }
 
-    /// Crashes replica `name`: its task is dropped, its client goes dead (no request of it is
-    /// answered any more, no watch event delivered), its token is cancelled so that what it
-    /// spawned stops; the store keeps what it wrote. Nothing is released (no Lease hand-over).
+    /// Crashes replica `name`: its client goes dead at once (every request fails, every watch
+    /// ends: nothing it does reaches the server any more) and its token is cancelled, so that
+    /// its manager stops what it spawned (aborting the manager's task instead would leave its
+    /// workers running on the in-memory cache, reconciling keys a live replica holds). The
+    /// store keeps what it wrote; nothing is released (its writes to the Lease fail).
     pub fn crash(&self, name: &str) {
         let mut state = self.state.lock();
         let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
@@ -113,9 +119,8 @@ impl Simulation {
         };
         slot.alive.store(false, Ordering::Release);
         slot.shutdown.cancel();
-        if let Some(task) = slot.task.take() {
-            task.abort();
-        }
+        // The old incarnation winds down detached; the runtime drops it at the end at last.
+        drop(slot.task.take());
         drop(state);
         self.shared.trace(format_args!("crash {name}"));
     }
