@@ -12,6 +12,7 @@
 //! file-level import circle inside a module and no function over 80 lines). Top first:
 //!
 //! ```text
+//! multicluster/   clusters, providers, cluster-aware requests and sources
 //! sharding/       shard leases, the hash ring, the sharder (runnables and webhooks)
 //! manager/        Manager, Runnable, the runnable groups and their order, flags, signals
 //! rbac/           the RBAC rules the parts below need, and their manifest
@@ -70,6 +71,7 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod metricsserver;
+pub mod multicluster;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod pprof;

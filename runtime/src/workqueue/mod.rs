@@ -16,6 +16,7 @@ use futures::future::BoxFuture;
 
 mod core;
 mod delaying;
+mod fair;
 mod metrics;
 mod priority;
 mod queue;
@@ -26,6 +27,7 @@ mod table;
 mod triggered;
 pub mod triggers;
 
+pub use fair::FairnessFn;
 pub use metrics::{
     BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric,
     MAX_RECOMMENDED_UNIQUE_PRIORITIES, MetricsProvider, PRIORITY_CARDINALITY_EXCEEDED,
