@@ -24,12 +24,10 @@
 //! `example-appservice` with 3 Pods, scales it to 5, deletes a Pod and shows it come
 //! back. The modules are in `examples/appservice/`.
 
-#[path = "contract/mod.rs"]
-mod contract;
 #[path = "appservice/mod.rs"]
 mod operator;
 
-use contract::prelude::*;
+use ctrl::cli::prelude::*;
 use operator::sharding::ShardingFlags;
 use operator::{controller, crd, demo, setup, sharding};
 
@@ -77,12 +75,12 @@ impl Cli {
     }
 }
 
-impl Example for Cli {
+impl Operator for Cli {
     const NAME: &'static str = "appservice";
 
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
-    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+    fn flags(&self) -> (&Flags, Option<&Args>) {
         self.args.flags()
     }
 
@@ -91,7 +89,7 @@ impl Example for Cli {
         self.leader.apply(setup::DEFAULT_LEASE_NAME, opts)
     }
 
-    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+    fn manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(setup::manager(client, opts, &self.config()))
     }
 
@@ -108,5 +106,5 @@ impl Example for Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    ctrl::cli::main::<Cli>().await
 }

@@ -18,12 +18,10 @@
 //! (a `Reconciled` Event on the object). With `--leader-elect` replicas share the
 //! Lease `createonly.app.example.com`. The modules are in `examples/createonly/`.
 
-#[path = "contract/mod.rs"]
-mod contract;
 #[path = "createonly/mod.rs"]
 mod operator;
 
-use contract::prelude::*;
+use ctrl::cli::prelude::*;
 use operator::{controller, crd, demo};
 
 /// Reconciles AppServices on create only (a ctrl example: the internals article's controller).
@@ -45,16 +43,16 @@ fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError>
     Ok(mgr)
 }
 
-impl Example for Cli {
+impl Operator for Cli {
     const NAME: &'static str = "createonly";
 
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
-    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+    fn flags(&self) -> (&Flags, Option<&Args>) {
         self.args.flags()
     }
 
-    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+    fn manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(manager(client, opts))
     }
 
@@ -72,5 +70,5 @@ impl Example for Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    ctrl::cli::main::<Cli>().await
 }

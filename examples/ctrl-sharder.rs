@@ -24,25 +24,23 @@
 //! `sharding-demo=true`, two shards that do nothing but hold their Leases (as a shard in
 //! another language would), and a few ConfigMaps it shows being assigned.
 
-#[path = "contract/mod.rs"]
-mod contract;
 #[path = "ctrl_sharder/mod.rs"]
 mod sharder;
 
-use contract::prelude::*;
+use ctrl::cli::prelude::*;
 use ctrl::sharding::controllerring_crd;
 use sharder::cli::Cli;
 
-impl Example for Cli {
+impl Operator for Cli {
     const NAME: &'static str = "ctrl-sharder";
 
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[controllerring_crd];
 
-    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
-        (&self.example, Some(&self.manager))
+    fn flags(&self) -> (&Flags, Option<&Args>) {
+        (&self.flags, Some(&self.manager))
     }
 
-    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+    fn manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(sharder::run::manager(client, self, opts, "127.0.0.1:0"))
     }
 
@@ -53,5 +51,5 @@ impl Example for Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    ctrl::cli::main::<Cli>().await
 }

@@ -23,12 +23,10 @@
 //! prints a kubeconfig for each, and creates `default/example-settings` for
 //! `env in (dev, prod)`. The modules are in `examples/fleet/`.
 
-#[path = "contract/mod.rs"]
-mod contract;
 #[path = "fleet/mod.rs"]
 mod operator;
 
-use contract::prelude::*;
+use ctrl::cli::prelude::*;
 use ctrl::multicluster::{self, Coordinator, CoordinatorConfig, KubeconfigSecretProvider};
 use operator::controller::{self, Fleet};
 use operator::{crd, demo, members};
@@ -53,7 +51,7 @@ struct Cli {
 
 impl Cli {
     /// The hub manager, the multi-cluster manager over it, and the controller.
-    fn manager(
+    fn managers(
         &self,
         hub: kube::Client,
         opts: Options,
@@ -84,12 +82,12 @@ impl Cli {
     }
 }
 
-impl Example for Cli {
+impl Operator for Cli {
     const NAME: &'static str = "fleet";
 
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
-    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+    fn flags(&self) -> (&Flags, Option<&Args>) {
         self.args.flags()
     }
 
@@ -106,14 +104,14 @@ impl Example for Cli {
         }
     }
 
-    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
-        Some(self.manager(client, opts).map(|(local, _)| local))
+    fn manager(&self, client: kube::Client, opts: Options) -> Deployed {
+        Some(self.managers(client, opts).map(|(local, _)| local))
     }
 
     async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
         let hub = cluster.client();
         let opts = cluster.options(&self.args.manager);
-        let (local, _mgr) = self.manager(hub.clone(), opts)?;
+        let (local, _mgr) = self.managers(hub.clone(), opts)?;
         let members = match cluster.local_kubeconfig() {
             Some(kubeconfig) => {
                 let members =
@@ -135,5 +133,5 @@ impl Example for Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    ctrl::cli::main::<Cli>().await
 }

@@ -22,15 +22,12 @@
 //! `--print-crd` prints nothing. With `--leader-elect` replicas share the Lease
 //! `podlogger.ctrl.example.com`.
 
-#[path = "contract/mod.rs"]
-mod contract;
 #[path = "podlogger/mod.rs"]
 mod operator;
 
-use contract::prelude::*;
+use ctrl::cli::prelude::*;
 use ctrl::log;
 
-/// The program's command line: the example contract, kubebuilder's manager flags and
 /// Logs every Pod reconcile (a ctrl example: the smallest controller).
 #[derive(Parser, Debug)]
 #[command(name = "podlogger")]
@@ -41,16 +38,16 @@ struct Cli {
     log: log::Args,
 }
 
-impl Example for Cli {
+impl Operator for Cli {
     const NAME: &'static str = "podlogger";
 
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[];
 
-    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+    fn flags(&self) -> (&Flags, Option<&Args>) {
         self.args.flags()
     }
 
-    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+    fn manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(operator::manager(client, opts))
     }
 
@@ -77,5 +74,5 @@ impl Example for Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    ctrl::cli::main::<Cli>().await
 }

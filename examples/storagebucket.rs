@@ -15,22 +15,19 @@
 //!
 //! With no cluster configured (no `--kubeconfig`, no `KUBECONFIG`, not in a pod) it
 //! starts ctrl-envtest in process, installs the CRD, serves the defaulting and
-//! validating webhooks (self-signed certificate) and registers them, starts a local
+//! validating webhooks (self-signed certificate) and registers them (`ctrl::cli` does,
+//! from what the manager serves), starts a local
 //! object store whose health flips, creates two buckets (defaulted by the webhook)
 //! and a third that the validating webhook rejects, and prints what happens. With
 //! `--leader-elect`, replicas share the Lease `storagebucket.storage.example.com`;
 //! a replica that loses it exits non-zero. The modules are in
 //! `examples/storagebucket/`.
 
-#[path = "contract/mod.rs"]
-mod contract;
 #[path = "storagebucket/mod.rs"]
 mod operator;
 
-use contract::prelude::*;
-use ctrl::webhook;
+use ctrl::cli::prelude::*;
 use operator::{controller, crd, demo, setup};
-use std::path::PathBuf;
 
 /// The StorageBucket operator (a ctrl example).
 #[derive(Parser, Debug)]
@@ -40,13 +37,10 @@ struct Cli {
     args: OperatorArgs,
     #[command(flatten)]
     leader: LeaderElectionFlags,
-    /// In a cluster: serve the admission webhooks on :9443 (certificates in
-    /// `--webhook-cert-path`). The demo always serves them.
+    /// In a cluster: serve the admission webhooks on `--webhook-port` (certificates in
+    /// `--webhook-cert-path`). The local demo always serves them.
     #[arg(long)]
     enable_webhooks: bool,
-    /// The directory with the webhook server's `tls.crt` and `tls.key`.
-    #[arg(long, value_name = "DIR")]
-    webhook_cert_path: Option<PathBuf>,
     /// How often every bucket is probed.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     probe_interval: Duration,
@@ -63,24 +57,14 @@ impl Cli {
             ..Default::default()
         }
     }
-
-    /// In a cluster: the webhook server of `--webhook-cert-path`, if given.
-    fn webhook_server(&self) -> Option<webhook::Server> {
-        let cert_dir = self.webhook_cert_path.clone()?;
-        Some(webhook::Server::new(webhook::Options {
-            cert_dir,
-            tls: self.args.manager.tls_options(),
-            ..Default::default()
-        }))
-    }
 }
 
-impl Example for Cli {
+impl Operator for Cli {
     const NAME: &'static str = "storagebucket";
 
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
-    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
+    fn flags(&self) -> (&Flags, Option<&Args>) {
         self.args.flags()
     }
 
@@ -90,31 +74,21 @@ impl Example for Cli {
     }
 
     /// The manager as deployed: leader election, webhooks, the metrics flags.
-    fn deployed_manager(&self, client: kube::Client, opts: Options) -> Deployed {
+    fn manager(&self, client: kube::Client, opts: Options) -> Deployed {
         Some(setup::manager(client, opts, &self.config(), true))
     }
 
     async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
-        let base = self.options(cluster.options(&self.args.manager));
+        let opts = self.options(cluster.options(&self.args.manager));
+        log_leader_election(&opts);
         let Some(kubeconfig) = cluster.local_kubeconfig() else {
-            let opts = Options {
-                webhook_server: self.webhook_server(),
-                ..base
-            };
-            log_leader_election(&opts);
             let mgr = setup::manager(cluster.client(), opts, &self.config(), self.enable_webhooks)?;
             return Ok(mgr.start(stop).await?);
         };
-        // The demo: the object store, and the webhooks served and registered.
+        // The demo: the object store; the webhooks are served on the cli's local
+        // webhook server, which registers them with the API server.
         let world =
             demo::start(cluster.client(), kubeconfig, self.flip_every, stop.clone()).await?;
-        let (server, ca_pem) = demo::webhook_server()?;
-        demo::install_webhooks(cluster.client(), &server, &ca_pem).await?;
-        let opts = Options {
-            webhook_server: Some(server),
-            ..base
-        };
-        log_leader_election(&opts);
         let mgr = setup::manager(cluster.client(), opts, &self.config(), true)?;
         let samples = |_client| world.create_samples();
         cluster.run_manager(&mgr, &stop, samples).await
@@ -123,5 +97,5 @@ impl Example for Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    ctrl::cli::main::<Cli>().await
 }

@@ -19,23 +19,20 @@
 //! server first). Ctrl-C shuts the queue down and lets the workers drain it. The
 //! modules are in `examples/virtualmachine/`.
 
-#[path = "contract/mod.rs"]
-mod contract;
 #[path = "virtualmachine/mod.rs"]
 mod operator;
 
-use contract::prelude::*;
+use ctrl::cli::prelude::*;
 use operator::hypervisor::Hypervisor;
 use operator::{controller, crd, demo};
 use std::path::{Path, PathBuf};
 
-/// The program's command line: the example contract, the kubeconfig and the number
 /// Keeps a fake hypervisor in line with VirtualMachines (a ctrl example: the client-go sample-controller).
 #[derive(Parser, Debug)]
 #[command(name = "virtualmachine")]
 struct Cli {
     #[command(flatten)]
-    example: ExampleArgs,
+    flags: Flags,
     /// Path to a kubeconfig. Only required if out-of-cluster.
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
@@ -44,14 +41,14 @@ struct Cli {
     threadiness: usize,
 }
 
-impl Example for Cli {
+impl Operator for Cli {
     const NAME: &'static str = "virtualmachine";
 
     const CRDS: &'static [fn() -> CustomResourceDefinition] = &[crd::crd];
 
-    /// The contract's flags; no Manager, so no kubebuilder flags.
-    fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
-        (&self.example, None)
+    /// The cli's flags; no Manager, so no kubebuilder flags.
+    fn flags(&self) -> (&Flags, Option<&Args>) {
+        (&self.flags, None)
     }
 
     /// The sample-controller's own `--kubeconfig`.
@@ -60,7 +57,7 @@ impl Example for Cli {
     }
 
     /// Like Go's sample-controller it runs no Manager, so there is nothing to ask.
-    fn deployed_manager(&self, _: kube::Client, _: Options) -> Deployed {
+    fn manager(&self, _: kube::Client, _: Options) -> Deployed {
         None
     }
 
@@ -86,5 +83,5 @@ impl Example for Cli {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    contract::main::<Cli>().await
+    ctrl::cli::main::<Cli>().await
 }

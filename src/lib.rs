@@ -12,10 +12,18 @@ pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
 pub use ctrl_runtime::{certwatcher, leaderelection, metricsserver, recorder, webhook};
+pub use ctrl_runtime::{clock, healthz, log, manager};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
-pub use ctrl_runtime::{healthz, log, manager};
 pub use ctrl_runtime::{http, multicluster, rbac, tls};
+
+pub mod cli;
+pub mod manifests;
+
+/// ctrl-envtest, the in-process API server (Go's `pkg/envtest`), with the feature
+/// `envtest`: what an operator's tests start.
+#[cfg(feature = "envtest")]
+pub use ctrl_envtest as envtest;
 
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.

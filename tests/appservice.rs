@@ -3,8 +3,6 @@
 //! through its own kube client in the wire format (`spec`, `status.nodes`,
 //! `status.conditions`, Pods, Events), as `kubectl` would.
 
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/appservice/mod.rs"]
 mod operator;
@@ -238,7 +236,7 @@ async fn scales_reports_status_recreates_pods_and_finalizes() {
 #[tokio::test]
 async fn the_crd_schema_defaults_and_validates_the_spec() {
     // --print-crd prints a CRD that parses back.
-    let yaml = contract::run::crds_yaml(&[operator::crd::crd()]).expect("crd yaml");
+    let yaml = ctrl::cli::print::crds_yaml(&[operator::crd::crd()]).expect("crd yaml");
     let parsed: CustomResourceDefinition = serde_saphyr::from_str(&yaml).expect("parse crd yaml");
     assert_eq!(
         parsed.metadata.name.as_deref(),
@@ -269,7 +267,7 @@ async fn the_demo_runs_its_story_on_the_simulated_kubelet() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     let builder = Environment::builder().crd(operator::crd::crd());
-    let env = contract::envtest::start(builder, &kubeconfig, "AppService CRD")
+    let env = ctrl::cli::envtest::start(builder, &kubeconfig, "AppService CRD")
         .await
         .expect("demo envtest");
     let running = operator(&env, "appservice-demo", &stop).await;

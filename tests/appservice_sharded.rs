@@ -7,8 +7,6 @@
 //! and the replicas' own caches. The same with the sharder only in its own process
 //! (the `ctrl-sharder` example) and the replicas started `--sharder=false`.
 
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/appservice/mod.rs"]
 mod operator;

@@ -7,8 +7,6 @@
 //! shows every object.
 
 mod common;
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
@@ -56,7 +54,7 @@ fn manifest_objects() -> Vec<(String, String)> {
 fn the_committed_crd_is_the_generated_one() {
     let committed = std::fs::read_to_string(manifests_dir().join("01-storagebucket-crd.yaml"))
         .expect("committed CRD");
-    let generated = contract::run::crds_yaml(&[operator::crd::crd()]).expect("generate CRD");
+    let generated = ctrl::cli::print::crds_yaml(&[operator::crd::crd()]).expect("generate CRD");
     assert!(
         committed == generated,
         "examples/manifests/01-storagebucket-crd.yaml is stale; regenerate it with\n  \
@@ -68,17 +66,17 @@ fn the_committed_crd_is_the_generated_one() {
 async fn the_committed_rbac_is_the_generated_one() {
     let committed =
         std::fs::read_to_string(manifests_dir().join("02-rbac.yaml")).expect("committed RBAC");
-    let opts = contract::rbac::deployed_options(
+    let opts = ctrl::cli::print::deployed_options(
         "storagebucket",
         ctrl::manager::Options {
             leader_election_id: operator::LEASE_NAME.into(),
             ..ctrl::manager::Args::default().options()
         },
     );
-    let client = contract::rbac::offline_client().expect("offline client");
+    let client = ctrl::cli::print::offline_client().expect("offline client");
     let cfg = operator::controller::Config::default();
     let mgr = operator::setup::manager(client, opts, &cfg, true).expect("the operator's manager");
-    let generated = contract::rbac::yaml(&mgr, "storagebucket").expect("generate RBAC");
+    let generated = ctrl::cli::print::rbac_yaml(&mgr, "storagebucket").expect("generate RBAC");
     assert!(
         committed == generated,
         "examples/manifests/02-rbac.yaml is stale; regenerate it with\n  \

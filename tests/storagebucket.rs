@@ -5,8 +5,6 @@
 //! at the example's types or internals.
 
 mod common;
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
@@ -177,7 +175,7 @@ async fn a_bad_endpoint_is_reported_not_retried_into_a_crash() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_world_and_the_printed_crd() {
     // --print-crd prints a CRD that parses back and that envtest installs.
-    let yaml = contract::run::crds_yaml(&[crd::crd()]).expect("crd yaml");
+    let yaml = ctrl::cli::print::crds_yaml(&[crd::crd()]).expect("crd yaml");
     let parsed: CustomResourceDefinition = serde_saphyr::from_str(&yaml).expect("parse crd yaml");
     assert_eq!(
         parsed.metadata.name.as_deref(),
@@ -189,17 +187,15 @@ async fn the_demo_world_and_the_printed_crd() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     let builder = Environment::builder().crd(crd::crd());
-    let env = contract::envtest::start(builder, &kubeconfig, "StorageBucket CRD")
+    let env = ctrl::cli::envtest::start(builder, &kubeconfig, "StorageBucket CRD")
         .await
         .expect("demo envtest");
     let world = operator::demo::start(env.client(), &kubeconfig, Duration::ZERO, stop.clone())
         .await
         .expect("demo world");
     // ... with the webhooks served and registered, as the demo does.
-    let (server, ca_pem) = operator::demo::webhook_server().expect("webhook server");
-    operator::demo::install_webhooks(env.client(), &server, &ca_pem)
-        .await
-        .expect("install webhooks");
+    let (server, ca_pem) = common::webhook_server();
+    common::install_webhooks(env.client(), &server, &ca_pem).await;
     let running = operator(&env, "storagebucket-demo", &stop, Some(server)).await;
     world.create_samples().await.expect("samples");
 

@@ -6,8 +6,6 @@
 //! carries on; a leader that cannot renew stops with an error.
 
 mod common;
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
@@ -15,7 +13,7 @@ mod operator;
 use std::time::Duration;
 
 use common::{WAIT, available, buckets_api, create_bucket, wait_until};
-use contract::leader::LeaderElectionFlags;
+use ctrl::cli::LeaderElectionFlags;
 use ctrl::manager::{Error as ManagerError, Manager, Options};
 use ctrl_envtest::wait::Wait;
 use ctrl_envtest::{Environment, FaultMatch, FaultStatus, Verb};

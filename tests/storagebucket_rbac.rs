@@ -7,8 +7,6 @@
 //! Forbidden and `controller_runtime_reconcile_errors_total` rises.
 
 mod common;
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
@@ -34,7 +32,7 @@ const SA: &str = "storagebucket-controller-manager";
 
 /// The operator's options as deployed: leader election in its namespace, secure metrics.
 fn deployed() -> Options {
-    contract::rbac::deployed_options(
+    ctrl::cli::print::deployed_options(
         "storagebucket",
         Options {
             leader_election_id: operator::LEASE_NAME.into(),
@@ -46,7 +44,7 @@ fn deployed() -> Options {
 /// The rules `storagebucket --print-rbac` prints (the controller named `name`: names
 /// are unique in a process, and the rules do not depend on it).
 async fn generated_rules(name: &str) -> Rules {
-    let client = contract::rbac::offline_client().expect("offline client");
+    let client = ctrl::cli::print::offline_client().expect("offline client");
     let cfg = operator::controller::Config {
         name: name.into(),
         ..Default::default()
@@ -65,7 +63,7 @@ async fn install(admin: &kube::Client, rules: &Rules) {
         .create(&pp, &ns)
         .await
         .expect("namespace");
-    for o in contract::rbac::manifest("storagebucket").objects(rules) {
+    for o in ctrl::cli::print::manifest("storagebucket").objects(rules) {
         let created = match o {
             Object::ServiceAccount(x) => Api::<ServiceAccount>::namespaced(admin.clone(), NS)
                 .create(&pp, &x)

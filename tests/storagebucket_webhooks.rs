@@ -4,8 +4,6 @@
 //! Everything is checked through a plain kube client, as a user would see it.
 
 mod common;
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
@@ -32,10 +30,8 @@ fn rejection<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn buckets_are_defaulted_and_non_http_endpoints_rejected() {
     let env = common::env().await;
-    let (server, ca_pem) = operator::demo::webhook_server().expect("webhook server");
-    operator::demo::install_webhooks(env.client(), &server, &ca_pem)
-        .await
-        .expect("install webhooks");
+    let (server, ca_pem) = common::webhook_server();
+    common::install_webhooks(env.client(), &server, &ca_pem).await;
     let opts = Options {
         metrics_bind_address: "0".into(),
         webhook_server: Some(server.clone()),
@@ -46,7 +42,11 @@ async fn buckets_are_defaulted_and_non_http_endpoints_rejected() {
         ..Default::default()
     };
     let mgr = operator::setup::manager(env.client(), opts, &cfg, true).expect("manager");
-    let (mutate, validate) = operator::webhooks::paths();
+    let paths: Vec<String> = common::registrations()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    let [mutate, validate] = <[String; 2]>::try_from(paths).expect("two webhooks");
     assert_eq!(mutate, "/mutate-storage-example-com-v1-storagebucket");
     assert_eq!(server.paths(), vec![mutate, validate]);
     let stop = CancellationToken::new();

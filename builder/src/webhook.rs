@@ -13,7 +13,7 @@
 //! # use k8s_openapi::api::core::v1::ConfigMap;
 //! # struct D; struct V;
 //! # #[async_trait::async_trait] impl CustomDefaulter<ConfigMap> for D {
-//! #   async fn default(&self, _: &Request, _: &mut ConfigMap) -> Result<(), ValidationError> { Ok(()) } }
+//! #   async fn set_defaults(&self, _: &Request, _: &mut ConfigMap) -> Result<(), ValidationError> { Ok(()) } }
 //! # #[async_trait::async_trait] impl CustomValidator<ConfigMap> for V {}
 //! # fn demo(mgr: ctrl_runtime::manager::Manager) -> Result<(), ctrl_builder::WebhookError> {
 //! ctrl_builder::WebhookBuilder::new(&mgr)
@@ -235,9 +235,11 @@ where
         let finish = |w: Webhook| w.recover_panic(recover).with_context_fn_shared(ctx.clone());
         if let (Some(w), Some(p)) = (self.defaulter, dpath) {
             server.register(&p, finish(w))?;
+            server.describe(registration::<K>(wh::WebhookType::Mutating, p));
         }
         if let (Some(w), Some(p)) = (self.validator, vpath) {
             server.register(&p, finish(w))?;
+            server.describe(registration::<K>(wh::WebhookType::Validating, p));
         }
         if !self.conversions.is_empty() {
             let conv = server.conversion()?;
@@ -265,6 +267,23 @@ impl<K: Hub> WebhookBuilder<K> {
             c.spoke::<K, S>();
         }));
         self
+    }
+}
+
+/// What the webhook at `path` is for: `K`'s kind, called on create and update (the
+/// operations of kubebuilder's `+kubebuilder:webhook` marker, `verbs=create;update`).
+fn registration<K: Resource<DynamicType = ()>>(
+    webhook_type: wh::WebhookType,
+    path: String,
+) -> wh::Registration {
+    wh::Registration {
+        webhook_type,
+        path,
+        group: K::group(&()).into(),
+        version: K::version(&()).into(),
+        kind: K::kind(&()).into(),
+        resource: K::plural(&()).into(),
+        operations: vec!["CREATE".into(), "UPDATE".into()],
     }
 }
 
@@ -374,7 +393,7 @@ mod manager_tests {
 
     #[async_trait::async_trait]
     impl CustomDefaulter<Pod> for D {
-        async fn default(&self, _: &Request, _: &mut Pod) -> Result<(), ValidationError> {
+        async fn set_defaults(&self, _: &Request, _: &mut Pod) -> Result<(), ValidationError> {
             Ok(())
         }
     }
@@ -430,5 +449,31 @@ mod manager_tests {
             .complete()
             .unwrap();
         assert!(server.paths().contains(&"/mutate-with-options".to_string()));
+        // Each registration is described for the generated configurations.
+        let described: Vec<(wh::WebhookType, String, String)> = server
+            .registrations()
+            .into_iter()
+            .map(|r| (r.webhook_type, r.path, r.resource))
+            .collect();
+        assert_eq!(
+            described,
+            [
+                (
+                    wh::WebhookType::Mutating,
+                    "/mutate--v1-pod".into(),
+                    "pods".into()
+                ),
+                (
+                    wh::WebhookType::Mutating,
+                    "/mutate-with-options".into(),
+                    "pods".into()
+                ),
+                (
+                    wh::WebhookType::Validating,
+                    "/custom-validate".into(),
+                    "pods".into()
+                ),
+            ]
+        );
     }
 }

@@ -597,6 +597,64 @@ impl Environment {
         }
     }
 
+    /// A real `kube::Client` as the admin, like [`client`](Self::client), whose requests never
+    /// touch a socket: each is handed to the server's handler directly (authentication,
+    /// faults, the request log, routing and the codecs are the same, so a test sees what HTTP
+    /// would give). This is the transport of the simulation; it also spares a test the
+    /// connection set-up.
+    pub fn in_memory_client(&self) -> kube::Client {
+        self.in_memory_client_with(tower::layer::util::Identity::new())
+    }
+
+    /// Every stored object of kind `K`, read from the store with no request (so no request log
+    /// entry and no injected fault): for invariants checked between steps of a test or a
+    /// simulation. Objects are as stored, at their storage version; those that do not decode
+    /// as `K` (a custom resource served at another version) are left out.
+    pub fn stored<K>(&self) -> Vec<K>
+    where
+        K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        let snap = self.state.registry.snapshot();
+        let Some(rt) = snap.get(&K::group(&()), &K::version(&()), &K::plural(&())) else {
+            return Vec::new();
+        };
+        let Ok((_, items)) = self.state.store.list(&rt.store_key(), None, None) else {
+            return Vec::new();
+        };
+        (items.iter())
+            .filter_map(|(_, bytes)| serde_json::from_slice(bytes).ok())
+            .collect()
+    }
+
+    /// [`in_memory_client`](Self::in_memory_client) with `layer` around the transport (e.g. to
+    /// see or delay each request and response).
+    pub(crate) fn in_memory_client_with<L>(&self, layer: L) -> kube::Client
+    where
+        L: tower::Layer<server::InMemory>,
+        L::Service: tower::Service<
+                http::Request<kube::client::Body>,
+                Response = http::Response<crate::endpoints::Body>,
+            > + Send
+            + 'static,
+        <L::Service as tower::Service<http::Request<kube::client::Body>>>::Error:
+            Into<Box<dyn std::error::Error + Send + Sync>>,
+        <L::Service as tower::Service<http::Request<kube::client::Body>>>::Future: Send + 'static,
+    {
+        let token = format!("Bearer {}", self.admin_token());
+        let auth = http::HeaderValue::from_str(&token).ok();
+        let svc = layer.layer(server::InMemory::new(self.state.clone()));
+        let svc = tower::ServiceBuilder::new()
+            .map_request(move |mut req: http::Request<kube::client::Body>| {
+                if let Some(v) = &auth {
+                    req.headers_mut()
+                        .insert(http::header::AUTHORIZATION, v.clone());
+                }
+                req
+            })
+            .service(svc);
+        kube::Client::new(svc, "default")
+    }
+
     /// Adds a user with these groups (and `system:authenticated`), as Go's `envtest.AddUser`,
     /// and returns a `kube::Config` that authenticates as it (a new bearer token; use it with
     /// `kube::Client::try_from`). What the user may do is up to RBAC: bind it with Roles or

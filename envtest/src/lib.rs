@@ -22,12 +22,14 @@
 //! 80 lines, and this diagram and `docs/envtest.md`'s name exactly these modules in this order):
 //!
 //! ```text
+//! sim/           the deterministic simulation: seed, paused runtime, in-memory transport,
+//!                fault schedule, trace, checkers (runs an operator against `env`)
 //! env            builds every layer, seeds, starts the server and the controllers
 //! controllers/   gc, namespaces, crd_cleanup, clusterrole_aggregation, namespace_defaults
 //!                (write observers of the registry), kubelet (watches pods), the workload
 //!                controllers (watch-driven loops) — clients of the registry
 //!                (registry::hooks), never of HTTP
-//! server         hyper listener (HTTP/1.1 and, on the same port, HTTPS with h2: `tls`), the auth filter,
+//! server         in-memory transport; hyper listener (HTTP/1.1 and, on the same port, HTTPS with h2: `tls`), the auth filter,
 //!                faults intercept, body limit, request log
 //! endpoints/     Req/responses, router, handlers (one per verb, apply, watch, versioned,
 //!                admit), filter, table, discovery, openapi
@@ -91,6 +93,10 @@
 //!   controllers run as watch-driven loops (`controllers::runner`) writing upstream's status
 //!   fields; every namespace gets its `default` ServiceAccount and `kube-root-ca.crt`
 //!   (`controllers::namespace_defaults`). docs/envtest.md says what each does not simulate.
+//! * **Time and randomness are `ctrl_clock`'s**: timestamps, token expiry, the workload
+//!   controllers' deadlines and object UIDs read the current clock, so under a fake clock on a
+//!   paused runtime they follow virtual time, and [`sim`] (the deterministic simulation) replays
+//!   them from its seed. [`Environment::stored`] reads the store without a request.
 //! * One global resourceVersion; every resource keeps a bounded history of change events
 //!   ([`EnvironmentBuilder::history_window`]) for watch resume and consistent paginated lists.
 //!   A watch from before that history gets HTTP 200 and one in-stream `ERROR` 410 — never an
@@ -129,6 +135,9 @@
 //!   schemars impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain`
 //!   works; each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
+//!   [`Environment::in_memory_client`] is the same client with no socket: each request is handed
+//!   to the server's handler directly (`server::InMemory`, a `tower::Service`), through the same
+//!   authentication, faults, request log and codecs.
 //! * Type errors are refused, never stored: DeleteOptions (body and query) decode into the
 //!   typed `meta/v1` struct (400; `dryRun: ["All"]` deletes nothing), every body's
 //!   `apiVersion`, `kind` and `metadata` must decode as `ObjectMeta` (400, or 422 on a patch),
@@ -165,6 +174,7 @@ mod storage;
 mod tls;
 mod webhook_client;
 
+pub mod sim;
 pub mod wait;
 
 pub use admission::WebhookConfiguration;

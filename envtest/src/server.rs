@@ -19,7 +19,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, header};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
@@ -97,6 +96,47 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
     }
 }
 
+/// The in-memory transport: a `tower::Service` that hands each request straight to the
+/// handler a connection would (authentication, faults, the request log, routing and the same
+/// codecs), with no socket, TLS or HTTP framing between. `Environment::in_memory_client`
+/// builds a `kube::Client` on it; the simulation (`sim`) drives a whole operator through it.
+/// Requests carry their credentials as headers (no client certificate).
+#[derive(Clone)]
+pub(crate) struct InMemory {
+    state: Arc<State>,
+}
+
+impl InMemory {
+    /// The transport into `state`'s handler.
+    pub(crate) fn new(state: Arc<State>) -> InMemory {
+        InMemory { state }
+    }
+}
+
+impl<B> tower::Service<Request<B>> for InMemory
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<Body>, Infallible>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let state = self.state.clone();
+        Box::pin(async move { Ok(handle(state, req, None).await) })
+    }
+}
+
 /// The user of the client certificate a TLS connection presented (verified against the CA
 /// in the handshake, `tls`), as `auth::x509` reads it.
 fn client_certificate_user(
@@ -106,11 +146,21 @@ fn client_certificate_user(
     crate::auth::x509::user_of(der).map(Arc::new)
 }
 
-async fn handle(
+/// The error of a request body: any body the server is handed (hyper's over a connection,
+/// the client's own in memory) converts into it.
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Serves one request, whatever carried it: a connection (`connection`) or a direct call
+/// ([`in_memory`]).
+async fn handle<B>(
     state: Arc<State>,
-    req: Request<Incoming>,
+    req: Request<B>,
     cert_user: Option<Arc<UserInfo>>,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let raw_query = parts.uri.query().unwrap_or("").to_string();
@@ -128,19 +178,7 @@ async fn handle(
             Ok(u) => Arc::new(u),
             Err(e) => break 'resp error(&e),
         };
-        let rr = match &route {
-            Ok(Route::Resource(r)) => Some(r),
-            _ => None,
-        };
-        let facts = RequestFacts {
-            method: parts.method.as_str(),
-            path: &path,
-            verb,
-            resource: rr.map(|r| r.rt.plural.as_str()),
-            subresource: rr.and_then(|r| r.sub.as_deref()),
-            name: rr.and_then(|r| r.name.as_deref()),
-            namespace: rr.and_then(|r| r.namespace.as_deref()),
-        };
+        let facts = facts_of(parts.method.as_str(), &path, verb, route.as_ref().ok());
         if let Some(r) = injected(&state, &facts).await {
             record(
                 &state,
@@ -184,6 +222,29 @@ async fn handle(
     resp
 }
 
+/// What faults match on: the request's method, path, verb and (for resource requests) what
+/// it routes to.
+fn facts_of<'a>(
+    method: &'a str,
+    path: &'a str,
+    verb: Option<Verb>,
+    route: Option<&'a Route>,
+) -> RequestFacts<'a> {
+    let rr = match route {
+        Some(Route::Resource(r)) => Some(r),
+        _ => None,
+    };
+    RequestFacts {
+        method,
+        path,
+        verb,
+        resource: rr.map(|r| r.rt.plural.as_str()),
+        subresource: rr.and_then(|r| r.sub.as_deref()),
+        name: rr.and_then(|r| r.name.as_deref()),
+        namespace: rr.and_then(|r| r.namespace.as_deref()),
+    }
+}
+
 /// Who the request is from, and whether they may do it (`auth`: authentication,
 /// impersonation, RBAC), before anything else happens: a 401 or 403 Status otherwise. Health
 /// and version are public, as upstream's `system:public-info-viewer` allows.
@@ -222,7 +283,7 @@ async fn injected(state: &State, facts: &RequestFacts<'_>) -> Option<Response<Bo
 /// Reads the body of a routed request (within the limit) and dispatches it; the warnings
 /// raised while serving become `Warning` headers.
 #[allow(clippy::too_many_arguments)]
-async fn serve_routed(
+async fn serve_routed<B>(
     state: &Arc<State>,
     user: Arc<UserInfo>,
     route: Route,
@@ -230,8 +291,12 @@ async fn serve_routed(
     method: Method,
     headers: HeaderMap,
     query: Query,
-    body: Incoming,
-) -> Response<Body> {
+    body: B,
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
     let reads_body = matches!(
         method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
@@ -319,7 +384,11 @@ fn classify(method: &Method, q: &Query, route: Option<&Route>) -> (Option<Verb>,
     (Some(verb), Some(r.rt.plural.clone()))
 }
 
-async fn read_body(body: Incoming, headers: &HeaderMap) -> Result<Bytes, ApiError> {
+async fn read_body<B>(body: B, headers: &HeaderMap) -> Result<Bytes, ApiError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BodyError>,
+{
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

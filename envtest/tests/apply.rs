@@ -561,7 +561,11 @@ struct Labeller;
 
 #[async_trait]
 impl CustomDefaulter<ConfigMap> for Labeller {
-    async fn default(&self, _req: &Request, cm: &mut ConfigMap) -> Result<(), ValidationError> {
+    async fn set_defaults(
+        &self,
+        _req: &Request,
+        cm: &mut ConfigMap,
+    ) -> Result<(), ValidationError> {
         let labels = cm.metadata.labels.get_or_insert_default();
         labels.insert("defaulted".into(), "yes".into());
         Ok(())

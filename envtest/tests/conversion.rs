@@ -735,7 +735,7 @@ struct MinSize;
 
 #[async_trait]
 impl CustomDefaulter<v2::Volume> for MinSize {
-    async fn default(
+    async fn set_defaults(
         &self,
         _req: &AdmissionRequest,
         v: &mut v2::Volume,

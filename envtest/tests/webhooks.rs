@@ -28,7 +28,11 @@ struct Defaults;
 
 #[async_trait]
 impl CustomDefaulter<ConfigMap> for Defaults {
-    async fn default(&self, _req: &Request, cm: &mut ConfigMap) -> Result<(), ValidationError> {
+    async fn set_defaults(
+        &self,
+        _req: &Request,
+        cm: &mut ConfigMap,
+    ) -> Result<(), ValidationError> {
         cm.data
             .get_or_insert_default()
             .entry("probe".into())

@@ -1,5 +1,5 @@
 //! The local demo: with no cluster configured, the operator runs on the API server
-//! `examples/contract/` starts — ctrl-envtest with the AppService CRD and the simulated
+//! `ctrl::cli` starts — ctrl-envtest with the AppService CRD and the simulated
 //! kubelet (so Pods become `Running` and `Ready`, and deleted Pods terminate) — and
 //! walks through the walkthrough's story: create `example-appservice` with 3 Pods,
 //! scale it to 5, delete one Pod and watch the controller bring it back.

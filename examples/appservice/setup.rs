@@ -1,7 +1,7 @@
 //! The operator's manager, wired the same way by `main` (in a cluster and in the
 //! demo) and by the integration test: a [`Manager`] with the AppService controller
 //! ([`super::controller`]) and kubebuilder's `healthz` / `readyz` ping checks, and
-//! the name of its Lease (the flags are `examples/contract/leader.rs`; the switch
+//! the name of its Lease (the flags are `ctrl::cli::leader`; the switch
 //! itself, `--leader-elect`, is in `ctrl::manager::Args`).
 
 use ctrl::healthz;

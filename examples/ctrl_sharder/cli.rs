@@ -1,4 +1,4 @@
-//! `ctrl-sharder`'s command line: the example contract's flags, kubebuilder's manager
+//! `ctrl-sharder`'s command line: the cli's flags, kubebuilder's manager
 //! flags, the leader-election Lease, and the sharder's own (shard lease namespace, sync
 //! period, webhook serving); and the webhook endpoint those flags describe.
 
@@ -8,8 +8,7 @@ use std::time::Duration;
 use ctrl::manager::{Args, BoxError};
 use ctrl::webhook::{self, Server, certs};
 
-use super::super::contract::cli::{ExampleArgs, parse_duration};
-use super::super::contract::leader::LeaderElectionFlags;
+use ctrl::cli::{Flags, LeaderElectionFlags, parse_duration};
 
 /// The Lease the sharder replicas compete for, unless `--leader-election-id` names one.
 pub const DEFAULT_LEASE_NAME: &str = "ctrl-sharder";
@@ -22,7 +21,7 @@ pub const DEFAULT_LEASE_NAME: &str = "ctrl-sharder";
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub example: ExampleArgs,
+    pub flags: Flags,
     #[command(flatten)]
     pub manager: Args,
     #[command(flatten)]

@@ -6,11 +6,11 @@ use ctrl::CancellationToken;
 use ctrl::manager::{BoxError, Manager, Options};
 use ctrl::sharding::{RingSharders, SharderOptions, WebhookEndpoint};
 
-use super::super::contract::Cluster;
-use super::super::contract::cli::local;
-use super::super::contract::leader::log_leader_election;
 use super::cli::{Cli, DEFAULT_LEASE_NAME, webhook_endpoint};
 use super::demo;
+use ctrl::cli::Cluster;
+use ctrl::cli::args::local;
+use ctrl::cli::leader::log_leader_election;
 
 /// Runs the sharder on `cluster` until `stop`; on the local API server with the demo's
 /// ring, shards and ConfigMaps (unless `--no-demo`).

@@ -1,4 +1,4 @@
-//! The local fleet: with no cluster configured the hub is the contract's in-process
+//! The local fleet: with no cluster configured the hub is `ctrl::cli`'s in-process
 //! API server, and this starts three member API servers beside it (ctrl-envtest, in
 //! process), writes a kubeconfig for each and registers each on the hub as a
 //! kubeconfig Secret, the way a platform team registers a real member:

@@ -3,7 +3,7 @@
 //! whose reconciler is a plain function ([`manager`]), and the demo that does what
 //! `kubectl run nginx --image=nginx` and `kubectl delete pod nginx` do ([`demo`]).
 //! What every example shares (flags, the local API server) is in
-//! `examples/contract/`; logging goes through `ctrl::log`.
+//! `ctrl::cli`; logging goes through `ctrl::log`.
 
 use std::time::Duration;
 

@@ -1,7 +1,8 @@
 //! The local demo: with no cluster configured, the operator runs in a world of its own —
-//! ctrl-envtest (an in-process API server, which `examples/contract/` starts with the
-//! CRD installed), a local object store whose health flips, the admission webhooks ([`super::webhooks`]) served with
-//! a self-signed certificate and registered with the API server, and sample buckets
+//! ctrl-envtest (an in-process API server, which `ctrl::cli` starts with the
+//! CRD installed), a local object store whose health flips, the admission webhooks
+//! ([`super::webhooks`]) served with a self-signed certificate and registered with the
+//! API server (by `ctrl::cli`), and sample buckets
 //! (one of them rejected by the validating webhook) — and tells you how to watch it
 //! with kubectl.
 
@@ -9,58 +10,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use ctrl::CancellationToken;
-use ctrl::webhook::{self, Server, certs};
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-};
 use kube::api::{Api, PostParams};
 
 use super::crd::{StorageBucket, StorageBucketSpec};
 use super::store::ObjectStore;
-use super::webhooks;
 
 /// A bucket the demo tries to create with an `ftp://` endpoint: the validating
 /// webhook rejects it.
 pub const REJECTED_BUCKET: &str = "archive";
-
-/// The webhook server the demo runs: `127.0.0.1`, a free port (bound now), and a
-/// fresh self-signed certificate in a temp dir. Also returns the CA's PEM, for the
-/// webhook configurations' `caBundle`.
-pub fn webhook_server() -> Result<(Server, String), Box<dyn std::error::Error + Send + Sync>> {
-    let dir = certs::temp_cert_dir()?;
-    let generated = certs::generate_self_signed(&dir, &[])?;
-    let server = Server::new(webhook::Options {
-        host: "127.0.0.1".into(),
-        port: 0,
-        cert_dir: dir,
-        ..Default::default()
-    });
-    server.bind()?;
-    Ok((server, generated.ca_pem))
-}
-
-/// Registers `server`'s webhooks with the API server behind `client`: creates the
-/// mutating and validating configurations pointing at it.
-pub async fn install_webhooks(
-    client: kube::Client,
-    server: &Server,
-    ca_pem: &str,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let addr = server
-        .local_addr()
-        .ok_or("the webhook server is not bound")?;
-    let (mutating, validating) = webhooks::configurations(&format!("https://{addr}"), ca_pem);
-    let pp = PostParams::default();
-    Api::<MutatingWebhookConfiguration>::all(client.clone())
-        .create(&pp, &mutating)
-        .await?;
-    Api::<ValidatingWebhookConfiguration>::all(client)
-        .create(&pp, &validating)
-        .await?;
-    let (mutate, validate) = webhooks::paths();
-    tracing::info!(target: "storagebucket::webhook", "webhooks at https://{addr} ({mutate}, {validate}), registered with the API server");
-    Ok(())
-}
 
 /// The columns the printed `kubectl get -w` shows: the probe's outcome, which the
 /// CRD's printer columns (served by ctrl-envtest as by any API server) show only in part.

@@ -4,7 +4,7 @@
 //! admission webhooks ([`webhooks`]), the Lease's name ([`LEASE_NAME`]), the
 //! manager wiring ([`setup`]), a local object store ([`store`]) and the no-cluster
 //! demo ([`demo`]). What every example shares (flags, log output, the local API
-//! server) is in `examples/contract/`.
+//! server) is in `ctrl::cli`.
 
 pub mod controller;
 pub mod crd;

@@ -3,7 +3,7 @@
 //! the fake hypervisor the controller drives ([`hypervisor`]), the controller built
 //! by hand on ctrl's cache and work queue ([`controller`]), and the demo script
 //! ([`demo`]). What every example shares (flags, log output, the local API server)
-//! is in `examples/contract/`.
+//! is in `ctrl::cli`.
 
 pub mod controller;
 pub mod crd;

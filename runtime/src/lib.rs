@@ -46,6 +46,13 @@
 //! Where Go's packages import each other through interfaces, the lower module here
 //! owns the type and the upper one adapts it: a cache, a controller and the servers do
 //! not know the manager, and `manager::adapters` makes each a `Runnable`.
+//!
+//! [`clock`] is the `ctrl-clock` crate, below every layer (ctrl-envtest reads it too): every
+//! wall-clock read of the runtime (Lease times, Condition times, log timestamps) goes through it.
+
+/// The wall clock reconcilers and the runtime read: real in production, fake in tests
+/// (`ctrl-clock`).
+pub use ctrl_clock as clock;
 
 pub mod cache;
 pub mod certwatcher;

@@ -230,3 +230,27 @@ fn go_zero_time_counts_as_unset() {
     assert!(is_unset_time(&Time(Timestamp::default())));
     assert!(!is_unset_time(&Time(Timestamp::now())));
 }
+
+/// An unset transition time is filled from `ctrl::clock`: a plain test makes a fake clock
+/// current and steps it, and the condition carries exactly the fake time.
+#[test]
+fn an_unset_time_reads_the_current_clock() {
+    let start = Timestamp::from_second(1_600_000_000).unwrap_or(Timestamp::UNIX_EPOCH);
+    let clock = ctrl_runtime::clock::Clock::fake(start);
+    let _current = clock.enter();
+    clock.step(std::time::Duration::from_secs(90));
+    let mut conditions = Vec::new();
+    assert!(set_status_condition(&mut conditions, typed("Ready")));
+    let at = conditions[0].last_transition_time.0;
+    assert_eq!(at.as_second(), start.as_second() + 90);
+    // A status change stamps the time of the change.
+    clock.step(std::time::Duration::from_secs(10));
+    assert!(set_status_condition(
+        &mut conditions,
+        cond("Ready", "True", Timestamp::UNIX_EPOCH)
+    ));
+    assert_eq!(
+        conditions[0].last_transition_time.0.as_second(),
+        start.as_second() + 100
+    );
+}

@@ -20,7 +20,7 @@ struct Defaults;
 
 #[async_trait]
 impl CustomDefaulter<ConfigMap> for Defaults {
-    async fn default(&self, req: &Request, cm: &mut ConfigMap) -> Result<(), ValidationError> {
+    async fn set_defaults(&self, req: &Request, cm: &mut ConfigMap) -> Result<(), ValidationError> {
         let data = cm.data.get_or_insert_default();
         data.entry("probe".into())
             .or_insert_with(|| "/healthz".into());

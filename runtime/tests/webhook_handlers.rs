@@ -200,7 +200,7 @@ struct Defaults;
 
 #[async_trait]
 impl admission::CustomDefaulter<k8s_openapi::api::core::v1::ConfigMap> for Defaults {
-    async fn default(
+    async fn set_defaults(
         &self,
         _req: &Request,
         cm: &mut k8s_openapi::api::core::v1::ConfigMap,

@@ -76,3 +76,49 @@ pub fn status(obj: Option<&DynamicObject>) -> &Value {
 pub fn available(obj: Option<&DynamicObject>) -> Option<bool> {
     status(obj)["available"].as_bool()
 }
+
+/// The webhook server the tests run: `127.0.0.1`, a free port (bound now), and a
+/// fresh self-signed certificate in a temp dir; also the CA's PEM, for the webhook
+/// configurations' `caBundle` (what `ctrl::cli` does in a local run).
+pub fn webhook_server() -> (ctrl::webhook::Server, String) {
+    let local = ctrl::cli::envtest::LocalWebhooks::new(Default::default()).expect("webhook server");
+    (local.server, local.ca_pem)
+}
+
+/// What the StorageBucket webhooks are, as the manager's webhook server describes them
+/// once `webhooks::setup` registered them (a manager only built, never started).
+pub fn registrations() -> Vec<ctrl::webhook::Registration> {
+    let opts = ctrl::manager::Options {
+        metrics_bind_address: "0".into(),
+        ..Default::default()
+    };
+    let client = ctrl::cli::print::offline_client().expect("offline client");
+    let mgr = ctrl::manager::Manager::new(client, opts).expect("manager");
+    crate::operator::webhooks::setup(&mgr).expect("webhooks");
+    mgr.webhook_registrations()
+}
+
+/// Registers the StorageBucket webhooks served by `server` with the API server behind
+/// `client`: the configurations generated from [`registrations`]
+/// (`ctrl::manifests::webhooks`), pointing at `server`'s URL.
+pub async fn install_webhooks(client: kube::Client, server: &ctrl::webhook::Server, ca_pem: &str) {
+    use ctrl::manifests::{Naming, webhooks};
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    let addr = server.local_addr().expect("bound webhook server");
+    let regs = registrations();
+    let naming = Naming::deployed("storagebucket");
+    let url = webhooks::url_client(&format!("https://{addr}"), ca_pem);
+    let m = webhooks::mutating(&regs, &naming, &url).expect("a defaulter");
+    let v = webhooks::validating(&regs, &naming, &url).expect("a validator");
+    let pp = PostParams::default();
+    Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .create(&pp, &m)
+        .await
+        .expect("create the mutating configuration");
+    Api::<ValidatingWebhookConfiguration>::all(client)
+        .create(&pp, &v)
+        .await
+        .expect("create the validating configuration");
+}

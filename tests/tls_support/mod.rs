@@ -65,12 +65,18 @@ pub async fn connect(addr: SocketAddr, cfg: ClientConfig) -> std::io::Result<Tls
 }
 
 /// `GET /metrics` over HTTP/1.1 on `tls`, with a bearer `token` if given: status and body.
-pub async fn get(mut tls: TlsStream<TcpStream>, token: Option<&str>) -> (u16, String) {
+pub async fn get(tls: TlsStream<TcpStream>, token: Option<&str>) -> (u16, String) {
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
     let req =
         format!("GET /metrics HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n");
+    exchange(tls, &req).await
+}
+
+/// Sends the raw HTTP/1.1 request `req` (with `Connection: close`) on `tls` and reads the
+/// response to the end: status and body.
+pub async fn exchange(mut tls: TlsStream<TcpStream>, req: &str) -> (u16, String) {
     tls.write_all(req.as_bytes()).await.expect("send");
     let mut resp = Vec::new();
     // A server closing without close_notify is an error here, the bytes are not.

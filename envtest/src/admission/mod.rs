@@ -320,7 +320,7 @@ fn review(
         Op::Delete => json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}),
     };
     let mut req = json!({
-        "uid": uuid::Uuid::new_v4().to_string(),
+        "uid": crate::api::meta::new_uid(),
         "kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
         "resource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
         "requestKind": {"group": asked.group, "version": asked.version, "kind": asked.kind},

@@ -99,15 +99,13 @@ pub(crate) fn normalize(obj: &mut Value) {
 
 /// RFC 3339, second precision, `Z`.
 pub(crate) fn now() -> String {
-    k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    ctrl_clock::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Sets the server-owned fields of a new object.
 pub(crate) fn init_create(obj: &mut Value, generation: bool) {
     let m = meta_mut(obj);
-    m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    m.insert("uid".into(), json!(new_uid()));
     m.insert("creationTimestamp".into(), json!(now()));
     m.remove("deletionTimestamp");
     m.remove("deletionGracePeriodSeconds");
@@ -165,4 +163,12 @@ pub(crate) fn generation(obj: &Value) -> i64 {
         .and_then(|m| m.get("generation"))
         .and_then(Value::as_i64)
         .unwrap_or(0)
+}
+
+/// A new random (version 4) UID, drawn from `ctrl_clock`'s random numbers: seeded in a
+/// simulation, so object UIDs replay with the seed.
+pub(crate) fn new_uid() -> String {
+    uuid::Builder::from_random_bytes(ctrl_clock::random_u128().to_le_bytes())
+        .into_uuid()
+        .to_string()
 }

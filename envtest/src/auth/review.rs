@@ -279,7 +279,7 @@ fn token_request(auth: &Auth, sa: &Value, mut req: Value) -> Result<Value, ApiEr
         name: name.clone(),
         uid: string(&sa["metadata"], "uid"),
         audiences: audiences.clone(),
-        id: uuid::Uuid::new_v4().to_string(),
+        id: crate::api::meta::new_uid(),
         expires: now + seconds,
     };
     let expires = k8s_openapi::jiff::Timestamp::from_second(claims.expires)

@@ -105,7 +105,7 @@ impl Signer {
 
 /// Unix seconds now.
 pub(crate) fn unix_now() -> i64 {
-    std::time::SystemTime::now()
+    ctrl_clock::system_now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }

@@ -379,7 +379,7 @@ pub(crate) fn parse_time(s: &str) -> Option<Timestamp> {
 
 /// Now, as a `metav1.Time` (seconds precision when written).
 pub(crate) fn now_time() -> Time {
-    Time(Timestamp::now())
+    Time(ctrl_clock::now())
 }
 
 /// An `IntOrString` (an int or a `"25%"` percentage) of `total`, rounding a percentage up

@@ -77,7 +77,7 @@ fn sync(c: &Client<'_>, cj: &Value) -> Result<Option<Duration>, ApiError> {
         write_status(c, cj, status)?;
         return Ok(None);
     };
-    let now = Timestamp::now();
+    let now = ctrl_clock::now();
     let since = (status.get("lastScheduleTime").and_then(Value::as_str))
         .or_else(|| meta::meta_str(cj, "creationTimestamp"))
         .and_then(parse_time)
@@ -90,7 +90,7 @@ fn sync(c: &Client<'_>, cj: &Value) -> Result<Option<Duration>, ApiError> {
     trim_history(c, cj, &owned_jobs(c, cj))?;
     let next = cron.find_next_occurrence(&now.to_zoned(tz), false).ok();
     Ok(next.map(|n| {
-        let left = n.timestamp().duration_since(Timestamp::now());
+        let left = n.timestamp().duration_since(ctrl_clock::now());
         Duration::try_from(left).unwrap_or_default() + Duration::from_millis(100)
     }))
 }
@@ -117,7 +117,7 @@ fn run(
     status: &mut Value,
     at: Timestamp,
 ) -> Result<(), ApiError> {
-    let late = Timestamp::now().duration_since(at);
+    let late = ctrl_clock::now().duration_since(at);
     let deadline = cj
         .pointer("/spec/startingDeadlineSeconds")
         .and_then(Value::as_i64);

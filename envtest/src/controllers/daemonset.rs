@@ -197,7 +197,7 @@ fn write_status(c: &Client<'_>, ds: &Value, nodes: &[String], hash: &str) -> Res
         .pointer("/spec/minReadySeconds")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let now = k8s_openapi::jiff::Timestamp::now();
+    let now = ctrl_clock::now();
     let on_node = |n: &String| pods.iter().find(|p| node_of(p) == *n);
     let scheduled: Vec<&Value> = nodes.iter().filter_map(on_node).collect();
     let count = |f: &dyn Fn(&Value) -> bool| scheduled.iter().filter(|p| f(p)).count();

@@ -191,7 +191,7 @@ fn backoff(pods: &[Value]) -> Option<Duration> {
     let last = failed.iter().filter_map(|p| finish_time(p)).max()?;
     let delay = SignedDuration::from_secs(10 * 2i64.pow((n - 1).min(6)))
         .min(SignedDuration::from_secs(360));
-    let left = (last + delay).duration_since(Timestamp::now());
+    let left = (last + delay).duration_since(ctrl_clock::now());
     (left.is_positive()).then(|| Duration::try_from(left).unwrap_or_default())
 }
 
@@ -216,7 +216,7 @@ fn deadline_left(job: &Value, status: &Value) -> Option<Duration> {
         .get("startTime")
         .and_then(Value::as_str)
         .and_then(parse_time)?;
-    let left = (start + SignedDuration::from_secs(secs)).duration_since(Timestamp::now());
+    let left = (start + SignedDuration::from_secs(secs)).duration_since(ctrl_clock::now());
     Some(Duration::try_from(left).unwrap_or_default() + Duration::from_millis(50))
 }
 
@@ -369,20 +369,20 @@ fn finished_at(job: &Value) -> Option<Timestamp> {
             .get("completionTime")
             .and_then(Value::as_str)
             .and_then(parse_time)
-            .or(Some(Timestamp::now()));
+            .or(Some(ctrl_clock::now()));
     }
     let failed = find_condition(status, "Failed").filter(|c| c["status"] == "True")?;
     failed["lastTransitionTime"]
         .as_str()
         .and_then(parse_time)
-        .or(Some(Timestamp::now()))
+        .or(Some(ctrl_clock::now()))
 }
 
 /// The ttl-after-finished controller: deletes the finished Job (Foreground) once
 /// `ttlSecondsAfterFinished` have passed since `done`, else says when to look again.
 fn ttl(c: &Client<'_>, job: &Value, done: Timestamp) -> Option<Duration> {
     let secs = spec_i64(job, "ttlSecondsAfterFinished")?;
-    let left = (done + SignedDuration::from_secs(secs)).duration_since(Timestamp::now());
+    let left = (done + SignedDuration::from_secs(secs)).duration_since(ctrl_clock::now());
     if left.is_positive() {
         return Some(Duration::try_from(left).unwrap_or_default() + Duration::from_millis(50));
     }

@@ -16,7 +16,6 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::client::{self, Client, Key, PODS, REPLICASETS, pod_active, pod_available, pod_ready};
@@ -72,7 +71,7 @@ impl Reconciler for ReplicaSets {
             retry = Some(Duration::from_millis(50));
         }
         let waiting =
-            (pods.iter()).any(|p| pod_ready(p) && !pod_available(p, min_ready, Timestamp::now()));
+            (pods.iter()).any(|p| pod_ready(p) && !pod_available(p, min_ready, ctrl_clock::now()));
         retry.or(waiting.then(|| Duration::from_secs(min_ready.max(1).unsigned_abs())))
     }
 }
@@ -167,7 +166,7 @@ fn status(rsv: &Value, pods: &[Value], min_ready: i64) -> Value {
         .and_then(Value::as_object))
     .cloned()
     .unwrap_or_default();
-    let now = Timestamp::now();
+    let now = ctrl_clock::now();
     let count = |f: &dyn Fn(&Value) -> bool| pods.iter().filter(|p| f(p)).count();
     let fully = count(&|p| {
         let l = client::labels_of(p);

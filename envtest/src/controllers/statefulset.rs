@@ -309,7 +309,7 @@ fn write_status(
         .pointer("/spec/minReadySeconds")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let now = k8s_openapi::jiff::Timestamp::now();
+    let now = ctrl_clock::now();
     let mut current = set
         .pointer("/status/currentRevision")
         .and_then(Value::as_str)

@@ -315,8 +315,7 @@ pub(crate) fn pod_graceful_delete(
     if grace == 0 && meta::finalizers(&new).is_empty() {
         return Some(Change::Remove);
     }
-    let at =
-        k8s_openapi::jiff::Timestamp::now() + k8s_openapi::jiff::SignedDuration::from_secs(grace);
+    let at = ctrl_clock::now() + k8s_openapi::jiff::SignedDuration::from_secs(grace);
     if !pending || grace > 0 {
         meta::set_meta(
             &mut new,

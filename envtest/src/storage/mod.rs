@@ -18,7 +18,7 @@ mod page;
 
 pub(crate) use page::PageQuery;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -116,7 +116,9 @@ struct Collection {
 
 struct Inner {
     rv: u64,
-    cols: HashMap<StoreKey, Collection>,
+    /// Ordered, so that closing every watch (a fault) ends them in one order every run
+    /// (the simulation replays it).
+    cols: BTreeMap<StoreKey, Collection>,
 }
 
 /// What a write closure decides.
@@ -235,7 +237,7 @@ impl Store {
         Store {
             inner: Mutex::new(Inner {
                 rv: 1,
-                cols: HashMap::new(),
+                cols: BTreeMap::new(),
             }),
             window: window.max(1),
             watch_buffer: watch_buffer.max(1),

@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::backoff::WatchBackoff;
 use super::fanout::{HandlerRegistration, InformerHandler, Notification, Sink};
 use super::footprint::Footprint;
 use super::object::{CacheObject, Scoped, object_key};
@@ -396,7 +397,7 @@ impl<K: CacheObject> Inner<K> {
     }
 
     fn next_resync(&self) -> tokio::time::Instant {
-        let jitter = 0.9 + rand::random::<f64>() * 0.2;
+        let jitter = 0.9 + ctrl_clock::random_f64() * 0.2;
         tokio::time::Instant::now()
             + self
                 .settings
@@ -426,7 +427,7 @@ impl<K: CacheObject> Inner<K> {
                 &self.dt,
             );
             watcher::watcher(api, cfg)
-                .default_backoff()
+                .backoff(WatchBackoff::default())
                 .map(move |e| (i, e))
                 .boxed()
         });

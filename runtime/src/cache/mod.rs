@@ -16,6 +16,7 @@
 //! write is visible in the cache only once its watch event arrived (usually
 //! milliseconds), exactly as in controller-runtime.
 
+mod backoff;
 mod fanout;
 mod footprint;
 mod informer;
@@ -34,6 +35,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use backoff::WatchBackoff;
 pub use fanout::{HandlerRegistration, InformerHandler, Notification};
 pub use informer::{IndexConflict, Informer};
 pub(crate) use object::typed_form;

@@ -60,7 +60,7 @@ pub fn is_unset_time(t: &Time) -> bool {
 pub fn set_status_condition(conditions: &mut Vec<Condition>, mut new: Condition) -> bool {
     let Some(existing) = find_status_condition_mut(conditions, &new.type_) else {
         if is_unset_time(&new.last_transition_time) {
-            new.last_transition_time = Time(Timestamp::now());
+            new.last_transition_time = Time(ctrl_clock::now());
         }
         conditions.push(new);
         return true;
@@ -69,7 +69,7 @@ pub fn set_status_condition(conditions: &mut Vec<Condition>, mut new: Condition)
     if existing.status != new.status {
         existing.status = new.status;
         existing.last_transition_time = if is_unset_time(&new.last_transition_time) {
-            Time(Timestamp::now())
+            Time(ctrl_clock::now())
         } else {
             new.last_transition_time
         };

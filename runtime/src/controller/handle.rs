@@ -83,7 +83,8 @@ impl<R: TypedRequest> Inner<R> {
         triggers: Option<Triggers>,
     ) -> Option<Panic> {
         let start = Instant::now();
-        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+        let id =
+            uuid::Builder::from_random_bytes(ctrl_clock::random_u128().to_le_bytes()).into_uuid();
         let span = reconcile_span(&self.name, &self.opts, req, id, triggers.as_ref());
         if let Some(t) = &triggers {
             #[cfg(feature = "otel")]

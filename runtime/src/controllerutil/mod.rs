@@ -32,7 +32,7 @@ pub use finalizer::{
 };
 pub use finalizers::{add_finalizer, contains_finalizer, remove_finalizer};
 pub use owner::{
-    OwnerReferenceOptions, has_controller_reference, has_owner_reference,
+    OwnerReferenceOptions, get_controller_of, has_controller_reference, has_owner_reference,
     has_owner_reference_dynamic, remove_controller_reference, remove_owner_reference,
     remove_owner_reference_dynamic, set_controller_reference, set_controller_reference_dynamic,
     set_controller_reference_with, set_owner_reference, set_owner_reference_dynamic,

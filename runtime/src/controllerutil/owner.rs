@@ -1,6 +1,6 @@
 //! Owner references (controller-runtime's `controllerutil.SetControllerReference`,
 //! `SetOwnerReference`, `RemoveOwnerReference`, `HasControllerReference`,
-//! `HasOwnerReference`).
+//! `HasOwnerReference`, and apimachinery's `GetControllerOf`).
 //!
 //! Owners of a dynamic type (a `DynamicObject` with its `ApiResource`) use the
 //! `*_dynamic(owner, &dt, ..)` forms; the object may be of any type either way.
@@ -243,14 +243,19 @@ where
     }
 }
 
-/// Whether `obj` has a controller reference (to anything).
-pub fn has_controller_reference<K: Resource>(obj: &K) -> bool {
+/// `obj`'s controller reference, if it has one (apimachinery's `metav1.GetControllerOf`).
+pub fn get_controller_of<K: Resource>(obj: &K) -> Option<&OwnerReference> {
     obj.meta()
         .owner_references
         .as_deref()
         .unwrap_or_default()
         .iter()
-        .any(|r| r.controller == Some(true))
+        .find(|r| r.controller == Some(true))
+}
+
+/// Whether `obj` has a controller reference (to anything).
+pub fn has_controller_reference<K: Resource>(obj: &K) -> bool {
+    get_controller_of(obj).is_some()
 }
 
 /// Whether `obj` has a reference (controller or not) to `owner`.
@@ -330,6 +335,13 @@ mod tests {
         set_owner_reference(&other, &mut d).expect("owner ref");
         assert!(has_owner_reference(&d, &other));
         assert_eq!(d.metadata.owner_references.as_ref().map(Vec::len), Some(2));
+        // The controller among them is still foo.
+        let controller = get_controller_of(&d).expect("a controller");
+        assert_eq!(
+            (controller.name.as_str(), controller.uid.as_str()),
+            ("foo", "foo-uid")
+        );
+        assert!(get_controller_of(&dep("ns", "unowned")).is_none());
     }
 
     #[test]

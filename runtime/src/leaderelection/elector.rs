@@ -13,7 +13,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::jiff::Timestamp;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +72,7 @@ impl ElectorConfig {
         self.retry_period
             + self
                 .retry_period
-                .mul_f64(JITTER_FACTOR * rand::random::<f64>())
+                .mul_f64(JITTER_FACTOR * ctrl_clock::random_f64())
     }
 }
 
@@ -143,7 +142,7 @@ impl LeaderElector {
     /// or its holder has not renewed for its lease duration (by this process's
     /// clock), renew it if held here. True if this candidate holds the lease now.
     pub async fn try_acquire_or_renew(&mut self) -> bool {
-        let now = Timestamp::now();
+        let now = ctrl_clock::now();
         let mut rec = LeaderElectionRecord {
             holder_identity: self.lock.identity().to_string(),
             lease_duration_seconds: self.cfg.lease_duration_seconds(),
@@ -308,7 +307,7 @@ impl LeaderElector {
                     return false;
                 }
             };
-            let now = Timestamp::now();
+            let now = ctrl_clock::now();
             let rec = LeaderElectionRecord {
                 holder_identity: String::new(),
                 lease_duration_seconds: 1,

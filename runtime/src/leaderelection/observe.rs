@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::LeaderElectionRecord;
+use crate::cache::WatchBackoff;
 
 /// The record last observed and when it was first observed.
 #[derive(Clone, Debug)]
@@ -99,7 +100,7 @@ pub(crate) fn spawn_watch(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
-        let mut events = watcher(api, cfg).default_backoff().boxed();
+        let mut events = watcher(api, cfg).backoff(WatchBackoff::default()).boxed();
         while let Some(ev) = events.next().await {
             match ev {
                 Ok(ev) => on_event(&observed, &ev),

@@ -67,7 +67,7 @@ mod tests {
 
     #[test]
     fn round_trips_through_a_lease_spec() {
-        let now = Timestamp::now();
+        let now = ctrl_clock::now();
         let rec = LeaderElectionRecord {
             holder_identity: "foo".into(),
             lease_duration_seconds: 10,

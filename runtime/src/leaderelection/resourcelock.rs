@@ -50,9 +50,11 @@ pub fn call_timeout(renew_deadline: Duration) -> Duration {
     (renew_deadline / 2).max(Duration::from_secs(1))
 }
 
-/// A new identity, `<hostname>_<uuid>`.
+/// A new identity, `<hostname>_<uuid>` (a random UUID from `ctrl_clock`: seeded in a
+/// simulation).
 pub fn identity() -> String {
-    format!("{}_{}", hostname(), uuid::Uuid::new_v4())
+    let id = uuid::Builder::from_random_bytes(ctrl_clock::random_u128().to_le_bytes());
+    format!("{}_{}", hostname(), id.into_uuid())
 }
 
 fn hostname() -> String {

@@ -58,7 +58,7 @@ impl TimeEncoding {
 
 impl FormatTime for TimeEncoding {
     fn format_time(&self, w: &mut Writer<'_>) -> fmt::Result {
-        w.write_str(&self.encode(Timestamp::now()))
+        w.write_str(&self.encode(ctrl_clock::now()))
     }
 }
 

@@ -10,6 +10,7 @@ use super::Options;
 use crate::certwatcher::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 use crate::metricsserver::{self as metrics_server, filters};
 use crate::tls::TlsOptions;
+use crate::webhook;
 
 /// The flags kubebuilder scaffolds into an operator's `main`.
 ///
@@ -33,6 +34,11 @@ use crate::tls::TlsOptions;
 /// assert!(opts.metrics.secure_serving && opts.metrics.filter_provider.is_some());
 /// let plain = Cli::parse_from(["op", "--metrics-secure=false"]).manager.options();
 /// assert!(!plain.metrics.secure_serving && plain.metrics.filter_provider.is_none());
+/// // The webhook server of kubebuilder's `--webhook-cert-path` flags.
+/// let hooks = Cli::parse_from(["op", "--webhook-cert-path", "/certs", "--webhook-port", "9444"]);
+/// let server = hooks.manager.options().webhook_server.expect("a webhook server");
+/// assert_eq!(server.options().cert_dir, std::path::Path::new("/certs"));
+/// assert_eq!(server.options().port, 9444);
 /// ```
 // `about = None`: this doc comment must not become the `--help` text of a program
 // that has no doc comment of its own; the group id keeps it apart from other structs
@@ -115,6 +121,27 @@ pub struct Args {
         action = clap::ArgAction::Set
     )]
     pub enable_http2: bool,
+    /// The directory that contains the webhook certificate (else the webhook server's
+    /// default, `<tmp>/k8s-webhook-server/serving-certs`).
+    #[arg(long = "webhook-cert-path", value_name = "DIR")]
+    pub webhook_cert_path: Option<PathBuf>,
+    /// The name of the webhook certificate file.
+    #[arg(
+        long = "webhook-cert-name",
+        value_name = "NAME",
+        default_value = "tls.crt"
+    )]
+    pub webhook_cert_name: String,
+    /// The name of the webhook key file.
+    #[arg(
+        long = "webhook-cert-key",
+        value_name = "NAME",
+        default_value = "tls.key"
+    )]
+    pub webhook_cert_key: String,
+    /// The port the webhook server listens on.
+    #[arg(long = "webhook-port", value_name = "PORT", default_value_t = webhook::DEFAULT_PORT)]
+    pub webhook_port: u16,
 }
 
 impl Default for Args {
@@ -130,6 +157,10 @@ impl Default for Args {
             metrics_cert_name: DEFAULT_CERT_NAME.into(),
             metrics_cert_key: DEFAULT_KEY_NAME.into(),
             enable_http2: false,
+            webhook_cert_path: None,
+            webhook_cert_name: DEFAULT_CERT_NAME.into(),
+            webhook_cert_key: DEFAULT_KEY_NAME.into(),
+            webhook_port: webhook::DEFAULT_PORT,
         }
     }
 }
@@ -147,7 +178,28 @@ impl Args {
         opts.leader_election = self.leader_elect;
         opts.pprof_bind_address = self.pprof_bind_address.clone();
         self.apply_metrics(&mut opts.metrics);
+        opts.webhook_server = Some(webhook::Server::new(self.webhook_options()));
         opts
+    }
+
+    /// The webhook server's options as kubebuilder's `main` sets them: the port, the
+    /// certificate from `--webhook-cert-path` (watched for changes), the TLS options.
+    pub fn webhook_options(&self) -> webhook::Options {
+        let mut o = webhook::Options {
+            port: self.webhook_port,
+            tls: self.tls_options(),
+            ..Default::default()
+        };
+        if let Some(dir) = self
+            .webhook_cert_path
+            .as_ref()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            o.cert_dir = dir.clone();
+            o.cert_name = self.webhook_cert_name.clone();
+            o.key_name = self.webhook_cert_key.clone();
+        }
+        o
     }
 
     /// The metrics server's options as kubebuilder's `main` sets them: secure

@@ -313,6 +313,13 @@ impl Manager {
         server
     }
 
+    /// What the manager's webhook server serves ([`webhook::Server::registrations`]),
+    /// without adding the server to the manager as [`Manager::webhook_server`] does:
+    /// what `ctrl::manifests` generates the webhook configurations from.
+    pub fn webhook_registrations(&self) -> Vec<webhook::Registration> {
+        self.inner.webhook_server.registrations()
+    }
+
     /// The options the manager was built with.
     pub fn options(&self) -> &Options {
         &self.inner.opts

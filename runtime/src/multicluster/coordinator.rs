@@ -210,7 +210,7 @@ impl Coordinator {
         let api: Api<Lease> = Api::namespaced(self.client.clone(), &self.cfg.namespace);
         let selector = format!("{LABEL_PEER}=true,{LABEL_PREFIX}={}", self.cfg.peer_prefix);
         let leases = api.list(&ListParams::default().labels(&selector)).await?;
-        let now = Timestamp::now();
+        let now = ctrl_clock::now();
         let mut peers: Vec<Peer> = leases
             .items
             .iter()

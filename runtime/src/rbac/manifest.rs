@@ -46,6 +46,15 @@ pub enum Object {
 }
 
 impl Manifest {
+    /// `<name>-<suffix>`, or `suffix` alone when the name is empty (the unprefixed names
+    /// of a kustomize base whose `namePrefix` adds the name).
+    pub fn named(&self, suffix: &str) -> String {
+        match self.name.is_empty() {
+            true => suffix.to_string(),
+            false => format!("{}-{suffix}", self.name),
+        }
+    }
+
     fn meta(&self, name: String, namespace: Option<&str>) -> ObjectMeta {
         ObjectMeta {
             name: Some(name),
@@ -73,7 +82,7 @@ impl Manifest {
     }
 
     fn role(&self, out: &mut Vec<Object>, role: &str, ns: &str, rules: &[PolicyRule]) {
-        let name = format!("{}-{role}", self.name);
+        let name = self.named(role);
         out.push(Object::Role(Role {
             metadata: self.meta(name.clone(), Some(ns)),
             rules: Some(rules.to_vec()),
@@ -91,14 +100,14 @@ impl Manifest {
             metadata: self.meta(self.service_account.clone(), Some(&self.namespace)),
             ..Default::default()
         })];
-        let role = format!("{}-manager-role", self.name);
+        let role = self.named("manager-role");
         out.push(Object::ClusterRole(ClusterRole {
             metadata: self.meta(role.clone(), None),
             rules: Some(rules.cluster.clone()),
             aggregation_rule: None,
         }));
         out.push(Object::ClusterRoleBinding(ClusterRoleBinding {
-            metadata: self.meta(format!("{}-manager-rolebinding", self.name), None),
+            metadata: self.meta(self.named("manager-rolebinding"), None),
             role_ref: Self::role_ref("ClusterRole", &role),
             subjects: Some(self.subject()),
         }));
@@ -116,7 +125,7 @@ impl Manifest {
         }
         if rules.metrics_reader {
             out.push(Object::ClusterRole(ClusterRole {
-                metadata: self.meta(format!("{}-metrics-reader", self.name), None),
+                metadata: self.meta(self.named("metrics-reader"), None),
                 rules: Some(normalize(&[metrics_reader_rule()])),
                 aggregation_rule: None,
             }));

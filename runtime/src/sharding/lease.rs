@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn states_follow_upstreams_timings() {
-        let now = Timestamp::now();
+        let now = ctrl_clock::now();
         let cases = [
             ("shard", 0, ShardState::Ready),
             ("shard", 9, ShardState::Ready),

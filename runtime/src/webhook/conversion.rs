@@ -63,6 +63,7 @@ type Conv = Arc<dyn Fn(Value) -> Result<Value, ConversionError> + Send + Sync>;
 #[derive(Default, Clone)]
 struct Kind {
     hub_version: String,
+    resource: String,
     to_hub: HashMap<String, Conv>,
     from_hub: HashMap<String, Conv>,
 }
@@ -110,6 +111,7 @@ impl Webhook {
         let k = kinds.entry(key).or_default();
         if k.hub_version.is_empty() {
             k.hub_version = H::api_version(&()).to_string();
+            k.resource = H::plural(&()).to_string();
             let id: Conv = Arc::new(|v| typed(&decode::<H>(v)?));
             k.to_hub.insert(k.hub_version.clone(), id.clone());
             k.from_hub.insert(k.hub_version.clone(), id);
@@ -135,6 +137,24 @@ impl Webhook {
                 .insert(av, Arc::new(|v| typed(&S::convert_from(&decode::<H>(v)?)?)));
         });
         self
+    }
+
+    /// What this webhook converts, served at `path` (the server's `/convert`): one
+    /// [`Registration`](super::Registration) per kind, version the hub's.
+    pub fn registrations(&self, path: &str) -> Vec<super::Registration> {
+        self.kinds
+            .read()
+            .iter()
+            .map(|((group, kind), k)| super::Registration {
+                webhook_type: super::WebhookType::Conversion,
+                path: path.into(),
+                group: group.clone(),
+                version: k.hub_version.rsplit('/').next().unwrap_or_default().into(),
+                kind: kind.clone(),
+                resource: k.resource.clone(),
+                operations: Vec::new(),
+            })
+            .collect()
     }
 
     /// Whether the kind `group`/`kind` has conversions.

@@ -11,6 +11,8 @@
 //! - [`conversion`]: `/convert`, hub-and-spoke CRD version conversion.
 //! - [`authentication`]: `TokenReview` webhooks (who a bearer token belongs to).
 //! - [`certs`]: a self-signed CA + serving certificate for tests and local runs.
+//! - [`Registration`] (`registration`): what each served webhook is for, to generate
+//!   its configuration from.
 //!
 //! A manager runs one server: `Manager::webhook_server()` (Go's
 //! `mgr.GetWebhookServer()`), chosen up front with `manager::Options::webhook_server`.
@@ -34,7 +36,10 @@ pub mod authentication;
 pub mod certs;
 pub mod conversion;
 mod metrics;
+mod registration;
 mod server;
+
+pub use registration::{Registration, WebhookType};
 
 pub use server::{
     CONVERT_PATH, DEFAULT_PORT, Error, Options, Server, StartedChecker, default_cert_dir,

@@ -126,6 +126,7 @@ struct Inner {
     addr: watch::Sender<Option<SocketAddr>>,
     ready: watch::Sender<bool>,
     conversion: Mutex<Option<super::conversion::Webhook>>,
+    registrations: Mutex<Vec<super::Registration>>,
 }
 
 /// The webhook server. Cheap to clone; clones share one server.
@@ -158,6 +159,7 @@ impl Server {
                 addr,
                 ready,
                 conversion: Mutex::new(None),
+                registrations: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -229,6 +231,25 @@ impl Server {
         self.register(CONVERT_PATH, w.clone())?;
         *c = Some(w.clone());
         Ok(w)
+    }
+
+    /// Records what the webhook at `registration.path` is for (`WebhookBuilder` does
+    /// it for every defaulter and validator), so that its configuration can be
+    /// generated ([`Server::registrations`]).
+    pub fn describe(&self, registration: super::Registration) {
+        self.inner.registrations.lock().push(registration);
+    }
+
+    /// What this server serves, sorted: the described admission webhooks and, for
+    /// each kind of the conversion webhook, a [`Conversion`](super::WebhookType::Conversion)
+    /// registration at `/convert`.
+    pub fn registrations(&self) -> Vec<super::Registration> {
+        let mut out = self.inner.registrations.lock().clone();
+        if let Some(c) = &*self.inner.conversion.lock() {
+            out.extend(c.registrations(CONVERT_PATH));
+        }
+        out.sort();
+        out
     }
 
     /// The registered paths, sorted.

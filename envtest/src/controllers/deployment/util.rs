@@ -4,7 +4,7 @@
 //! computed from the ReplicaSets (`calculateStatus`). Pure functions over JSON objects.
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::SignedDuration;
 use serde_json::{Value, json};
 
 use crate::api::meta;
@@ -318,7 +318,7 @@ pub(crate) fn until_deadline(d: &Deployment, s: &DeploymentStatus) -> Option<Sig
         return None;
     }
     let from = c.last_update_time.as_ref()?.0;
-    Some((from + SignedDuration::from_secs(deadline)).duration_since(Timestamp::now()))
+    Some((from + SignedDuration::from_secs(deadline)).duration_since(ctrl_clock::now()))
 }
 
 /// The replica counts of the ReplicaSets (upstream's `calculateStatus`, counts only; Go's

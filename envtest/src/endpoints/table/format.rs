@@ -41,7 +41,7 @@ pub(crate) fn age(ts: &str) -> String {
     let Ok(t) = ts.parse::<k8s_openapi::jiff::Timestamp>() else {
         return "<unknown>".into();
     };
-    human_duration(k8s_openapi::jiff::Timestamp::now().as_second() - t.as_second())
+    human_duration(ctrl_clock::now().as_second() - t.as_second())
 }
 
 /// Upstream's `duration.HumanDuration` of `secs` seconds: `42s`, `5m3s`, `3h`, `2d4h`, `1y12d`.

@@ -56,7 +56,7 @@ pub(crate) async fn convert(
     }
     let fail = |e: String| ApiError::internal(format!("conversion webhook for {what} failed: {e}"));
     let url = conv.url.as_ref().map_err(|e| fail(e.clone()))?;
-    let uid = uuid::Uuid::new_v4().to_string();
+    let uid = crate::api::meta::new_uid();
     let review_av = format!("apiextensions.k8s.io/{}", conv.review_version);
     let objects: Vec<Value> = todo.iter().map(|i| items[*i].clone()).collect();
     let review = json!({

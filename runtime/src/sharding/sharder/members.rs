@@ -31,7 +31,7 @@ impl Members {
         let leases = api
             .list(&ListParams::default().labels(&selector(ring)))
             .await?;
-        Ok(Self::judge(leases.items, Timestamp::now()))
+        Ok(Self::judge(leases.items, ctrl_clock::now()))
     }
 
     /// The members given by `leases` (the shard leases of one ring) at `now`.
@@ -121,7 +121,7 @@ pub(crate) fn selector(ring: &str) -> String {
 /// the shard can no longer renew it and counts as dead.
 async fn take_over(api: &Api<Lease>, mut lease: Lease) -> Result<(), kube::Error> {
     let name = lease.metadata.name.clone().unwrap_or_default();
-    let now = MicroTime(Timestamp::now());
+    let now = MicroTime(ctrl_clock::now());
     let spec = lease.spec.get_or_insert_with(Default::default);
     spec.holder_identity = Some(IDENTITY_SHARDER.to_string());
     spec.acquire_time = Some(now.clone());

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -57,7 +56,7 @@ where
 {
     let (reader, writer) = reflector::store();
     let stream = reflector::reflector(writer, watcher(api, cfg))
-        .default_backoff()
+        .backoff(crate::cache::WatchBackoff::default())
         .applied_objects();
     let task = tokio::spawn(stream.for_each(|_| async {}));
     (reader, task)
@@ -105,6 +104,6 @@ impl RingView {
     /// The ring's members now.
     pub fn members(&self) -> Members {
         let leases = self.leases.state().into_iter().map(|l| (*l).clone());
-        Members::judge(leases, Timestamp::now())
+        Members::judge(leases, ctrl_clock::now())
     }
 }

@@ -20,8 +20,10 @@ use super::{Handler, Webhook};
 /// Sets defaults on an object of kind `K` (Go's `CustomDefaulter`).
 #[async_trait]
 pub trait CustomDefaulter<K>: Send + Sync + 'static {
-    /// Changes `obj` in place. An error denies the request with its code and message.
-    async fn default(&self, req: &Request, obj: &mut K) -> Result<(), ValidationError>;
+    /// Changes `obj` in place (Go's `Default`; named so that it does not clash with
+    /// `Default::default` on a type that is both). An error denies the request with its
+    /// code and message.
+    async fn set_defaults(&self, req: &Request, obj: &mut K) -> Result<(), ValidationError>;
 }
 
 /// The admission [`Handler`] around a [`CustomDefaulter`].
@@ -75,7 +77,7 @@ where
             Ok(o) => o,
             Err(e) => return Response::errored(400, format!("decoding the object: {e}")),
         };
-        if let Err(e) = self.defaulter.default(req, &mut obj).await {
+        if let Err(e) = self.defaulter.set_defaults(req, &mut obj).await {
             return e.into_response();
         }
         let defaulted = match serde_json::to_value(&obj) {

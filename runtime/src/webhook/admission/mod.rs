@@ -9,11 +9,13 @@
 //! carries the JSON patch between the object as sent and as defaulted) and
 //! [`CustomValidator`] (create / update(old, new) / delete, each returning warnings
 //! or a denial). [`multi_mutating_handler`] and [`multi_validating_handler`] serve
-//! several handlers at one path (`multi`). The webhook server ([`crate::webhook::Server`]) routes paths to
+//! several handlers at one path (`multi`). [`field`] builds the `422 Invalid` denial of
+//! a list of field errors, worded as kube-apiserver words it. The webhook server ([`crate::webhook::Server`]) routes paths to
 //! webhooks; `ctrl-builder`'s `WebhookBuilder` registers them under kubebuilder's
 //! paths.
 
 mod defaulter;
+pub mod field;
 mod http;
 pub(crate) use http::not_json;
 mod multi;

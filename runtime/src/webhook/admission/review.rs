@@ -121,6 +121,57 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request to admit `obj` with `operation`, as an API server would send it for
+    /// `K` (kind, resource, name, namespace, the object): for calling a
+    /// `CustomDefaulter` or `CustomValidator` directly in a unit test. Add the object
+    /// being replaced with [`Request::with_old_object`].
+    ///
+    /// ```
+    /// use ctrl_runtime::webhook::admission::{Operation, Request};
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("settings".into());
+    /// cm.metadata.namespace = Some("default".into());
+    /// let req = Request::for_object(Operation::Create, &cm).expect("serializable");
+    /// assert_eq!((req.kind.kind.as_str(), req.resource.resource.as_str()), ("ConfigMap", "configmaps"));
+    /// assert_eq!((req.name.as_str(), req.namespace.as_deref()), ("settings", Some("default")));
+    /// ```
+    pub fn for_object<K>(operation: Operation, obj: &K) -> Result<Self, serde_json::Error>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize,
+    {
+        let (group, version) = (K::group(&()), K::version(&()));
+        let meta = obj.meta();
+        // As kube-apiserver sends them: the object on create and update, the old one
+        // (only) on delete.
+        let value = serde_json::to_value(obj)?;
+        let delete = operation == Operation::Delete;
+        Ok(Self {
+            uid: uuid::Uuid::new_v4().to_string(),
+            kind: GroupVersionKind::gvk(&group, &version, &K::kind(&())),
+            resource: GroupVersionResource::gvr(&group, &version, &K::plural(&())),
+            sub_resource: None,
+            request_kind: None,
+            request_resource: None,
+            request_sub_resource: None,
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            operation,
+            user_info: UserInfo::default(),
+            object: (!delete).then(|| value.clone()),
+            old_object: delete.then_some(value),
+            dry_run: None,
+            options: None,
+        })
+    }
+
+    /// This request with `old` as the object being replaced or deleted.
+    pub fn with_old_object<K: Serialize>(mut self, old: &K) -> Result<Self, serde_json::Error> {
+        self.old_object = Some(serde_json::to_value(old)?);
+        Ok(self)
+    }
+
     /// Whether this is a dry run.
     pub fn is_dry_run(&self) -> bool {
         self.dry_run.unwrap_or(false)

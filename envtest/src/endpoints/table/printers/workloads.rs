@@ -118,7 +118,7 @@ pub(super) static JOBS: &[Column] = &[
                 (None, _) => String::new(),
                 (Some(a), Some(b)) => human_duration(b.as_second() - a.as_second()),
                 (Some(a), None) =>
-                    human_duration(k8s_openapi::jiff::Timestamp::now().as_second() - a.as_second()),
+                    human_duration(ctrl_clock::now().as_second() - a.as_second()),
             })
         },
     ),

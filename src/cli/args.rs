@@ -1,53 +1,66 @@
-//! The flags every example has ([`ExampleArgs`], flattened into its clap `Cli` next
-//! to `ctrl::manager::Args`), and the decisions they feed: whether a cluster is
-//! configured, and which local address a default port becomes in the demo.
+//! The flags every operator on [`super::main`] has ([`Flags`], flattened into its clap
+//! `Cli` next to [`Args`], kubebuilder's manager flags: together [`OperatorArgs`]), and
+//! the decisions they feed: whether a cluster is configured, and which local address a
+//! default port becomes in the local demo.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ctrl::manager::Args;
+use crate::manager::{Args, Options};
 
-/// The flags of an example that runs a Manager: the contract's ([`ExampleArgs`]) and
+/// The flags of an operator that runs a Manager: the cli's ([`Flags`]) and
 /// kubebuilder's manager flags ([`Args`]), flattened into its command line.
 #[derive(clap::Args, Debug)]
 pub struct OperatorArgs {
+    /// `--run-for`, `--no-demo`, `--print-*`.
     #[command(flatten)]
-    pub example: ExampleArgs,
+    pub flags: Flags,
+    /// kubebuilder's manager flags.
     #[command(flatten)]
     pub manager: Args,
 }
 
 impl OperatorArgs {
-    /// Both flag sets, as [`Example::flags`](super::Example::flags) returns them.
-    pub fn flags(&self) -> (&ExampleArgs, Option<&Args>) {
-        (&self.example, Some(&self.manager))
+    /// Both flag sets, as [`Operator::flags`](super::Operator::flags) returns them.
+    pub fn flags(&self) -> (&Flags, Option<&Args>) {
+        (&self.flags, Some(&self.manager))
     }
 }
 
-/// The example contract's flags.
+/// The cli's own flags.
+// `about = None`: this doc comment must not become the operator's `--help` text.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
-pub struct ExampleArgs {
+#[command(about = None, long_about = None)]
+pub struct Flags {
     /// Exit (with status 0) after this long, e.g. `10s`, `2m`.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
     /// Start everything but create no sample objects.
     #[arg(long)]
     pub no_demo: bool,
-    /// Print the example's CRDs as YAML and exit.
+    /// Print the operator's CRDs as YAML and exit.
     #[arg(long)]
     pub print_crd: bool,
-    /// Print the RBAC objects the example needs (ServiceAccount, ClusterRole, Role and
+    /// Print the RBAC objects the operator needs (ServiceAccount, ClusterRole, Role and
     /// bindings, generated from its code) as YAML and exit.
     #[arg(long)]
     pub print_rbac: bool,
+    /// Print everything a cluster needs to run the operator (CRDs, RBAC, webhook
+    /// configurations, the manager's Deployment and Services) as one YAML stream and exit.
+    #[arg(long)]
+    pub print_manifests: bool,
+    /// Write kubebuilder's `config/` layout of those manifests (kustomize bases and
+    /// `config/default`) under this directory and exit (what `cargo ctrl manifests` runs).
+    #[arg(long, value_name = "DIR")]
+    pub write_manifests: Option<PathBuf>,
     /// Local API server only: where to write the kubeconfig for kubectl (default: a
-    /// file named after the example in the temp dir).
+    /// file named after the operator in the temp dir).
     #[arg(long, value_name = "PATH")]
     pub write_kubeconfig: Option<PathBuf>,
 }
 
-impl ExampleArgs {
-    /// Where the local API server's kubeconfig goes for example `name`.
+impl Flags {
+    /// Where the local API server's kubeconfig goes for operator `name`.
     pub fn kubeconfig_path(&self, name: &str) -> PathBuf {
         self.write_kubeconfig
             .clone()
@@ -76,8 +89,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Whether a cluster is configured: `--kubeconfig` (`kubeconfig`), `KUBECONFIG`, or
-/// a pod's service account. (`~/.kube/config` alone does not count: an example
-/// never touches a cluster you did not name.)
+/// a pod's service account. (`~/.kube/config` alone does not count: with the local API
+/// server at hand, an operator never touches a cluster you did not name.)
 pub fn cluster_configured(kubeconfig: Option<&Path>) -> bool {
     kubeconfig.is_some()
         || std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty())
@@ -85,7 +98,7 @@ pub fn cluster_configured(kubeconfig: Option<&Path>) -> bool {
 }
 
 /// In the local demo a default like `:8080` would collide between runs (and with
-/// other examples): the default becomes a free loopback port; an address given on
+/// other operators): the default becomes a free loopback port; an address given on
 /// the command line is kept.
 pub fn local(addr: &str, default: &str) -> String {
     if addr == default {
@@ -99,8 +112,8 @@ pub fn local(addr: &str, default: &str) -> String {
 /// metrics (`:8080`) and probe (`:8081`) addresses made free loopback ports ([`local`])
 /// and the Lease (with `--leader-elect`) in namespace `default` (there is no pod
 /// namespace to take it from).
-pub fn local_options(args: &ctrl::manager::Args) -> ctrl::manager::Options {
-    ctrl::manager::Options {
+pub fn local_options(args: &Args) -> Options {
+    Options {
         metrics_bind_address: local(&args.metrics_bind_address, ":8080"),
         health_probe_bind_address: local(&args.health_probe_bind_address, ":8081"),
         leader_election_namespace: Some("default".into()),

@@ -1,4 +1,4 @@
-//! Log output. Against a real cluster an example logs in tracing's usual format,
+//! Log output. Against a real cluster an operator logs in tracing's usual format,
 //! with the controller's structured fields (controller, namespace, name,
 //! reconcileID). The local demo prints one short line per thing a person watching
 //! wants to see: seconds since start, a topic (the last part of the log target:
@@ -17,17 +17,18 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
-/// The demo's default filter for example `name`: the example's own lines, only
-/// problems from the libraries, and the controllers' `reconcile` spans (which name the
-/// object each reconciler line is about). `RUST_LOG` overrides it.
+/// The demo's default filter for operator `name` (its crate name): the operator's own
+/// lines, the cli's (the `--kubeconfig` line), only problems from the libraries, and
+/// the controllers' `reconcile` spans (which name the object each reconciler line is
+/// about). `RUST_LOG` overrides it.
 pub fn demo_filter(name: &str) -> String {
-    format!("{name}=info,warn,[reconcile]=info")
+    format!("{name}=info,ctrl::cli=info,warn,[reconcile]=info")
 }
 
 /// The default filter against a cluster. `RUST_LOG` overrides it.
 pub const CLUSTER_FILTER: &str = "info";
 
-/// Installs the global subscriber for example `name`: [`Pretty`] lines for the
+/// Installs the global subscriber for operator `name`: [`Pretty`] lines for the
 /// demo, tracing's full format otherwise. Does nothing if one is installed already.
 pub fn init(name: &str, demo: bool) {
     let default = if demo {

@@ -1,42 +1,16 @@
-//! An example's life: `--print-crd` output, and the stop token that Ctrl-C,
-//! SIGTERM or the end of `--run-for` cancel.
+//! An operator's life on the cli: the stop token that Ctrl-C, SIGTERM or the end of
+//! `--run-for` cancel, the manager run next to the local demo, and the exit status.
 
 use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ctrl::CancellationToken;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-
-/// `crds` as one YAML stream (documents separated by `---`), for `kubectl apply -f
-/// -`; what `--print-crd` prints and `examples/manifests/` holds.
-pub fn crds_yaml(
-    crds: &[CustomResourceDefinition],
-) -> Result<String, serde_saphyr::SerializeError> {
-    let docs = crds
-        .iter()
-        .map(serde_saphyr::to_string)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(docs.join("---\n"))
-}
-
-/// Prints [`crds_yaml`] of `crds` (`--print-crd`).
-pub fn print_crds(crds: &[CustomResourceDefinition]) -> ExitCode {
-    match crds_yaml(crds) {
-        Ok(yaml) => {
-            print!("{yaml}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("cannot print the CRDs: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
+use crate::CancellationToken;
+use crate::manager::Manager;
 
 /// Where `mgr` serves metrics, `http://` or (secure metrics) `https://`, with a
 /// note on how to scrape it.
-pub fn metrics_url(mgr: &ctrl::manager::Manager) -> Option<String> {
+pub fn metrics_url(mgr: &Manager) -> Option<String> {
     let addr = mgr.metrics_addr()?;
     let m = &mgr.options().metrics;
     Some(match (m.secure_serving, m.filter_provider.is_some()) {
@@ -49,10 +23,10 @@ pub fn metrics_url(mgr: &ctrl::manager::Manager) -> Option<String> {
 }
 
 /// A token cancelled on Ctrl-C / SIGTERM or, with `run_for`, after that long —
-/// whichever comes first. The whole example stops gracefully on it.
+/// whichever comes first. The whole operator stops gracefully on it.
 pub fn stop_token(run_for: Option<Duration>) -> CancellationToken {
     let stop = CancellationToken::new();
-    let signal = ctrl::manager::shutdown_signal();
+    let signal = crate::manager::shutdown_signal();
     let token = stop.clone();
     tokio::spawn(async move {
         let deadline = async {
@@ -87,7 +61,7 @@ pub fn exit(result: Result<(), Box<dyn std::error::Error + Send + Sync>>) -> Exi
 /// Runs `mgr` until `stop` and, once it leads (at once without leader election), the
 /// demo's `script`, unless stopped first. Returns when the manager has stopped.
 pub async fn manager_with_demo<F>(
-    mgr: &ctrl::manager::Manager,
+    mgr: &Manager,
     stop: &CancellationToken,
     script: Option<F>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>

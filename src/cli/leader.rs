@@ -1,4 +1,4 @@
-//! Leader election for an example operator: the flags next to kubebuilder's
+//! Leader election for an operator on the cli: the flags next to kubebuilder's
 //! `--leader-elect` (which `ctrl::manager::Args` carries) that say which Lease the
 //! replicas compete for, and how they become manager options. Run two replicas with
 //! `--leader-elect`: one holds the Lease and runs the controllers, the other waits;
@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use ctrl::leaderelection::{IN_CLUSTER_NAMESPACE_PATH, in_cluster_namespace};
-use ctrl::manager::Options;
+use crate::leaderelection::{IN_CLUSTER_NAMESPACE_PATH, in_cluster_namespace};
+use crate::manager::Options;
 
 /// The Lease's namespace outside a cluster, when no flag names one.
 pub const DEFAULT_OUT_OF_CLUSTER_NAMESPACE: &str = "default";
@@ -19,7 +19,7 @@ pub const DEFAULT_OUT_OF_CLUSTER_NAMESPACE: &str = "default";
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct LeaderElectionFlags {
     /// The name of the Lease the replicas compete for (default: the operator's own,
-    /// `<example>.<its API group>`).
+    /// `<operator>.<its API group>`).
     #[arg(long, value_name = "NAME")]
     pub leader_election_id: Option<String>,
     /// The namespace of that Lease (default: the pod's namespace in a cluster,

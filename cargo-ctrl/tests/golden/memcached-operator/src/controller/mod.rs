@@ -1,0 +1,3 @@
+//! The controllers, one per kind.
+
+pub mod memcached;

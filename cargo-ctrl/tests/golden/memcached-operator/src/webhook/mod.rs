@@ -1,0 +1,3 @@
+//! The webhooks, one module per kind that has some.
+
+pub mod memcached;

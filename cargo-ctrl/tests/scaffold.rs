@@ -1,0 +1,329 @@
+//! `cargo ctrl` as a user runs it, in temporary directories: the generated tree is the
+//! golden one (`tests/golden/`, regenerate with `UPDATE_GOLDEN=1`) and every YAML file
+//! in it parses as Kubernetes objects; a file the user changed is never overwritten;
+//! and (`slow_` tests: minutes, CI runs them, `--skip slow_` leaves them out) the
+//! generated project's `cargo test` passes with zero edits, `cargo run -- --run-for 5s`
+//! starts on the in-process API server and exits 0, and `cargo ctrl manifests` writes a
+//! `config/` that the real `kubectl apply --dry-run=server -k config/default` accepts.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+/// The binary under test.
+fn cargo_ctrl(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-ctrl"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run cargo-ctrl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "cargo-ctrl {args:?} failed:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// `init` + `create api --image` + `create webhook` in `dir`, as the flow.
+fn scaffold(dir: &Path, ctrl_path: Option<&Path>) {
+    let mut init = vec![
+        "ctrl",
+        "init",
+        "--domain",
+        "example.com",
+        "--name",
+        "memcached-operator",
+    ];
+    if let Some(p) = ctrl_path {
+        init.extend(["--ctrl-path", p.to_str().expect("utf-8 path")]);
+    }
+    cargo_ctrl(dir, &init);
+    let gvk = [
+        "--group",
+        "cache",
+        "--version",
+        "v1alpha1",
+        "--kind",
+        "Memcached",
+    ];
+    let mut api = vec!["ctrl", "create", "api"];
+    api.extend(gvk);
+    api.extend(["--image", "memcached:1.6", "--port", "11211"]);
+    cargo_ctrl(dir, &api);
+    let mut webhook = vec!["create", "webhook"]; // invoked directly, without cargo's `ctrl`
+    webhook.extend(gvk);
+    webhook.extend(["--defaulting", "--validation"]);
+    cargo_ctrl(dir, &webhook);
+}
+
+/// Every file under `dir` (relative paths, sorted), `target/` left out.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("read dir") {
+            let path = e.expect("entry").path();
+            if path.ends_with("target") {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.push(path.strip_prefix(root).expect("under root").to_path_buf());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/memcached-operator")
+}
+
+#[test]
+fn the_generated_tree_is_the_golden_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path(), None);
+    let golden = golden_dir();
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        let _ = std::fs::remove_dir_all(&golden);
+        for f in tree(dir.path()) {
+            let to = golden.join(&f);
+            std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+            std::fs::copy(dir.path().join(&f), to).expect("copy");
+        }
+    }
+    assert_eq!(tree(dir.path()), tree(&golden), "the generated files");
+    for f in tree(&golden) {
+        let want = std::fs::read_to_string(golden.join(&f)).expect("golden file");
+        let got = std::fs::read_to_string(dir.path().join(&f)).expect("generated file");
+        assert!(
+            got == want,
+            "{} differs from tests/golden (UPDATE_GOLDEN=1 cargo test -p cargo-ctrl regenerates it):\n{got}",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn every_generated_yaml_file_parses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path(), None);
+    let yaml: Vec<PathBuf> = tree(dir.path())
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    assert!(yaml.len() >= 3, "{yaml:?}");
+    for f in yaml {
+        let text = std::fs::read_to_string(dir.path().join(&f)).expect("read");
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if f.starts_with("config") && name != "kustomization.yaml" {
+            for d in docs {
+                for key in ["apiVersion", "kind"] {
+                    assert!(d[key].is_string(), "{}: no {key}", f.display());
+                }
+                assert!(
+                    d["metadata"]["name"].is_string(),
+                    "{}: no name",
+                    f.display()
+                );
+            }
+        }
+    }
+    let project: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join(".ctrl/project.json")).expect("state"),
+    )
+    .expect("project.json");
+    assert_eq!(project["apis"][0]["kind"], "Memcached");
+    assert_eq!(project["apis"][0]["defaulting"], true);
+}
+
+#[test]
+fn a_changed_file_is_skipped_and_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path(), None);
+    let lib = dir.path().join("src/lib.rs");
+    let mine = std::fs::read_to_string(&lib).expect("lib.rs") + "\n// my change\n";
+    std::fs::write(&lib, &mine).expect("change lib.rs");
+    let readme = std::fs::read_to_string(dir.path().join("README.md")).expect("README");
+    let report = cargo_ctrl(
+        dir.path(),
+        &[
+            "ctrl",
+            "create",
+            "api",
+            "--group",
+            "cache",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Cache",
+        ],
+    );
+    assert!(
+        report.contains("skipped  src/lib.rs (changed since cargo ctrl wrote it"),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&lib).expect("lib.rs"),
+        mine,
+        "lib.rs was overwritten"
+    );
+    // Unchanged generated files are regenerated: the new kind is in the module lists.
+    assert!(
+        report.contains("updated  src/controller/mod.rs"),
+        "{report}"
+    );
+    assert!(
+        report.contains("created  src/controller/cache.rs"),
+        "{report}"
+    );
+    // ... and files with nothing new are left as they are, unmentioned.
+    assert!(!report.contains("README.md"), "{report}");
+    let again = std::fs::read_to_string(dir.path().join("README.md")).expect("README");
+    assert_eq!(again, readme);
+}
+
+/// The workspace's target dir (this test binary is in `<target>/<profile>/deps/`): the
+/// generated project builds into it, so it reuses the workspace's dependencies.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary");
+    exe.ancestors().nth(3).expect("<target>").to_path_buf()
+}
+
+/// `cargo <args>` in `dir` with the shared target dir; stdout and stderr.
+fn cargo(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("KUBECONFIG")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+#[test]
+fn slow_the_generated_project_tests_pass_and_it_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    scaffold(dir.path(), Some(&workspace()));
+    let out = cargo(dir.path(), &["test"]).output().expect("cargo test");
+    let log =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "cargo test in the generated project failed:\n{log}"
+    );
+    assert!(
+        log.contains("test the_sample_becomes_available ... ok"),
+        "{log}"
+    );
+    assert!(
+        log.contains("test the_api_server_calls_the_webhooks ... ok"),
+        "{log}"
+    );
+
+    let out = cargo(dir.path(), &["run", "--", "--run-for", "5s"])
+        .output()
+        .expect("cargo run");
+    let log =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "cargo run -- --run-for 5s failed:\n{log}"
+    );
+    assert!(log.contains("--kubeconfig "), "no kubeconfig line:\n{log}");
+    assert!(
+        log.contains("created Deployment"),
+        "the sample was not reconciled:\n{log}"
+    );
+
+    let report = cargo_ctrl(dir.path(), &["ctrl", "manifests"]);
+    assert!(
+        report.contains("created  config/default/kustomization.yaml"),
+        "{report}"
+    );
+    kubectl_accepts(dir.path());
+}
+
+/// The operator's own in-process API server (`--no-demo`), and the real kubectl
+/// applying `config/default` to it with `--dry-run=server`.
+fn kubectl_accepts(dir: &Path) {
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "kubectl missing in CI"
+        );
+        eprintln!("*** SKIPPED the kubectl part: kubectl not found ***");
+        return;
+    }
+    let kc = dir.join("kubeconfig");
+    let mut child = cargo(dir, &["run", "-q", "--", "--no-demo", "--run-for", "60s"])
+        .args(["--write-kubeconfig", kc.to_str().expect("utf-8")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run the operator");
+    let stdout = child.stdout.take().expect("stdout");
+    let found = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.contains("--kubeconfig "));
+    assert!(found, "no kubeconfig line");
+    let kubectl = |args: &[&str]| {
+        let out = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &kc)
+            .output()
+            .expect("kubectl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "kubectl {args:?}:\n{text}");
+        text
+    };
+    kubectl(&["create", "namespace", "memcached-operator-system"]);
+    let default = dir.join("config/default");
+    let out = kubectl(&[
+        "apply",
+        "--dry-run=server",
+        "-k",
+        default.to_str().expect("utf-8"),
+    ]);
+    // Every object accepted: created, or configured where the running operator made
+    // it already (the CRD; the webhook configurations of its local run, same names).
+    for want in [
+        "deployment.apps/memcached-operator-controller-manager",
+        "serviceaccount/memcached-operator-controller-manager",
+        "clusterrole.rbac.authorization.k8s.io/memcached-operator-manager-role",
+        "service/memcached-operator-webhook-service",
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/memcached-operator-mutating-webhook-configuration",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/memcached-operator-validating-webhook-configuration",
+        "customresourcedefinition.apiextensions.k8s.io/memcacheds.cache.example.com",
+    ] {
+        let line = out.lines().find(|l| l.starts_with(&format!("{want} ")));
+        assert!(
+            line.is_some_and(|l| l.ends_with(" (server dry run)")),
+            "{want}:\n{out}"
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -1,0 +1,140 @@
+//! The operator's replicas in a simulation: each a [`Replica`] (its own client through the
+//! simulated transport, its shutdown token) started from a factory, so that a crash (its memory
+//! gone, its client dead, the store kept) and a restart are a new incarnation; a replica whose
+//! run returns by itself (its manager lost its Lease) is restarted, as the kubelet restarts an
+//! exited container.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{STEP, Shared, Simulation, transport};
+
+/// A replica of the operator as the simulation starts it: its own client (through the
+/// simulated transport) and its shutdown token. Build the Manager on `client` and run it
+/// until `shutdown` fires.
+#[derive(Clone)]
+pub struct Replica {
+    /// The replica's name (`r1`, ...), as the trace shows it.
+    pub name: String,
+    /// A `kube::Client` for this incarnation of the replica; it goes dead when it crashes.
+    pub client: kube::Client,
+    /// Cancelled when the simulation stops the replica.
+    pub shutdown: CancellationToken,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl Replica {
+    /// Tells the lease checker that `identity` (e.g. `Manager::leader_election_identity`) is
+    /// this replica.
+    pub fn leader_identity(&self, identity: &str) {
+        let mut ids = self.shared.identities.lock();
+        ids.insert(identity.to_string(), self.name.clone());
+    }
+
+    /// Adds a line to the trace (e.g. why the replica's manager stopped).
+    pub fn note(&self, what: impl std::fmt::Display) {
+        self.shared.trace(format_args!("{} {what}", self.name));
+    }
+}
+
+pub(super) type Factory =
+    Arc<dyn Fn(Replica) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
+
+/// A replica slot: how to start it, and its running incarnation.
+pub(super) struct Slot {
+    pub name: String,
+    pub factory: Factory,
+    pub alive: Arc<AtomicBool>,
+    pub shutdown: CancellationToken,
+    pub task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Simulation {
+    /// Starts a replica: `start` is called with a fresh [`Replica`] now (after a seeded delay
+    /// of up to a second, so the seed picks who wins an election) and again each time it
+    /// restarts after a crash.
+    pub fn add_replica<F, Fut>(&self, name: &str, start: F)
+    where
+        F: Fn(Replica) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let factory: Factory = Arc::new(move |r| Box::pin(start(r)));
+        let slot = Slot {
+            name: name.to_string(),
+            factory,
+            alive: Arc::new(AtomicBool::new(false)),
+            shutdown: CancellationToken::new(),
+            task: None,
+        };
+        self.state.lock().replicas.push(slot);
+        self.launch(name, self.shared.draw(Duration::from_secs(1)));
+    }
+
+    /// Starts a new incarnation of replica `name` after `delay`.
+    fn launch(&self, name: &str, delay: Duration) {
+        let mut state = self.state.lock();
+        let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
+            return;
+        };
+        slot.alive = Arc::new(AtomicBool::new(true));
+        slot.shutdown = CancellationToken::new();
+        let layer = transport::SimLayer {
+            shared: self.shared.clone(),
+            replica: name.into(),
+            alive: slot.alive.clone(),
+        };
+        let replica = Replica {
+            name: name.to_string(),
+            client: self.shared.env.in_memory_client_with(layer),
+            shutdown: slot.shutdown.clone(),
+            shared: self.shared.clone(),
+        };
+        let run = (slot.factory)(replica);
+        let (sim, name2) = (self.clone(), name.to_string());
+        let alive = slot.alive.clone();
+        slot.task = Some(tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            run.await;
+            // A crashed incarnation winding down is not an exit: its restart is scheduled.
+            if alive.load(Ordering::Acquire) {
+                sim.exited(&name2);
+            }
+        }));
+        self.shared.trace(format_args!("start {name}"));
+    }
+
+    /// Crashes replica `name`: its client goes dead at once (every request fails, every watch
+    /// ends: nothing it does reaches the server any more) and its token is cancelled, so that
+    /// its manager stops what it spawned (aborting the manager's task instead would leave its
+    /// workers running on the in-memory cache, reconciling keys a live replica holds). The
+    /// store keeps what it wrote; nothing is released (its writes to the Lease fail).
+    pub fn crash(&self, name: &str) {
+        let mut state = self.state.lock();
+        let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
+            return;
+        };
+        slot.alive.store(false, Ordering::Release);
+        slot.shutdown.cancel();
+        // The old incarnation winds down detached; the runtime drops it at the end at last.
+        drop(slot.task.take());
+        drop(state);
+        self.shared.trace(format_args!("crash {name}"));
+    }
+
+    /// A replica's run returned by itself (its manager stopped, e.g. on losing its Lease): as
+    /// the kubelet restarts an exited container, it starts again a little later.
+    fn exited(&self, name: &str) {
+        self.shared.trace(format_args!("exit {name}"));
+        let back = self.elapsed() + Duration::from_secs(1) + self.shared.draw(STEP * 40);
+        self.state.lock().restarts.push((back, name.to_string()));
+    }
+
+    /// Starts replica `name` again (a new incarnation, with nothing in memory).
+    pub fn restart(&self, name: &str) {
+        self.launch(name, Duration::ZERO);
+    }
+}

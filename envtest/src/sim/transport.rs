@@ -1,0 +1,143 @@
+//! The simulation's transport: a `tower::Layer` over the in-memory transport
+//! (`server::InMemory`) that each replica's client goes through. Per request it
+//!
+//! * waits a seeded delay (virtual time) before handing it to the server, so replicas and
+//!   controllers interleave differently under each seed;
+//! * delays each frame of a watch stream by a seeded amount (a watcher's cache lags the store,
+//!   and watchers see one change at different times);
+//! * writes a trace line (`replica VERB path -> status`);
+//! * checks that a write comes from the holder of the leader-election Lease, if one is named;
+//! * fails every request, and ends every watch, once its replica has crashed: a dead process
+//!   sends nothing more, and what was left running of it (tasks its manager spawned) unwinds
+//!   on the error instead of holding a key forever.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::StreamExt;
+use http::{Method, Request, Response};
+use http_body_util::BodyExt;
+
+use super::Shared;
+use crate::endpoints::Body;
+use crate::server::InMemory;
+
+/// The name the test's own client goes by in the trace (it holds no Lease and never crashes).
+pub(crate) const TEST: &str = "test";
+
+/// One replica incarnation's view of the transport.
+#[derive(Clone)]
+pub(crate) struct SimLayer {
+    pub shared: Arc<Shared>,
+    pub replica: Arc<str>,
+    /// False once this incarnation crashed.
+    pub alive: Arc<AtomicBool>,
+}
+
+impl tower::Layer<InMemory> for SimLayer {
+    type Service = SimService;
+
+    fn layer(&self, inner: InMemory) -> SimService {
+        SimService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service [`SimLayer`] makes.
+#[derive(Clone)]
+pub(crate) struct SimService {
+    inner: InMemory,
+    layer: SimLayer,
+}
+
+/// The error of a request from a crashed replica.
+pub(crate) type Error = Box<dyn std::error::Error + Send + Sync>;
+
+type BoxFuture = Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, Error>> + Send>>;
+
+impl tower::Service<Request<kube::client::Body>> for SimService {
+    type Response = Response<Body>;
+    type Error = Error;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<kube::client::Body>) -> BoxFuture {
+        let mut inner = self.inner.clone();
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            let shared = &layer.shared;
+            let (method, path) = (req.method().clone(), req.uri().path().to_string());
+            let watch = req.uri().query().is_some_and(|q| q.contains("watch=true"));
+            tokio::time::sleep(shared.request_delay()).await;
+            if !layer.alive.load(Ordering::Acquire) {
+                return Err(format!("{} crashed", layer.replica).into());
+            }
+            if is_write(&method) && !housekeeping(&path) {
+                shared.note_write(&layer.replica, &method, &path);
+            }
+            let Ok(resp) = tower::Service::call(&mut inner, req).await;
+            let what = if watch { "WATCH" } else { method.as_str() };
+            shared.trace(format_args!(
+                "{} {what} {path} -> {}",
+                layer.replica,
+                resp.status().as_u16()
+            ));
+            Ok(if watch {
+                delayed_frames(resp, shared.clone(), layer.alive.clone())
+            } else {
+                resp
+            })
+        })
+    }
+}
+
+/// A watch response whose frames each arrive after a seeded delay, and that ends once the
+/// replica crashed.
+fn delayed_frames(
+    resp: Response<Body>,
+    shared: Arc<Shared>,
+    alive: Arc<AtomicBool>,
+) -> Response<Body> {
+    let (parts, body) = resp.into_parts();
+    let frames = body
+        .into_data_stream()
+        .then(move |frame| {
+            let delay = shared.watch_delay();
+            async move {
+                tokio::time::sleep(delay).await;
+                frame.map(http_body::Frame::data)
+            }
+        })
+        .take_while(move |_| std::future::ready(alive.load(Ordering::Acquire)));
+    let body = http_body_util::StreamBody::new(frames);
+    Response::from_parts(parts, BodyExt::boxed(body))
+}
+
+fn is_write(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
+}
+
+/// Writes that are not the operator's work: leader election and Events.
+fn housekeeping(path: &str) -> bool {
+    path.contains("/leases") || path.contains("/events")
+}
+
+/// A delay of up to `max` in whole milliseconds, drawn from `draw(0..=max_ms)`.
+pub(crate) fn millis(max: Duration, draw: impl FnOnce(u64) -> u64) -> Duration {
+    let max_ms = max.as_millis() as u64;
+    if max_ms == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_millis(draw(max_ms))
+}
