@@ -395,12 +395,11 @@ impl<T: QueueKey> PriorityQueue<T> {
     {
         let hash = self.inner.hash(item);
         let trigger = self.triggers.then_some(trigger);
-        let (rejected, (n, _)) =
-            self.inner
-                .state
-                .lock()
-                .add(hash, Borrowed(item), (0, None), trigger);
-        drop(rejected);
+        let (_, (n, _)) = self
+            .inner
+            .state
+            .lock()
+            .add(hash, Borrowed(item), (0, None), trigger);
         self.inner.wake_getters(n);
     }
 
@@ -457,7 +456,7 @@ impl<T: QueueKey> PriorityQueue<T> {
             return Some((key, prio, None));
         }
         let (key, prio, triggers) = self.inner.get(State::pop_triggered).await?;
-        Some((key, prio, triggers.map(Recorded::into_triggers)))
+        Some((key, prio, triggers.map(|r| r.into_triggers())))
     }
 
     /// Like [`get_with_priority`](Self::get_with_priority) without the priority.
@@ -539,7 +538,7 @@ impl<T: QueueKey> Queue<T> for PriorityQueue<T> {
         }
         let hash = self.inner.hash(item);
         let taken = self.inner.state.lock().take_triggers(hash, item);
-        taken.map(Recorded::into_triggers)
+        taken.map(|r| r.into_triggers())
     }
     fn keeping_triggers(&self) -> Option<Arc<dyn Queue<T>>> {
         Some(Arc::new(PriorityQueue::keeping_triggers(self)))

@@ -364,9 +364,9 @@ impl Recorded {
     }
 
     /// The set, with how long it waited until now (called once the queue's lock is
-    /// released: the box is freed here).
-    pub(crate) fn into_triggers(self: Box<Self>) -> Triggers {
-        let Recorded { since, mut set } = *self;
+    /// released, so the box is freed outside it).
+    pub(crate) fn into_triggers(self) -> Triggers {
+        let Recorded { since, mut set } = self;
         let secs = secs_between(since, now_ticks());
         set.set_waited(Duration::try_from_secs_f64(secs).unwrap_or_default());
         set
