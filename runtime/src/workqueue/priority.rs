@@ -130,21 +130,24 @@ impl<T: QueueKey> State<T> {
             self.core.count_retry();
         }
         let (idx, rejected) = self.core.slot(hash, key);
-        if let Some(t) = trigger
-            && let Some(n) = self.core.table.get_mut(idx)
-        {
-            Recorded::push(&mut n.val.own.triggers, t);
-        }
         let ready = ready_at.map(|at| self.core.tick_of(at));
-        (rejected, self.add_idx(idx, prio, ready))
+        (rejected, self.add_idx(idx, (prio, ready), trigger))
     }
 
     /// [`Self::add`] for a key in slot `idx`, ready now or in delay tick `ready`.
-    fn add_idx(&mut self, idx: u32, prio: i32, ready: Option<NonZeroU64>) -> AddResult {
+    fn add_idx(
+        &mut self,
+        idx: u32,
+        (prio, ready): (i32, Option<NonZeroU64>),
+        trigger: Option<Trigger>,
+    ) -> AddResult {
         let Some(n) = self.core.table.get_mut(idx) else {
             return (0, (false, false));
         };
         let e = &mut n.val;
+        if let Some(t) = trigger {
+            Recorded::push(&mut e.own.triggers, t);
+        }
         if e.flags & QUEUED == 0 {
             e.flags |= QUEUED;
             e.own.priority = prio;

@@ -272,7 +272,12 @@ impl Triggers {
     /// Adds `t`: merged into the entry of the same cause if there is one, else appended
     /// while fewer than [`MAX_TRIGGERS`] are kept, else counted as dropped.
     pub fn push(&mut self, t: Trigger) {
-        if let Some(same) = self.items.iter_mut().find(|x| x.same_cause(&t)) {
+        // Most adds repeat the last cause: check it first.
+        if let Some(last) = self.items.last_mut()
+            && last.same_cause(&t)
+        {
+            last.merge(t);
+        } else if let Some(same) = self.items.iter_mut().find(|x| x.same_cause(&t)) {
             same.merge(t);
         } else if self.items.len() < MAX_TRIGGERS {
             self.items.push(t);
