@@ -14,6 +14,9 @@
 //! `SubResourceWriter` interfaces): [`Client`], the namespaced client, the status
 //! [`Writer`] say where a write lands; the verbs are its provided methods.
 //!
+//! A write through a read-your-own-writes client is remembered (`super::consistency`)
+//! once the server answered it, so that later cached reads wait to see it.
+//!
 //! It also holds what every write shares: [`WritableWith`] / [`Writable`] (what can be
 //! written), the [`Target`] of a write and its [`body`] (a `DynamicObject` gets its
 //! `apiVersion`/`kind` from its `ApiResource`).
@@ -303,7 +306,10 @@ pub trait ObjectWriter: Sync {
     ) -> impl Future<Output = Result<K, Error>> + Send + 'a {
         async move {
             let (writer, obj) = self.target(dt, "patch", obj)?;
-            writer.patch_as(dt, &*obj, patch, pp).await
+            let dry_run = pp.dry_run;
+            let written = writer.patch_as(dt, &*obj, patch, pp).await?;
+            writer.client.remember_write(dt, &written, dry_run);
+            Ok(written)
         }
     }
 
@@ -332,9 +338,11 @@ pub trait ObjectWriter: Sync {
                 Target::of(writer.client.kube_client(), dt, &*obj).fail(&writer.verb("patch"), e)
             })?;
             let pp = apply_params(field_manager, force);
-            writer
+            let written = writer
                 .patch_as(dt, &*obj, &Patch::Apply(&*intent), pp)
-                .await
+                .await?;
+            writer.client.remember_write(dt, &written, false);
+            Ok(written)
         }
     }
 }
@@ -423,9 +431,13 @@ impl<'a, K: WritableWith> IntoFuture for PendingWrite<'a, K> {
         Box::pin(async move {
             let (writer, obj) = self.target?;
             let data = body_bytes(self.dt, &*obj);
-            writer
+            let written: K = writer
                 .send(self.how, self.dt, &*obj, data, &self.opts)
-                .await
+                .await?;
+            writer
+                .client
+                .remember_write(self.dt, &written, self.opts.dry_run);
+            Ok(written)
         })
     }
 }
