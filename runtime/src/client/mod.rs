@@ -24,6 +24,7 @@
 //! Conflicting updates fail with 409 ([`Error::is_conflict`]); requeue and retry.
 
 mod api_reader;
+pub mod apply;
 mod consistency;
 mod error;
 mod namespaced;

@@ -56,12 +56,22 @@ pub(crate) struct Target<K> {
 impl<K: CacheObject> Target<K> {
     pub(crate) fn of(kube: &kube::Client, dt: &K::DynamicType, obj: &K) -> Self {
         let m = obj.meta();
-        let ns = m.namespace.as_deref().filter(|n| !n.is_empty());
-        let name = m.name.clone().unwrap_or_default();
+        let name = m.name.as_deref().unwrap_or_default();
+        Self::at(kube, dt, m.namespace.as_deref(), name)
+    }
+
+    /// The object `name` in `namespace` (`None` or empty: cluster-scoped).
+    pub(crate) fn at(
+        kube: &kube::Client,
+        dt: &K::DynamicType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Self {
+        let ns = namespace.filter(|n| !n.is_empty());
         Self {
             api: <K::Scope as Scoped>::api::<K>(kube.clone(), ns, dt),
-            key: object_key(ns, &name),
-            name,
+            key: object_key(ns, name),
+            name: name.to_string(),
             kind: gvk_string::<K>(dt),
         }
     }
@@ -219,7 +229,27 @@ impl<'a> Writer<'a> {
         P: Serialize + std::fmt::Debug,
         S: DeserializeOwned,
     {
-        let t = Target::of(self.client.kube_client(), dt, obj);
+        self.patch_to(Target::of(self.client.kube_client(), dt, obj), patch, pp)
+            .await
+    }
+
+    /// The client this writer writes through.
+    pub(crate) fn client(&self) -> &'a Client {
+        self.client
+    }
+
+    /// [`patch_as`](Self::patch_as) of the object `t` names.
+    pub(crate) async fn patch_to<K, P, S>(
+        &self,
+        t: Target<K>,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<S, Error>
+    where
+        K: WritableWith,
+        P: Serialize + std::fmt::Debug,
+        S: DeserializeOwned,
+    {
         let verb = self.verb("patch");
         let pp = self.client.patch_params(pp);
         let req = Request::new(t.api.resource_url());
