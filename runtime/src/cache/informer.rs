@@ -3,7 +3,8 @@
 //! (client-go's `SharedIndexInformer`).
 //!
 //! List, watch, resume, relist and backoff are kube's `watcher` with
-//! `WatchStreamExt::default_backoff()`; this module turns its `Init` / `InitApply` /
+//! `WatchStreamExt::default_backoff()`, through a streaming list when the options ask
+//! (`super::watchlist`); this module turns its `Init` / `InitApply` /
 //! `InitDone` / `Apply` / `Delete` events into store writes and Create / Update /
 //! Delete notifications. A relist (`Init` after the first sync, e.g. when the watch
 //! history was compacted) is diffed against the store at `InitDone`: objects the new
@@ -23,7 +24,6 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use kube::Client;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
@@ -36,6 +36,7 @@ use super::object::{CacheObject, Scoped, object_key};
 use super::observed::{Observed, Requirement, resource_version};
 use super::options::{Resolved, WatchScope};
 use super::store::{IndexFn, Store, field_index_name};
+use super::watchlist::WatchResult;
 use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
 
 /// The type-erased side of an informer the cache drives.
@@ -51,9 +52,6 @@ pub(crate) trait InformerControl: Send + Sync + 'static {
     /// Stops the watch and the handlers' delivery (the informer was removed).
     fn stop(&self);
 }
-
-/// One event of kube's watcher.
-type WatchResult<K> = Result<Event<K>, watcher::Error>;
 
 /// A handler registered before the informer started, with its sink.
 type Unstarted<K> = (Arc<Sink<K>>, Arc<dyn InformerHandler<K>>);
@@ -468,8 +466,8 @@ impl<K: CacheObject> Inner<K> {
                 scope.namespace.as_deref(),
                 &self.dt,
             );
-            watcher::watcher(api, cfg)
-                .default_backoff()
+            let streaming = self.settings.streaming_lists;
+            super::watchlist::watch(api, cfg, streaming, self.name.clone())
                 .map(move |e| (i, e))
                 .boxed()
         });

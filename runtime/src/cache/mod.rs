@@ -26,6 +26,7 @@ mod observed;
 mod options;
 mod reader;
 mod store;
+mod watchlist;
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeSet, HashMap};
