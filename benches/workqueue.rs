@@ -6,7 +6,9 @@
 //! to prove the harness works in a few seconds.
 //!
 //! Implementations: ctrl `RateLimitingQueue` (metrics off / on), ctrl `PriorityQueue`
-//! (metrics off / on), kube-runtime's `scheduler` (a single-consumer stream: one consumer
+//! (metrics off / on, and triggers on: the `Triggered` wrapper a controller's queue has by
+//! default, every add stamped as a `Kind` source stamps it; the row next to the plain
+//! `PriorityQueue` row is the triggers off / on comparison), kube-runtime's `scheduler` (a single-consumer stream: one consumer
 //! task in every scenario), a bare `Mutex<(VecDeque, HashSet)>` + `Notify` baseline, and
 //! an unbounded tokio mpsc channel as the floor (no dedup). Every run gets a fresh 2-worker
 //! multi-thread tokio runtime; keys are `default/obj-{i}` Strings built before the clock
@@ -27,7 +29,7 @@ use std::time::Duration;
 
 use cap::Cap;
 use futures::StreamExt;
-use impls::{Bare, BenchQueue, Chan, ctrl_priority, ctrl_queue};
+use impls::{Bare, BenchQueue, Chan, WithTriggers, ctrl_priority, ctrl_queue};
 use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 use rand::{Rng, SeedableRng};
 use table::{Column, Row};
@@ -41,16 +43,18 @@ enum Impl {
     Rlq,
     RlqMetrics,
     Pq,
+    PqTriggers,
     PqMetrics,
     Kube,
     Bare,
     Chan,
 }
 
-const IMPLS: [Impl; 7] = [
+const IMPLS: [Impl; 8] = [
     Impl::Rlq,
     Impl::RlqMetrics,
     Impl::Pq,
+    Impl::PqTriggers,
     Impl::PqMetrics,
     Impl::Kube,
     Impl::Bare,
@@ -63,6 +67,7 @@ impl Impl {
             Impl::Rlq => "ctrl RateLimitingQueue",
             Impl::RlqMetrics => "ctrl RateLimitingQueue +metrics",
             Impl::Pq => "ctrl PriorityQueue",
+            Impl::PqTriggers => "ctrl PriorityQueue +triggers",
             Impl::PqMetrics => "ctrl PriorityQueue +metrics",
             Impl::Kube => "kube-runtime 5 scheduler",
             Impl::Bare => "bare Mutex+HashSet+Notify",
@@ -465,6 +470,7 @@ fn run(imp: Impl, sc: Scenario) -> Option<Sample> {
             Impl::Rlq => run_queue(ctrl_queue(false), sc, ks, ds).await,
             Impl::RlqMetrics => run_queue(ctrl_queue(true), sc, ks, ds).await,
             Impl::Pq => run_queue(ctrl_priority(false), sc, ks, ds).await,
+            Impl::PqTriggers => run_queue(WithTriggers::new(), sc, ks, ds).await,
             Impl::PqMetrics => run_queue(ctrl_priority(true), sc, ks, ds).await,
             Impl::Bare => run_queue(Bare::new(), sc, ks, ds).await,
             Impl::Chan => run_queue(Chan::new(), sc, ks, ds).await,
@@ -506,6 +512,13 @@ fn memory(imp: Impl, n: usize) -> usize {
             }
             Impl::Bare => {
                 let q = Bare::new();
+                for k in ks {
+                    q.add(k);
+                }
+                Box::new(q)
+            }
+            Impl::PqTriggers => {
+                let q = WithTriggers::new();
                 for k in ks {
                     q.add(k);
                 }
@@ -561,6 +574,10 @@ fn print_hit_cost(nkeys: usize, adds: usize) {
         (Impl::Rlq.label(), hits(ctrl_queue(false), &ks, adds)),
         (Impl::RlqMetrics.label(), hits(ctrl_queue(true), &ks, adds)),
         (Impl::Pq.label(), hits(ctrl_priority(false), &ks, adds)),
+        (
+            Impl::PqTriggers.label(),
+            hits(WithTriggers::new(), &ks, adds),
+        ),
         (Impl::Bare.label(), hits(Bare::new(), &ks, adds)),
     ] {
         println!(
@@ -635,6 +652,7 @@ fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
             None
         }
     };
+    let triggers = |l: &str| (l == Impl::PqTriggers.label()).then(|| Impl::Pq.label().to_string());
     let columns = [
         Column {
             header: "vs bare",
@@ -647,6 +665,10 @@ fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
         Column {
             header: "metrics",
             base: &metrics,
+        },
+        Column {
+            header: "triggers",
+            base: &triggers,
         },
     ];
     table::print(title, unit, higher_is_better, rows, &columns);
@@ -735,7 +757,7 @@ fn main() {
         reps
     );
     println!(
-        "ratios: 'vs bare'/'vs kube' > 1 means ctrl's row is better; 'metrics' = metrics-on cost vs off"
+        "ratios: 'vs bare'/'vs kube' > 1 means ctrl's row is better; 'metrics' / 'triggers' = on vs off"
     );
 
     let mut scenarios: Vec<(String, Scenario)> = vec![

@@ -5,6 +5,9 @@
 //! ...) and `ctrl-builder` as [`builder`] — so an operator depends on `ctrl` alone; see
 //! [`prelude`] for the names most need in one import.
 
+/// OpenTelemetry traces: the `otel` feature (off by default).
+#[cfg(feature = "otel")]
+pub use ctrl_runtime::otel;
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
@@ -12,7 +15,7 @@ pub use ctrl_runtime::{certwatcher, leaderelection, metricsserver, recorder, web
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
 pub use ctrl_runtime::{healthz, log, manager};
-pub use ctrl_runtime::{http, rbac, tls};
+pub use ctrl_runtime::{http, multicluster, rbac, tls};
 
 /// The cancellation token every `reconcile` receives and `Manager::start` stops on
 /// (tokio-util's), so that an operator needs no dependency of its own for it.
@@ -38,7 +41,7 @@ pub use ctrl_derive::ApplyConfiguration;
 pub use ctrl_builder::webhook::WebhookBuilder;
 /// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
 /// crate itself as `ctrl::builder`.
-pub use ctrl_builder::{self as builder, ControllerBuilder};
+pub use ctrl_builder::{self as builder, ControllerBuilder, MultiClusterBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;` — the
 /// manager, the builder, reconcilers (of requests, typed requests or objects:

@@ -60,6 +60,11 @@ const EXAMPLES: &[Example] = &[
         crds: &["controllerrings.sharding.timebertt.dev"],
         samples: &["controllerrings"],
     },
+    Example {
+        name: "fleet",
+        crds: &["fleetconfigmaps.fleet.example.com"],
+        samples: &["fleetconfigmaps"],
+    },
 ];
 
 /// How long each example runs under `--run-for`.

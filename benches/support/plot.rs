@@ -221,3 +221,61 @@ pub fn cdf(name: &str, title: &str, x_desc: &str, samples: &[(String, Vec<f64>)]
         Ok(())
     });
 }
+
+/// One span of a trace timeline: a bar on its own row, `start`..`end` in ms.
+#[allow(dead_code)] // drawn by the trace bench only; the others include this file too
+pub struct SpanBar {
+    /// The row's label (span name and what it is about).
+    pub label: String,
+    /// Start and end, ms from the trace's first span.
+    pub start: f64,
+    pub end: f64,
+    /// Which trace it belongs to (its colour).
+    pub trace: usize,
+}
+
+/// A trace timeline: one row per span, top to bottom, and each link `(from, to)` (row
+/// indices: the span `to` links to the span `from`) drawn as a line from the end of
+/// `from`'s bar to the start of `to`'s, ending in a dot.
+#[allow(dead_code)] // the trace bench's only
+pub fn timeline(name: &str, title: &str, spans: &[SpanBar], links: &[(usize, usize)]) {
+    write(name, |path| {
+        let n = spans.len().max(1) as f64;
+        let max = spans.iter().map(|s| s.end).fold(0.0, f64::max).max(1e-3) * 1.05;
+        let root = SVGBackend::new(path, (900, 60 + 34 * spans.len() as u32)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(25)
+            .build_cartesian_2d(0.0..max, 0.0..n)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("ms")
+            .x_labels(8)
+            .draw()?;
+        let row = |i: usize| n - i as f64 - 1.0;
+        for (i, s) in spans.iter().enumerate() {
+            let (y, end) = (row(i), s.end.max(s.start + max * 0.004));
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(s.start, y + 0.15), (end, y + 0.85)],
+                color(s.trace).mix(0.6).filled(),
+            )))?;
+            chart.draw_series(std::iter::once(Text::new(
+                s.label.clone(),
+                (s.start + max * 0.005, y + 0.62),
+                ("sans-serif", 12),
+            )))?;
+        }
+        for &(from, to) in links {
+            let (a, b) = (&spans[from], &spans[to]);
+            let (p, q) = ((a.end, row(from) + 0.5), (b.start, row(to) + 0.5));
+            chart.draw_series(std::iter::once(PathElement::new(vec![p, q], BLACK)))?;
+            chart.draw_series(std::iter::once(Circle::new(q, 4, BLACK.filled())))?;
+        }
+        root.present()?;
+        Ok(())
+    });
+}

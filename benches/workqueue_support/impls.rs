@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use ctrl::workqueue::triggers::{Event, ObjectRef, Origin};
 use ctrl::workqueue::{
-    ItemExponentialFailureRateLimiter, PriorityQueue, QueueConfig, RateLimitingQueue,
-    prometheus_metrics_provider,
+    AddOpts, ItemExponentialFailureRateLimiter, PriorityQueue, Queue, QueueConfig,
+    RateLimitingQueue, Trigger, Triggered, prometheus_metrics_provider,
 };
 use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
@@ -114,6 +115,73 @@ impl BenchQueue for PriorityQueue<String> {
     }
     fn shut_down(&self) {
         PriorityQueue::shut_down(self)
+    }
+}
+
+/// ctrl's `PriorityQueue` keeping triggers, as a controller's queue does by default: every
+/// add carries what a `Kind` source stamps on an update (origin, event, the object's kind,
+/// namespace, name and resourceVersion), and every `get` takes the key's trigger set.
+#[derive(Clone)]
+pub struct WithTriggers {
+    q: Arc<Triggered<String>>,
+    trigger: Trigger,
+}
+
+impl WithTriggers {
+    pub fn new() -> Self {
+        let inner: Arc<dyn Queue<String>> = Arc::new(ctrl_priority(false));
+        let object = ObjectRef {
+            kind: "ConfigMap".into(),
+            namespace: "default".into(),
+            name: "obj".into(),
+            resource_version: "12345".into(),
+            traceparent: None,
+        };
+        Self {
+            q: Arc::new(Triggered::new(inner)),
+            trigger: Trigger::new(Origin::For, Event::Update).with_object(object),
+        }
+    }
+
+    fn add_opts(&self, opts: AddOpts, k: String) {
+        self.q.add_triggered(opts, k, self.trigger.clone())
+    }
+}
+
+impl BenchQueue for WithTriggers {
+    fn add(&self, k: String) {
+        self.add_opts(AddOpts::default(), k)
+    }
+    fn add_ref(&self, k: &str) {
+        self.add_opts(AddOpts::default(), k.to_string())
+    }
+    fn add_after(&self, k: String, d: Duration) {
+        let opts = AddOpts {
+            after: Some(d),
+            ..AddOpts::default()
+        };
+        self.add_opts(opts, k)
+    }
+    fn retry(&self, k: String) {
+        let opts = AddOpts {
+            rate_limited: true,
+            ..AddOpts::default()
+        };
+        self.add_opts(opts, k)
+    }
+    fn forget(&self, k: &String) {
+        self.q.forget(k)
+    }
+    async fn get(&self) -> Option<String> {
+        let (k, _) = self.q.get_boxed().await?;
+        std::hint::black_box(self.q.take_triggers(&k));
+        Some(k)
+    }
+    fn done(&self, k: &String) {
+        self.q.done(k)
+    }
+    fn shut_down(&self) {
+        self.q.shut_down()
     }
 }
 

@@ -28,11 +28,13 @@
 //! type-independent predicates [`ControllerBuilder::with_event_filter`] takes (Go's
 //! global predicates); [`reconciler`] what `build`/`complete` accept (a reconciler of
 //! the controller's requests, or of `Arc<K>` objects of the `For` type fed from the
-//! cache); [`error`] why a build fails.
+//! cache); [`error`] why a build fails; [`multicluster`] the builder of a controller over
+//! every engaged cluster.
 
 pub mod controller;
 pub mod error;
 pub mod filter;
+pub mod multicluster;
 pub mod options;
 pub mod reconciler;
 pub mod webhook;
@@ -43,6 +45,7 @@ mod shared;
 pub use controller::ControllerBuilder;
 pub use error::Error;
 pub use filter::{EventFilter, FilterEvent, ObjectView};
+pub use multicluster::MultiClusterBuilder;
 pub use options::{ForOptions, OwnsOptions, WatchesOptions};
 pub use reconciler::{ReconcilerInput, object_func};
 pub use webhook::{DefaulterOptions, WebhookBuilder, WebhookError};

@@ -74,6 +74,7 @@ pub struct EnvironmentBuilder {
     bookmark_interval: Duration,
     max_watch: Duration,
     header_read_timeout: Duration,
+    stamp_traceparent: bool,
     controllers: bool,
     webhooks: Vec<crate::admission::WebhookConfiguration>,
     simulate_pods: bool,
@@ -95,6 +96,7 @@ impl Default for EnvironmentBuilder {
             bookmark_interval: Duration::from_secs(60),
             max_watch: Duration::from_secs(1800),
             header_read_timeout: ctrl_net::DEFAULT_HEADER_READ_TIMEOUT,
+            stamp_traceparent: false,
             controllers: true,
             webhooks: Vec::new(),
             simulate_pods: false,
@@ -176,6 +178,15 @@ impl EnvironmentBuilder {
     /// `ReadHeaderTimeout`). Watches and requests in flight are not affected.
     pub fn header_read_timeout(mut self, d: Duration) -> Self {
         self.header_read_timeout = d;
+        self
+    }
+
+    /// Stamps the W3C `traceparent` header of a create or update on the object it writes,
+    /// as the annotation `tracing.k8s.io/traceparent` (KEP-5915), so a traced client's
+    /// context reaches the controllers that reconcile the object (default off; the request
+    /// log records the header either way, [`RequestRecord::traceparent`](crate::faults::RequestRecord::traceparent)).
+    pub fn stamp_traceparent(mut self, on: bool) -> Self {
+        self.stamp_traceparent = on;
         self
     }
 
@@ -314,6 +325,7 @@ impl EnvironmentBuilder {
                 bookmark_interval: self.bookmark_interval,
                 max_watch: self.max_watch,
                 header_read_timeout: self.header_read_timeout,
+                stamp_traceparent: self.stamp_traceparent,
             },
             shutdown: CancellationToken::new(),
             addr,

@@ -251,6 +251,9 @@ pub struct RequestRecord {
     pub resource: Option<String>,
     /// True if the response was an injected fault.
     pub injected: bool,
+    /// The W3C `traceparent` header the request carried, if any (a traced client's
+    /// context, for tests of trace propagation).
+    pub traceparent: Option<String>,
 }
 
 impl RequestRecord {
@@ -261,6 +264,7 @@ impl RequestRecord {
             + self.path.len()
             + self.query.len()
             + self.resource.as_ref().map_or(0, String::len)
+            + self.traceparent.as_ref().map_or(0, String::len)
     }
 
     /// Whether this was a watch request (`verb == Watch`).
@@ -770,6 +774,7 @@ mod tests {
                 verb: Some(verb),
                 resource: Some("configmaps".into()),
                 injected: false,
+                traceparent: None,
             });
         }
         assert_eq!(f.requests().len(), 3);

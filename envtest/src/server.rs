@@ -118,6 +118,11 @@ async fn handle(
     let snap = state.registry.snapshot();
     let route = router::route(&path, &snap);
     let (verb, resource) = classify(&parts.method, &query, route.as_ref().ok());
+    let traceparent = parts
+        .headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let resp = 'resp: {
         let user = match authorize(&state, &parts, &query, route.as_ref().ok(), cert_user) {
             Ok(u) => Arc::new(u),
@@ -143,9 +148,9 @@ async fn handle(
                 &path,
                 raw_query,
                 r.status().as_u16(),
-                verb,
-                resource,
+                (verb, resource),
                 true,
+                traceparent,
             );
             return r;
         }
@@ -172,9 +177,9 @@ async fn handle(
         &path,
         raw_query,
         resp.status().as_u16(),
-        verb,
-        resource,
+        (verb, resource),
         false,
+        traceparent,
     );
     resp
 }
@@ -278,9 +283,9 @@ fn record(
     path: &str,
     query: String,
     status: u16,
-    verb: Option<Verb>,
-    resource: Option<String>,
+    (verb, resource): (Option<Verb>, Option<String>),
     injected: bool,
+    traceparent: Option<String>,
 ) {
     state.faults.record(RequestRecord {
         method: method.to_string(),
@@ -290,6 +295,7 @@ fn record(
         verb,
         resource,
         injected,
+        traceparent,
     });
 }
 

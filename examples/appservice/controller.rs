@@ -296,6 +296,10 @@ fn desired_pod(
         ..Default::default()
     };
     controllerutil::set_controller_reference(app, &mut owned).map_err(reconcile::Error::new)?;
+    // With the `otel` feature: stamp the Pod with this reconcile's trace context.
+    #[cfg(feature = "otel")]
+    ctrl::otel::inject(&mut owned.metadata);
+    let annotations = owned.metadata.annotations.take().unwrap_or_default();
     let owners = owned.metadata.owner_references.unwrap_or_default();
     let owners = owners.into_iter().map(|r| {
         let apply = OwnerReferenceApply::default()
@@ -312,6 +316,7 @@ fn desired_pod(
         .name(name)
         .namespace(namespace.clone())
         .labels(pod_labels(app, inherited))
+        .annotations(annotations)
         .owner_references(owners);
     let container = ContainerApply::default()
         .name("app")

@@ -36,6 +36,10 @@ pub fn init(name: &str, demo: bool) {
         CLUSTER_FILTER.to_string()
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    #[cfg(feature = "otel")]
+    if let Some(otel) = ctrl::otel::layer_from_env() {
+        return init_with_otel(filter, demo, otel);
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
@@ -44,6 +48,32 @@ pub fn init(name: &str, demo: bool) {
     } else {
         builder.try_init()
     };
+}
+
+/// [`init`] with spans exported as the `OTEL_*` environment asks (the `otel` feature:
+/// `OTEL_TRACES_EXPORTER=console` prints them to stdout; docs/manager.md, "Tracing").
+#[cfg(feature = "otel")]
+fn init_with_otel<L>(filter: EnvFilter, demo: bool, otel: L)
+where
+    L: tracing_subscriber::Layer<
+            tracing_subscriber::layer::Layered<
+                Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>,
+                tracing_subscriber::Registry,
+            >,
+        > + Send
+        + Sync,
+{
+    use tracing_subscriber::prelude::*;
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = if demo {
+        fmt.event_format(Pretty::new()).with_filter(filter).boxed()
+    } else {
+        fmt.with_filter(filter).boxed()
+    };
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(otel)
+        .try_init();
 }
 
 /// The demo's line format: `  1.23s  topic      message key=value kind=namespace/name`.

@@ -12,6 +12,7 @@
 //! file-level import circle inside a module and no function over 80 lines). Top first:
 //!
 //! ```text
+//! multicluster/   clusters, providers, cluster-aware requests and sources
 //! sharding/       shard leases, the hash ring, the sharder (runnables and webhooks)
 //! manager/        Manager, Runnable, the runnable groups and their order, flags, signals
 //! rbac/           the RBAC rules the parts below need, and their manifest
@@ -28,10 +29,11 @@
 //! cache/          informers on kube's watcher, the store and its indexes, readers
 //! handler/        EventHandler: an event to reconcile requests in the queue
 //! predicate/      Predicate: which events reach a handler
-//! workqueue/      the queues, rate limiters and queue metrics
 //! event/          Create / Update / Delete / Generic events over Arc<K>
-//! reconcile/      Reconciler, Request, Action, Error
+//! reconcile/      Reconciler, Request, Action, Error, the triggers a reconcile reads
+//! workqueue/      the queues, rate limiters and queue metrics, the trigger sets of queued keys
 //! log/            logging setup with controller-runtime's zap flags
+//! otel/           OpenTelemetry export, trace contexts on objects, reconcile links (feature `otel`)
 //! pprof           the profiling server's routes
 //! healthz/        liveness and readiness checks and their handler
 //! http/           the small HTTP server the manager's endpoints run on
@@ -62,6 +64,9 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod metricsserver;
+pub mod multicluster;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod pprof;
 pub mod predicate;
 pub mod rbac;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 /// ctrl-runtime's top-level modules, highest layer first (the order of the diagram in
 /// `src/lib.rs`).
 const LAYERS: &[&str] = &[
+    "multicluster",
     "sharding",
     "manager",
     "rbac",
@@ -30,10 +31,11 @@ const LAYERS: &[&str] = &[
     "cache",
     "handler",
     "predicate",
-    "workqueue",
     "event",
     "reconcile",
+    "workqueue",
     "log",
+    "otel",
     "pprof",
     "healthz",
     "http",

@@ -25,6 +25,9 @@ pub(crate) struct Settings {
     pub max_watch: Duration,
     /// How long a connection may take to send a request head, or sit idle between requests.
     pub header_read_timeout: Duration,
+    /// Write a create's or update's `traceparent` header on the object (KEP-5915's
+    /// annotation).
+    pub stamp_traceparent: bool,
 }
 
 /// Everything a request handler can reach.

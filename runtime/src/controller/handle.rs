@@ -10,9 +10,17 @@
 //! | `done()` | forget | `success` |
 //! | panic | as an error when `recover_panic`, else re-raised | `reconcile_panics_total` always |
 //! | dropped at `reconciliation_timeout` | as an error | `error` (+ errors and `reconcile_timeouts_total`) |
+//!
+//! Each re-add carries its cause as a trigger (`requeue:error_backoff`,
+//! `requeue:requeue_after`, `requeue:rate_limited`; see `crate::workqueue::triggers`), and
+//! the triggers a reconcile was queued for are its span's `triggers` field, the
+//! `Reconciling` debug line's, `reconcile::triggers()` inside it, and
+//! `controller_runtime_reconcile_triggers_total{controller, source, event}` (one per
+//! distinct trigger per reconcile).
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -23,22 +31,20 @@ use tracing::{Instrument, Span};
 use super::{Inner, Options};
 use crate::error::panic_message;
 use crate::reconcile::{Action, Error, Request, TypedRequest, with_reconcile_id};
-use crate::workqueue::{AddOpts, Queue};
+use crate::workqueue::triggers::Event;
+use crate::workqueue::{AddOpts, Queue, Trigger, Triggers};
 
 type Panic = Box<dyn Any + Send + 'static>;
 
-/// Options for a rate-limited re-add at `priority`.
-fn rate_limited(priority: i32) -> AddOpts {
-    AddOpts {
-        rate_limited: true,
-        priority: Some(priority),
-        ..AddOpts::default()
-    }
-}
-
 /// The reconcile's span: a [`Request`]'s namespace and name as fields of their own,
-/// any other request type's `Debug` form as `request`.
-fn reconcile_span<R: TypedRequest>(name: &str, opts: &Options<R>, req: &R, id: uuid::Uuid) -> Span {
+/// any other request type's `Debug` form as `request`; the triggers when kept.
+fn reconcile_span<R: TypedRequest>(
+    name: &str,
+    opts: &Options<R>,
+    req: &R,
+    id: uuid::Uuid,
+    triggers: Option<&Triggers>,
+) -> Span {
     let plain = (req as &dyn Any).downcast_ref::<Request>();
     let typed = plain.is_none().then(|| tracing::field::debug(req));
     tracing::info_span!(
@@ -50,23 +56,43 @@ fn reconcile_span<R: TypedRequest>(name: &str, opts: &Options<R>, req: &R, id: u
         name = plain.map(|r| r.name.as_str()),
         request = typed,
         reconcileID = %id,
+        triggers = triggers.map(tracing::field::display),
+        queue_wait_seconds = triggers.and_then(Triggers::waited).map(|d| d.as_secs_f64()),
     )
 }
 
+/// A requeue's options: after `after`, or through the rate limiter, at `priority`.
+fn requeue_opts(after: Option<Duration>, priority: i32) -> AddOpts {
+    AddOpts {
+        after,
+        rate_limited: after.is_none(),
+        priority: Some(priority),
+    }
+}
+
 impl<R: TypedRequest> Inner<R> {
-    /// Reconciles `req` and re-queues it per the result. Returns the panic payload when
-    /// a panic is to propagate (`recover_panic = false`).
+    /// Reconciles `req` (queued for `triggers`, when the queue keeps them) and re-queues
+    /// it per the result. Returns the panic payload when a panic is to propagate
+    /// (`recover_panic = false`).
     pub(super) async fn reconcile_handler(
         &self,
         ctx: &CancellationToken,
         queue: &dyn Queue<R>,
         req: &R,
-        mut priority: i32,
+        priority: i32,
+        triggers: Option<Triggers>,
     ) -> Option<Panic> {
         let start = Instant::now();
         let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
-        let span = reconcile_span(&self.name, &self.opts, req, id);
-        let outcome = with_reconcile_id(id, self.reconcile(ctx, req.clone()))
+        let span = reconcile_span(&self.name, &self.opts, req, id, triggers.as_ref());
+        if let Some(t) = &triggers {
+            #[cfg(feature = "otel")]
+            crate::otel::link(&span, t.traceparents());
+            self.metrics.count_triggers(t);
+            span.in_scope(|| tracing::debug!(triggers = %t, "Reconciling"));
+        }
+        let triggers = Arc::new(triggers.unwrap_or_default());
+        let outcome = with_reconcile_id(id, triggers, self.reconcile(ctx, req.clone()))
             .instrument(span.clone())
             .await;
         self.metrics.time.observe(start.elapsed().as_secs_f64());
@@ -75,44 +101,54 @@ impl<R: TypedRequest> Inner<R> {
             Err(payload) => return Some(payload),
         };
         let _entered = span.enter();
+        self.requeue(queue, req, result, priority);
+        None
+    }
+
+    /// Acts on a reconcile's result: re-adds `req` (with the requeue's trigger) or forgets
+    /// it, and counts the result.
+    fn requeue(
+        &self,
+        queue: &dyn Queue<R>,
+        req: &R,
+        result: Result<Action, Error>,
+        mut priority: i32,
+    ) {
         let m = &self.metrics;
-        match result {
+        let action = match result {
             Err(err) => {
                 if err.is_terminal() {
                     m.terminal_errors.inc();
                 } else {
-                    queue.add_with_opts(rate_limited(priority), req.clone());
+                    let t = Trigger::requeue(Event::ErrorBackoff);
+                    queue.add_triggered(requeue_opts(None, priority), req.clone(), t);
                 }
                 m.errors.inc();
                 m.error.inc();
                 tracing::error!(error = %err, "Reconciler error");
+                return;
             }
-            Ok(action) => {
-                if let Some(p) = action.priority() {
-                    priority = p;
-                }
-                if let Some(after) = action.requeue_delay() {
-                    tracing::debug!(?after, "Reconcile done, requeueing after");
-                    queue.forget(req);
-                    let opts = AddOpts {
-                        after: Some(after),
-                        priority: Some(priority),
-                        ..AddOpts::default()
-                    };
-                    queue.add_with_opts(opts, req.clone());
-                    m.requeue_after.inc();
-                } else if action.is_requeue() {
-                    tracing::debug!("Reconcile done, requeueing");
-                    queue.add_with_opts(rate_limited(priority), req.clone());
-                    m.requeue.inc();
-                } else {
-                    tracing::debug!("Reconcile successful");
-                    queue.forget(req);
-                    m.success.inc();
-                }
-            }
+            Ok(action) => action,
+        };
+        if let Some(p) = action.priority() {
+            priority = p;
         }
-        None
+        if let Some(after) = action.requeue_delay() {
+            tracing::debug!(?after, "Reconcile done, requeueing after");
+            queue.forget(req);
+            let t = Trigger::requeue(Event::RequeueAfter);
+            queue.add_triggered(requeue_opts(Some(after), priority), req.clone(), t);
+            m.requeue_after.inc();
+        } else if action.is_requeue() {
+            tracing::debug!("Reconcile done, requeueing");
+            let t = Trigger::requeue(Event::RateLimited);
+            queue.add_triggered(requeue_opts(None, priority), req.clone(), t);
+            m.requeue.inc();
+        } else {
+            tracing::debug!("Reconcile successful");
+            queue.forget(req);
+            m.success.inc();
+        }
     }
 
     /// Runs the reconciler with panic recovery and the optional reconciliation timeout

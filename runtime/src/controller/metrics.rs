@@ -4,6 +4,7 @@
 
 use std::sync::OnceLock;
 
+use crate::workqueue::Triggers;
 use prometheus::{
     HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
 };
@@ -24,6 +25,7 @@ struct Vecs {
     time: HistogramVec,
     workers: IntGaugeVec,
     active: IntGaugeVec,
+    triggers: IntCounterVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -82,9 +84,14 @@ fn vecs() -> &'static Vecs {
                 "controller_runtime_active_workers",
                 "Number of currently used workers per controller",
             ),
+            triggers: counter(
+                "controller_runtime_reconcile_triggers_total",
+                "Total number of reconcile triggers per controller, source and event",
+                &["controller", "source", "event"],
+            ),
         };
         let reg = crate::metrics::registry();
-        let all: [Box<dyn prometheus::core::Collector>; 8] = [
+        let all: [Box<dyn prometheus::core::Collector>; 9] = [
             Box::new(v.total.clone()),
             Box::new(v.errors.clone()),
             Box::new(v.terminal.clone()),
@@ -93,6 +100,7 @@ fn vecs() -> &'static Vecs {
             Box::new(v.time.clone()),
             Box::new(v.workers.clone()),
             Box::new(v.active.clone()),
+            Box::new(v.triggers.clone()),
         ];
         for m in all {
             if let Err(error) = reg.register(m) {
@@ -116,6 +124,7 @@ pub(crate) struct ControllerMetrics {
     pub(crate) time: prometheus::Histogram,
     pub(crate) workers: IntGauge,
     pub(crate) active: IntGauge,
+    name: String,
 }
 
 impl ControllerMetrics {
@@ -135,6 +144,17 @@ impl ControllerMetrics {
             time: v.time.with_label_values(&[name]),
             workers: v.workers.with_label_values(&[name]),
             active: v.active.with_label_values(&[name]),
+            name: name.to_string(),
+        }
+    }
+
+    /// Counts each distinct trigger of one reconcile in
+    /// `controller_runtime_reconcile_triggers_total` (ctrl's own metric).
+    pub(crate) fn count_triggers(&self, triggers: &Triggers) {
+        let v = &vecs().triggers;
+        for t in triggers {
+            let labels = [self.name.as_str(), t.origin.as_str(), t.event.as_str()];
+            v.with_label_values(&labels).inc();
         }
     }
 

@@ -256,12 +256,15 @@ async fn worker<R: TypedRequest>(
     ctx: CancellationToken,
 ) {
     while let Some((req, priority)) = queue.get_boxed().await {
+        let triggers = queue.take_triggers(&req);
         if ctx.is_cancelled() {
             queue.done(&req);
             break;
         }
         let active = Active::new(&inner.metrics.active);
-        let panic = inner.reconcile_handler(&ctx, &*queue, &req, priority).await;
+        let panic = inner
+            .reconcile_handler(&ctx, &*queue, &req, priority, triggers)
+            .await;
         drop(active);
         queue.done(&req);
         if let Some(payload) = panic {

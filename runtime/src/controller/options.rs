@@ -60,6 +60,11 @@ pub struct Options<R: TypedRequest = Request> {
     pub use_priority_queue: Option<bool>,
     /// Builds the queue instead of the two above (Go's `NewQueue`).
     pub new_queue: Option<NewQueueFn<R>>,
+    /// Keep, for each queued request, what queued it (the queue is wrapped in a
+    /// [`Triggered`](crate::workqueue::Triggered)), for `reconcile::triggers()`, the
+    /// reconcile span's `triggers` field and `controller_runtime_reconcile_triggers_total`.
+    /// Unset means true (ctrl's addition: controller-runtime's queue keeps no triggers).
+    pub record_triggers: Option<bool>,
     /// API group of the reconciled type, for the `controllerGroup` span field.
     pub group: String,
     /// Kind of the reconciled type, for the `controllerKind` span field.
@@ -82,6 +87,7 @@ impl<R: TypedRequest> Default for Options<R> {
             skip_name_validation: None,
             use_priority_queue: None,
             new_queue: None,
+            record_triggers: None,
             group: String::new(),
             kind: String::new(),
         }
@@ -139,7 +145,13 @@ impl<R: TypedRequest> Options<R> {
         self.enable_warmup.get_or_insert(false);
         self.skip_name_validation.get_or_insert(false);
         self.use_priority_queue.get_or_insert(true);
+        self.record_triggers.get_or_insert(true);
         self
+    }
+
+    /// `record_triggers`, or its default (true).
+    pub fn records_triggers(&self) -> bool {
+        self.record_triggers.unwrap_or(true)
     }
 
     /// `recover_panic`, or its default (true).
@@ -181,6 +193,7 @@ impl<R: TypedRequest> fmt::Debug for Options<R> {
             .field("skip_name_validation", &self.skip_name_validation)
             .field("use_priority_queue", &self.use_priority_queue)
             .field("new_queue", &self.new_queue.is_some())
+            .field("record_triggers", &self.record_triggers)
             .field("group", &self.group)
             .field("kind", &self.kind)
             .finish()

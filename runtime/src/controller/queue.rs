@@ -9,12 +9,23 @@ use std::sync::Arc;
 use super::Options;
 use crate::reconcile::TypedRequest;
 use crate::workqueue::{
-    PriorityQueue, Queue, QueueConfig, RateLimitingQueue, default_controller_rate_limiter,
-    default_item_rate_limiter, prometheus_metrics_provider,
+    PriorityQueue, Queue, QueueConfig, RateLimitingQueue, Triggered,
+    default_controller_rate_limiter, default_item_rate_limiter, prometheus_metrics_provider,
 };
 
-/// The queue `opts` asks for, named after the controller (its metrics' label).
+/// The queue `opts` asks for, named after the controller (its metrics' label), keeping
+/// triggers unless `record_triggers` is off.
 pub(crate) fn new_queue<R: TypedRequest>(name: &str, opts: &Options<R>) -> Arc<dyn Queue<R>> {
+    let queue = base_queue(name, opts);
+    if opts.records_triggers() {
+        Arc::new(Triggered::new(queue))
+    } else {
+        queue
+    }
+}
+
+/// The queue itself: `new_queue`'s, or the priority or rate-limiting queue.
+fn base_queue<R: TypedRequest>(name: &str, opts: &Options<R>) -> Arc<dyn Queue<R>> {
     if let Some(f) = &opts.new_queue {
         let limiter = opts.rate_limiter.clone().unwrap_or_else(|| {
             if opts.uses_priority_queue() {

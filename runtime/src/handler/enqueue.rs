@@ -7,6 +7,7 @@ use super::priority::{on_create, on_update};
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 use crate::reconcile::Request;
 use crate::workqueue::Queue;
+use crate::workqueue::triggers::Origin;
 
 /// Enqueues the namespace/name of the event's object; for updates, of the new object
 /// (controller-runtime's `handler.EnqueueRequestForObject`). This is what `For` uses.
@@ -25,5 +26,8 @@ impl<K: Resource + 'static> EventHandler<K> for EnqueueRequestForObject {
     }
     fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<Request>) {
         q.add(Request::from_obj(&*e.object))
+    }
+    fn trigger_origin(&self) -> Origin {
+        Origin::For
     }
 }

@@ -9,6 +9,7 @@ use super::{EventHandler, add_unique};
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
+use crate::workqueue::triggers::Origin;
 
 type MapFn<K, R> = Box<dyn Fn(&Arc<K>) -> Vec<R> + Send + Sync>;
 
@@ -46,5 +47,8 @@ impl<K: Resource + 'static, R: TypedRequest> EventHandler<K, R>
     }
     fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<R>) {
         add_unique(q, (self.map)(&e.object))
+    }
+    fn trigger_origin(&self) -> Origin {
+        Origin::MapFunc
     }
 }

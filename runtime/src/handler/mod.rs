@@ -33,6 +33,7 @@ use std::sync::Arc;
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
+use crate::workqueue::triggers::Origin;
 
 pub use enqueue::EnqueueRequestForObject;
 pub use funcs::Funcs;
@@ -54,6 +55,12 @@ pub trait EventHandler<K, R: TypedRequest = Request>: Send + Sync + 'static {
     fn delete(&self, event: &DeleteEvent<K>, queue: &dyn Queue<R>);
     /// Called for a generic event.
     fn generic(&self, event: &GenericEvent<K>, queue: &dyn Queue<R>);
+    /// What the triggers of this handler's adds name as their origin on a cache-backed
+    /// source ([`crate::workqueue::triggers`]): `Watches` unless the handler says otherwise
+    /// (the stock ones say `For`, `Owns`, `MapFunc`).
+    fn trigger_origin(&self) -> Origin {
+        Origin::Watches
+    }
 }
 
 /// A shared event handler, as sources hold them.
@@ -71,6 +78,9 @@ impl<K: 'static, R: TypedRequest, H: EventHandler<K, R> + ?Sized> EventHandler<K
     }
     fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<R>) {
         (**self).generic(e, q)
+    }
+    fn trigger_origin(&self) -> Origin {
+        (**self).trigger_origin()
     }
 }
 

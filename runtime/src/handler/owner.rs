@@ -12,6 +12,7 @@ use super::{EventHandler, add_unique};
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 use crate::reconcile::Request;
 use crate::workqueue::Queue;
+use crate::workqueue::triggers::Origin;
 
 /// Enqueues the owners of the event's object whose group and kind match the owner type
 /// (the version is ignored). For updates, the owners of both the old and the new object
@@ -126,6 +127,9 @@ impl<K: Resource + 'static> EventHandler<K> for EnqueueRequestForOwner {
         let mut reqs = Vec::new();
         self.owner_requests(&*e.object, &mut reqs);
         add_unique(q, reqs)
+    }
+    fn trigger_origin(&self) -> Origin {
+        Origin::Owns
     }
 }
 

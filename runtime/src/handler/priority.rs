@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use kube::Resource;
 
 use super::EventHandler;
 use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 use crate::reconcile::TypedRequest;
-use crate::workqueue::{AddOpts, LOW_PRIORITY, Queue};
+use crate::workqueue::triggers::Origin;
+use crate::workqueue::{AddOpts, LOW_PRIORITY, Queue, Trigger, Triggers};
 
 /// A queue view whose adds carry a default priority (Go's `workqueueWithDefaultPriority`).
 struct DefaultPriority<'a, R: TypedRequest> {
@@ -42,33 +42,19 @@ impl<R: TypedRequest> Queue<R> for DefaultPriority<'_, R> {
         }
         self.inner.add_with_opts(opts, item)
     }
-    fn get_boxed(&self) -> BoxFuture<'_, Option<(R, i32)>> {
-        self.inner.get_boxed()
+    fn add_triggered(&self, mut opts: AddOpts, item: R, trigger: Trigger) {
+        if opts.priority.is_none() {
+            opts.priority = self.priority;
+        }
+        self.inner.add_triggered(opts, item, trigger)
     }
-    fn done(&self, item: &R) {
-        self.inner.done(item)
+    fn records_triggers(&self) -> bool {
+        self.inner.records_triggers()
     }
-    fn forget(&self, item: &R) {
-        self.inner.forget(item)
+    fn take_triggers(&self, item: &R) -> Option<Triggers> {
+        self.inner.take_triggers(item)
     }
-    fn num_requeues(&self, item: &R) -> usize {
-        self.inner.num_requeues(item)
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn shut_down(&self) {
-        self.inner.shut_down()
-    }
-    fn shut_down_with_drain(&self) -> BoxFuture<'_, ()> {
-        self.inner.shut_down_with_drain()
-    }
-    fn shutting_down(&self) -> bool {
-        self.inner.shutting_down()
-    }
-    fn is_priority(&self) -> bool {
-        self.inner.is_priority()
-    }
+    crate::workqueue::forward_queue!(R, |q| q.inner);
 }
 
 /// Runs `f` with a queue that adds at low priority if `e` comes from the initial list.
@@ -122,5 +108,8 @@ impl<K: Resource + 'static, R: TypedRequest, H: EventHandler<K, R>> EventHandler
     }
     fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<R>) {
         self.0.generic(e, q)
+    }
+    fn trigger_origin(&self) -> Origin {
+        self.0.trigger_origin()
     }
 }

@@ -174,7 +174,11 @@ where
 {
     let rust_log = std::env::var(EnvFilter::DEFAULT_ENV).ok();
     let filter = filter(opts.settings().level, rust_log.as_deref());
-    Registry::default().with(fmt_layer(opts, writer, ansi).with_filter(filter))
+    let logs = Registry::default().with(fmt_layer(opts, writer, ansi).with_filter(filter));
+    // With the `otel` feature, spans are exported too when the OTEL_* environment asks.
+    #[cfg(feature = "otel")]
+    let logs = logs.with(crate::otel::layer_from_env());
+    logs
 }
 
 /// The formatting layer `opts` describe, writing to `writer` (no ANSI colours) and

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::group::RunnableGroup;
 use super::{Error, Options};
@@ -126,25 +127,35 @@ pub(super) async fn campaign(
     let (group, elected, errors) = (group.clone(), elected.clone(), leader.errors.clone());
     let may_release = leader.may_release.clone();
     let token = ctx.clone();
-    let task = tokio::spawn(async move {
-        if !elector.acquire(&token).await {
-            return;
-        }
-        let starter_errors = errors.clone();
-        tokio::spawn(async move {
-            match group.start().await {
-                Ok(()) => elected.cancel(),
-                Err(e) => {
-                    let _ = starter_errors.send(e);
-                }
+    // The election's transitions (acquired, lost, released, new leader observed) are the
+    // events of this span: with the `otel` feature, span events of one trace.
+    let span = tracing::info_span!(
+        "leader_election",
+        lease = %elector.config().name,
+        identity = %elector.identity(),
+    );
+    let task = tokio::spawn(
+        async move {
+            if !elector.acquire(&token).await {
+                return;
             }
-        });
-        if !elector.renew(&token).await {
-            let _ = errors.send(Error::LeaderElectionLost);
-        } else if may_release.load(Ordering::SeqCst) {
-            elector.release().await;
+            let starter_errors = errors.clone();
+            tokio::spawn(async move {
+                match group.start().await {
+                    Ok(()) => elected.cancel(),
+                    Err(e) => {
+                        let _ = starter_errors.send(e);
+                    }
+                }
+            });
+            if !elector.renew(&token).await {
+                let _ = errors.send(Error::LeaderElectionLost);
+            } else if may_release.load(Ordering::SeqCst) {
+                elector.release().await;
+            }
         }
-    });
+        .instrument(span),
+    );
     *leader.running.lock() = Some((ctx, task));
     Ok(())
 }

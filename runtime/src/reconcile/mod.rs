@@ -3,7 +3,8 @@
 //! A [`Request`] names one object; the controller takes requests from its work queue
 //! and hands them to a [`Reconciler`], then acts on the returned [`Action`] or
 //! [`Error`]. Event handlers are what put requests in the queue. Both sit above this
-//! module, which is a leaf, as Go's `pkg/reconcile` is.
+//! module; below it is only the work queue, whose trigger sets
+//! ([`crate::workqueue::Triggers`]) [`triggers`] hands to a running reconcile.
 //!
 //! There is one reconciler trait, [`Reconciler<R>`](Reconciler), and what it receives is
 //! its type parameter: `Reconciler` (= `Reconciler<Request>`) gets namespace/name,
@@ -11,7 +12,7 @@
 //! [`as_reconciler`] reads it through an [`ObjectGetter`], the cache), and
 //! `Reconciler<MyRequest>` gets the request of a typed controller (Go's
 //! `TypedReconciler[request]`; any [`TypedRequest`]). [`func`] and [`typed_func`] make
-//! reconcilers from closures.
+//! reconcilers from closures. [`triggers`] tells a running reconcile why it ran.
 
 mod action;
 mod error;
@@ -19,6 +20,7 @@ mod object;
 mod request;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
@@ -28,8 +30,11 @@ pub use error::Error;
 pub use object::{ObjectGetter, ObjectReconcilerAdapter, as_reconciler};
 pub use request::{Request, TypedRequest};
 
+use crate::workqueue::Triggers;
+
 tokio::task_local! {
     static RECONCILE_ID: uuid::Uuid;
+    static TRIGGERS: Arc<Triggers>;
 }
 
 /// Brings the state of the world closer to what one object asks for
@@ -121,7 +126,32 @@ pub fn reconcile_id() -> Option<uuid::Uuid> {
     RECONCILE_ID.try_with(|id| *id).ok()
 }
 
-/// Runs `fut` with `id` as its [`reconcile_id`]; used by the controller.
-pub(crate) async fn with_reconcile_id<F: Future>(id: uuid::Uuid, fut: F) -> F::Output {
-    RECONCILE_ID.scope(id, fut).await
+/// Why the reconcile running on this task ran: the triggers its queue kept for the key
+/// since the key was last taken (see [`crate::workqueue::triggers`]) — the events that
+/// queued it (`For` / `Owns` / `Watches` / map func / channel, the event, the object and
+/// its resourceVersion, initial-list creates marked) and the controller's own requeues
+/// (error backoff, `requeue_after`, `requeue`), merged and capped. Empty outside a
+/// reconcile, or when the controller's `record_triggers` is off.
+///
+/// ```
+/// # async fn reconcile() {
+/// for t in ctrl_runtime::reconcile::triggers().iter() {
+///     tracing::info!(trigger = %t, "reconcile triggered");
+/// }
+/// # }
+/// ```
+///
+/// The same set is the `triggers` field of the reconcile's `tracing` span.
+pub fn triggers() -> Arc<Triggers> {
+    TRIGGERS.try_with(Arc::clone).unwrap_or_default()
+}
+
+/// Runs `fut` with `id` as its [`reconcile_id`] and `triggers` as its [`triggers`]; used
+/// by the controller.
+pub(crate) async fn with_reconcile_id<F: Future>(
+    id: uuid::Uuid,
+    triggers: Arc<Triggers>,
+    fut: F,
+) -> F::Output {
+    RECONCILE_ID.scope(id, TRIGGERS.scope(triggers, fut)).await
 }

@@ -31,6 +31,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 
 pub use kube::runtime::events::EventType;
+pub(crate) use provider::hostname;
 pub use provider::{DEFAULT_QUEUE_LENGTH, Provider};
 
 /// The most bytes of `note` the API server accepts (1 kB); longer notes are cut at a

@@ -207,7 +207,9 @@ async fn write_events(client: kube::Client, mut rx: mpsc::Receiver<Item>) {
     }
 }
 
-fn hostname() -> Option<String> {
+/// The host name (`$HOSTNAME`, else the kernel's), if any: the recorder's
+/// `reportingInstance` and the multi-cluster coordinator's default identity use it.
+pub(crate) fn hostname() -> Option<String> {
     let from_env = std::env::var("HOSTNAME").ok();
     let name = from_env.or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())?;
     let name = name.trim();

@@ -9,16 +9,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::{BoxStream, Stream, StreamExt};
+use kube::Resource;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::trigger::{EventInfo, kind_of_type, with_trigger};
 use super::{Error, Source};
 use crate::event::GenericEvent;
 use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
+use crate::workqueue::triggers::{Event, Origin};
 
 /// The per-destination buffer controller-runtime uses.
 pub const DEFAULT_BUFFER_SIZE: usize = 1024;
@@ -114,7 +117,7 @@ async fn sync_loop<K: Send + Sync + 'static>(
 }
 
 #[async_trait]
-impl<K: Send + Sync + 'static, R: TypedRequest> Source<R> for Channel<K, R> {
+impl<K: Resource + Send + Sync + 'static, R: TypedRequest> Source<R> for Channel<K, R> {
     async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error> {
         let (tx, mut rx) = mpsc::channel(self.buffer_size);
         {
@@ -129,10 +132,18 @@ impl<K: Send + Sync + 'static, R: TypedRequest> Source<R> for Channel<K, R> {
         }
         let handler = self.handler.clone();
         let predicates = self.predicates.clone();
+        let kind = kind_of_type::<K>();
         tokio::spawn(async move {
             while let Some(evt) = rx.recv().await {
                 if predicates.iter().all(|p| p.generic(&evt)) {
-                    handler.generic(&evt, &*queue);
+                    let info = EventInfo {
+                        origin: Origin::Channel,
+                        event: Event::Generic,
+                        initial_list: false,
+                        kind: &kind,
+                        object: &*evt.object,
+                    };
+                    with_trigger(&*queue, info, |q| handler.generic(&evt, q));
                 }
             }
         });

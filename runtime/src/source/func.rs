@@ -8,7 +8,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Error, Source};
 use crate::reconcile::TypedRequest;
-use crate::workqueue::Queue;
+use crate::workqueue::triggers::{Event, Origin};
+use crate::workqueue::{Queue, Stamped, Trigger};
 
 /// A [`Source`] whose `start` is a closure given the context and the queue (of
 /// `Request`s, or of a typed controller's requests). The closure must not block: spawn
@@ -47,7 +48,11 @@ where
     Fut: Future<Output = Result<(), Error>> + Send + 'static,
 {
     async fn start(&self, ctx: CancellationToken, queue: Arc<dyn Queue<R>>) -> Result<(), Error> {
-        (self.f)(ctx, queue).await
+        if !queue.records_triggers() {
+            return (self.f)(ctx, queue).await;
+        }
+        let stamped = Stamped::new(queue, Trigger::new(Origin::Func, Event::Generic));
+        (self.f)(ctx, Arc::new(stamped)).await
     }
 
     fn name(&self) -> String {

@@ -13,16 +13,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use kube::Resource;
 use kube::api::ListParams;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::trigger::{EventInfo, with_trigger};
 use super::{Error, Source};
 use crate::cache::{Cache, CacheObject, HandlerRegistration, Notification, Scoped, gvk_string};
 use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
+use crate::workqueue::triggers::Event;
 
 /// How often `Kind` checks whether a type not yet served has appeared
 /// (controller-runtime retries every 10 s).
@@ -98,27 +101,43 @@ impl<K: CacheObject, R: TypedRequest> Kind<K, R> {
 }
 
 /// Passes one informer notification through `preds` to `handler` (shared with
-/// `super::informer`).
-pub(super) fn deliver<K: 'static, R: TypedRequest>(
+/// `super::informer`); when the queue keeps triggers, the handler's adds carry the event
+/// (an update that keeps the resourceVersion is a resync) about an object of `kind`.
+pub(super) fn deliver<K: Resource + 'static, R: TypedRequest>(
     n: Notification<K>,
     preds: &[BoxPredicate<K>],
     handler: &dyn EventHandler<K, R>,
-    queue: &dyn Queue<R>,
+    queue: &(dyn Queue<R> + 'static),
+    kind: &Arc<str>,
 ) {
+    let origin = handler.trigger_origin();
+    let info = |event, initial_list, object| EventInfo {
+        origin,
+        event,
+        initial_list,
+        kind,
+        object,
+    };
     match n {
         Notification::Create(e) => {
             if preds.iter().all(|p| p.create(&e)) {
-                handler.create(&e, queue)
+                let i = info(Event::Create, e.is_in_initial_list, &*e.object);
+                with_trigger(queue, i, |q| handler.create(&e, q))
             }
         }
         Notification::Update(e) => {
             if preds.iter().all(|p| p.update(&e)) {
-                handler.update(&e, queue)
+                let same =
+                    e.object_old.meta().resource_version == e.object_new.meta().resource_version;
+                let event = if same { Event::Resync } else { Event::Update };
+                let i = info(event, false, &*e.object_new);
+                with_trigger(queue, i, |q| handler.update(&e, q))
             }
         }
         Notification::Delete(e) => {
             if preds.iter().all(|p| p.delete(&e)) {
-                handler.delete(&e, queue)
+                let i = info(Event::Delete, false, &*e.object);
+                with_trigger(queue, i, |q| handler.delete(&e, q))
             }
         }
     }
@@ -135,6 +154,7 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Kind<K, R> {
         let handler = self.handler.clone();
         let preds = self.predicates.clone();
         let registered = self.registered.clone();
+        let kind: Arc<str> = K::kind(&dt).into();
         tokio::spawn(async move {
             let already = cache.get_informer_with::<K>(&dt).has_synced();
             if !already && !Self::wait_for_type(&cache, &dt, &ctx).await {
@@ -142,7 +162,7 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Kind<K, R> {
             }
             let informer = cache.get_informer_with::<K>(&dt);
             let reg = informer.add_event_handler(move |n: Notification<K>| {
-                deliver(n, &preds, &*handler, &*queue)
+                deliver(n, &preds, &*handler, &*queue, &kind)
             });
             registered.send_replace(Some(reg.clone()));
             ctx.cancelled().await;

@@ -14,6 +14,7 @@ mod channel;
 mod func;
 mod informer;
 mod kind;
+mod trigger;
 
 use std::sync::Arc;
 

@@ -361,7 +361,22 @@ async fn serve_conn(
     }
 }
 
+/// [`respond_in`] inside a `webhook` span; with the `otel` feature the span continues the
+/// trace of the API server's `traceparent` header, if it sent one.
 async fn respond(inner: &Inner, req: http::Request<Incoming>, max_body: usize) -> h::Response {
+    let span = tracing::info_span!("webhook", webhook = %req.uri().path());
+    #[cfg(feature = "otel")]
+    if let Some(tp) = req
+        .headers()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+    {
+        crate::otel::continue_from(&span, tp);
+    }
+    tracing::Instrument::instrument(respond_in(inner, req, max_body), span).await
+}
+
+async fn respond_in(inner: &Inner, req: http::Request<Incoming>, max_body: usize) -> h::Response {
     let path = req.uri().path().to_string();
     let handler = inner.routes.read().get(&path).cloned();
     let Some(handler) = handler else {

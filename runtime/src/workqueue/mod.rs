@@ -5,7 +5,8 @@
 //! keys out with [`Queue::get_boxed`], reconcile
 //! them, and report back with [`Queue::done`] / [`Queue::forget`] /
 //! [`Queue::add_rate_limited`]. Concrete queues implement [`Queue`] and also offer
-//! faster inherent methods for direct use.
+//! faster inherent methods for direct use. [`Triggered`] wraps a queue to keep, for each
+//! queued key, what queued it ([`triggers`]).
 
 use std::hash::Hash;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use futures::future::BoxFuture;
 
 mod core;
 mod delaying;
+mod fair;
 mod metrics;
 mod priority;
 mod queue;
@@ -22,7 +24,10 @@ mod rate_limiter;
 mod rate_limiting;
 mod shared;
 mod table;
+mod triggered;
+pub mod triggers;
 
+pub use fair::FairnessFn;
 pub use metrics::{
     BucketCounts, CounterMetric, DURATION_BUCKETS, GaugeMetric, HistogramMetric,
     MAX_RECOMMENDED_UNIQUE_PRIORITIES, MetricsProvider, PRIORITY_CARDINALITY_EXCEEDED,
@@ -35,6 +40,54 @@ pub use rate_limiter::{
     default_item_rate_limiter,
 };
 pub use rate_limiting::RateLimitingQueue;
+pub use triggered::{Stamped, Triggered};
+pub use triggers::{Trigger, Triggers};
+
+/// Implements the [`Queue`] methods that take or report (everything but the adds and the
+/// trigger methods) by forwarding to the queue `$inner` names, with `$q` bound to `self`:
+/// what every queue view and decorator ([`Triggered`], [`Stamped`], the handlers'
+/// default-priority view) writes the same way.
+macro_rules! forward_queue {
+    ($t:ty, |$q:ident| $inner:expr) => {
+        fn get_boxed(&self) -> ::futures::future::BoxFuture<'_, Option<($t, i32)>> {
+            let $q = self;
+            $inner.get_boxed()
+        }
+        fn done(&self, item: &$t) {
+            let $q = self;
+            $inner.done(item)
+        }
+        fn forget(&self, item: &$t) {
+            let $q = self;
+            $inner.forget(item)
+        }
+        fn num_requeues(&self, item: &$t) -> usize {
+            let $q = self;
+            $inner.num_requeues(item)
+        }
+        fn len(&self) -> usize {
+            let $q = self;
+            $inner.len()
+        }
+        fn shut_down(&self) {
+            let $q = self;
+            $inner.shut_down()
+        }
+        fn shut_down_with_drain(&self) -> ::futures::future::BoxFuture<'_, ()> {
+            let $q = self;
+            $inner.shut_down_with_drain()
+        }
+        fn shutting_down(&self) -> bool {
+            let $q = self;
+            $inner.shutting_down()
+        }
+        fn is_priority(&self) -> bool {
+            let $q = self;
+            $inner.is_priority()
+        }
+    };
+}
+pub(crate) use forward_queue;
 
 /// How to build a queue (client-go's `RateLimitingQueueConfig`, controller-runtime's
 /// priority queue `Opts`).
@@ -156,5 +209,21 @@ pub trait Queue<T: QueueKey>: Send + Sync {
     /// Whether the queue honours priorities (handlers use low priority only then).
     fn is_priority(&self) -> bool {
         false
+    }
+    /// [`Queue::add_with_opts`], recording `trigger` as one cause of `item` when the queue
+    /// keeps triggers ([`Triggered`]); other queues drop it.
+    fn add_triggered(&self, opts: AddOpts, item: T, trigger: Trigger) {
+        let _ = trigger;
+        self.add_with_opts(opts, item)
+    }
+    /// Whether the queue keeps triggers: sources build a [`Trigger`] only then.
+    fn records_triggers(&self) -> bool {
+        false
+    }
+    /// The triggers recorded for `item` since it was last taken, taken out of the queue;
+    /// `None` from a queue that keeps none. The controller calls it after `get`.
+    fn take_triggers(&self, item: &T) -> Option<Triggers> {
+        let _ = item;
+        None
     }
 }

@@ -15,7 +15,7 @@
 
 use std::borrow::Borrow;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -25,6 +25,7 @@ use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use super::core::{Core, PROCESSING, QueueState};
+use super::fair::{Bucket, FairnessFn};
 use super::metrics::QueueMetrics;
 use super::rate_limiter::default_item_rate_limiter;
 use super::shared::Shared;
@@ -46,7 +47,10 @@ struct Prio {
 
 struct State<T> {
     core: Core<T, Prio>,
-    buckets: BTreeMap<Reverse<i32>, VecDeque<(u64, u32)>>,
+    buckets: BTreeMap<Reverse<i32>, Bucket>,
+    /// The fairness key of an item, when items of one priority are handed out fairly
+    /// across keys (`super::fair`).
+    fairness: Option<FairnessFn<T>>,
     next_ticket: u64,
     /// Queued items that are ready (handed out or not yet because processing).
     ready: usize,
@@ -73,13 +77,13 @@ impl<T: QueueKey> State<T> {
         };
         n.val.flags |= IN_BUCKET;
         let (ticket, prio) = (n.val.own.ticket, n.val.own.priority);
-        let bucket = self.buckets.entry(Reverse(prio)).or_default();
-        if bucket.back().is_none_or(|&(t, _)| t < ticket) {
-            bucket.push_back((ticket, idx));
-        } else {
-            let pos = bucket.partition_point(|&(t, _)| t < ticket);
-            bucket.insert(pos, (ticket, idx));
-        }
+        let key = self.fairness.as_ref().map_or(0, |f| f(&n.key));
+        let fair = self.fairness.is_some();
+        let bucket = self
+            .buckets
+            .entry(Reverse(prio))
+            .or_insert_with(|| Bucket::new(fair));
+        bucket.push((ticket, idx), key);
         self.core.take_waiter()
     }
 
@@ -275,11 +279,23 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// `cfg.rate_limiter` for rate-limited adds (default: per-item exponential 5 ms ..
     /// 1000 s) and metrics from `cfg.metrics` (default: none).
     pub fn new(cfg: QueueConfig<T>) -> Self {
+        Self::build(cfg, None)
+    }
+
+    /// [`PriorityQueue::new`], handing out the ready items of one priority fairly
+    /// across the keys `fairness` extracts (round-robin by key, FIFO within a key;
+    /// controller-runtime PR #3261), so one busy key cannot starve the others.
+    pub fn with_fairness(cfg: QueueConfig<T>, fairness: FairnessFn<T>) -> Self {
+        Self::build(cfg, Some(fairness))
+    }
+
+    fn build(cfg: QueueConfig<T>, fairness: Option<FairnessFn<T>>) -> Self {
         let metrics = QueueMetrics::new(cfg.metrics, &cfg.name, true);
         let limiter = cfg.rate_limiter.unwrap_or_else(default_item_rate_limiter);
         let state = State {
             core: Core::new(metrics),
             buckets: BTreeMap::new(),
+            fairness,
             next_ticket: 0,
             ready: 0,
         };

@@ -193,7 +193,30 @@ pub(crate) fn body(
     } else {
         fields::check_object(&r.rt, &obj, req)?;
     }
+    if state.settings.stamp_traceparent {
+        stamp_traceparent(&mut obj, req);
+    }
     Ok(obj)
+}
+
+/// Writes the request's `traceparent` header on `obj` as KEP-5915's annotation
+/// `tracing.k8s.io/traceparent` (when the server was started with `stamp_traceparent`).
+fn stamp_traceparent(obj: &mut Value, req: &Req) {
+    let Some(tp) = req.headers.get("traceparent").and_then(|v| v.to_str().ok()) else {
+        return;
+    };
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(
+            "tracing.k8s.io/traceparent".into(),
+            Value::String(tp.into()),
+        );
+    }
 }
 
 /// The options of a write by the server's own rules: `dryRun` and `fieldValidation` from the

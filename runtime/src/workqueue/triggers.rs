@@ -1,0 +1,417 @@
+//! Triggers: what queued a key, kept through the queue's de-duplication so a reconcile can
+//! say why it ran (controller-runtime #1186 asks for this; its queue forgets).
+//!
+//! A [`Trigger`] is one cause: an event a source delivered (where from — `For`, `Owns`,
+//! `Watches`, a map func, a channel, a func source — which event, and the object's kind,
+//! namespace, name and resourceVersion), or a requeue the controller made (error backoff,
+//! `requeue_after`, `requeue`). [`Triggers`] is the set of one queued key: adds that the
+//! queue de-duplicates are merged into it (same origin, event and object: one entry, its
+//! count up and its resourceVersion the newest), and it holds at most [`MAX_TRIGGERS`]
+//! entries, counting the rest as dropped.
+//!
+//! The queue keeps the sets in [`super::Triggered`], a decorator around any [`super::Queue`];
+//! sources stamp their adds with [`super::Stamped`]. The controller hands the set of each
+//! key it takes to the reconcile, which reads it with `reconcile::triggers()`.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The most distinct triggers a queued key keeps; further ones are counted in
+/// [`Triggers::dropped`].
+pub const MAX_TRIGGERS: usize = 16;
+
+/// Where a trigger came from: the handler of a cache-backed source, another kind of
+/// source, or the controller's own requeue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// `EnqueueRequestForObject` on a cache-backed source (what the builder's `For` uses).
+    For,
+    /// `EnqueueRequestForOwner` (the builder's `Owns`).
+    Owns,
+    /// `EnqueueRequestsFromMapFunc` on a cache-backed source.
+    MapFunc,
+    /// Any other handler on a cache-backed source (the builder's `Watches`).
+    Watches,
+    /// A `source::Channel`.
+    Channel,
+    /// A `source::Func`, or a caller adding to the queue directly.
+    Func,
+    /// The controller, after a reconcile (see [`Event`] for why).
+    Requeue,
+}
+
+impl Origin {
+    /// The lower-case name used in logs and as the `source` metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::For => "for",
+            Self::Owns => "owns",
+            Self::MapFunc => "map-func",
+            Self::Watches => "watches",
+            Self::Channel => "channel",
+            Self::Func => "func",
+            Self::Requeue => "requeue",
+        }
+    }
+}
+
+/// What happened: an event type, or the cause of a requeue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// An object was created (or listed: see [`Trigger::initial_list`]).
+    Create,
+    /// An object changed.
+    Update,
+    /// An update that kept the resourceVersion: the informer's resync (the sync period).
+    Resync,
+    /// An object was deleted.
+    Delete,
+    /// A generic event (channels, func sources).
+    Generic,
+    /// The last reconcile failed: re-added with the rate limiter's backoff.
+    ErrorBackoff,
+    /// The last reconcile asked for `requeue_after(d)`.
+    RequeueAfter,
+    /// The last reconcile asked for `requeue()`: re-added through the rate limiter.
+    RateLimited,
+}
+
+impl Event {
+    /// The lower-case name used in logs and as the `event` metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Resync => "resync",
+            Self::Delete => "delete",
+            Self::Generic => "generic",
+            Self::ErrorBackoff => "error_backoff",
+            Self::RequeueAfter => "requeue_after",
+            Self::RateLimited => "rate_limited",
+        }
+    }
+}
+
+/// The object an event was about, as far as a trigger remembers it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectRef {
+    /// Its kind (`ConfigMap`), empty when the source cannot tell.
+    pub kind: Arc<str>,
+    /// Its namespace, empty for cluster-scoped objects.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its resourceVersion as the event carried it (for merged triggers: the newest).
+    pub resource_version: String,
+    /// The W3C trace context stored on the object (KEP-5915's `tracing.k8s.io/traceparent`
+    /// annotation, or another of [`TRACEPARENT_ANNOTATIONS`]), if any.
+    pub traceparent: Option<String>,
+}
+
+/// The annotations a trigger reads a trace context from, first match wins. KEP-5915
+/// (kubernetes/enhancements#5916) stores the W3C `traceparent` as
+/// `tracing.k8s.io/traceparent`; projects that did this before it used names of their own:
+/// sbomscanner `sbomscanner.kubewarden.io/traceparent` (kubewarden/sbomscanner#1280),
+/// agent-sandbox `opentelemetry.io/trace-context` (a JSON map of W3C headers,
+/// kubernetes-sigs/agent-sandbox#234), openkruise agents `agents.kruise.io/trace-context`
+/// (openkruise/agents#604). A value is either a `traceparent` or such a JSON map.
+pub const TRACEPARENT_ANNOTATIONS: &[&str] = &[
+    "tracing.k8s.io/traceparent",
+    "sbomscanner.kubewarden.io/traceparent",
+    "opentelemetry.io/trace-context",
+    "agents.kruise.io/trace-context",
+];
+
+/// The W3C `traceparent` stored in `annotations` under one of
+/// [`TRACEPARENT_ANNOTATIONS`], if any: the value itself, or the `traceparent` entry of a
+/// JSON map. Only the shape is checked (`version-traceid-spanid-flags`, 55 characters).
+pub fn traceparent_from_annotations(
+    annotations: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    TRACEPARENT_ANNOTATIONS.iter().find_map(|name| {
+        let value = annotations.get(*name)?.trim();
+        let tp = if value.starts_with('{') {
+            let map: std::collections::BTreeMap<String, String> =
+                serde_json::from_str(value).ok()?;
+            map.get("traceparent")?.clone()
+        } else {
+            value.to_string()
+        };
+        let parts: Vec<&str> = tp.split('-').collect();
+        let shaped = parts.len() == 4
+            && [2, 32, 16, 2]
+                .iter()
+                .zip(&parts)
+                .all(|(n, p)| p.len() == *n && p.bytes().all(|b| b.is_ascii_hexdigit()));
+        shaped.then_some(tp)
+    })
+}
+
+/// One cause of a queued key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    /// Where it came from.
+    pub origin: Origin,
+    /// What happened.
+    pub event: Event,
+    /// True for a create from the informer's initial list (a start-up or relist), not
+    /// from a watch event.
+    pub initial_list: bool,
+    /// The object the event was about (none for requeues and func sources). Shared: a
+    /// trigger stamped on several adds is cloned with one reference count.
+    pub object: Option<Arc<ObjectRef>>,
+    /// How many adds were merged into this trigger (at least 1).
+    pub count: u32,
+}
+
+impl Trigger {
+    /// A trigger with no object.
+    pub fn new(origin: Origin, event: Event) -> Self {
+        Self {
+            origin,
+            event,
+            initial_list: false,
+            object: None,
+            count: 1,
+        }
+    }
+
+    /// The controller's requeue for `cause`.
+    pub fn requeue(cause: Event) -> Self {
+        Self::new(Origin::Requeue, cause)
+    }
+
+    /// This trigger about `object`.
+    pub fn with_object(mut self, object: ObjectRef) -> Self {
+        self.object = Some(Arc::new(object));
+        self
+    }
+
+    /// This trigger marked as coming from the informer's initial list.
+    pub fn in_initial_list(mut self, initial: bool) -> Self {
+        self.initial_list = initial;
+        self
+    }
+
+    /// Whether `other` is the same cause (it merges into this one).
+    fn same_cause(&self, other: &Trigger) -> bool {
+        self.origin == other.origin
+            && self.event == other.event
+            && self.initial_list == other.initial_list
+            && match (&self.object, &other.object) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    Arc::ptr_eq(a, b)
+                        || (a.name == b.name && a.namespace == b.namespace && a.kind == b.kind)
+                }
+                _ => false,
+            }
+    }
+
+    /// Merges `newer`, the same cause seen again: counts it, keeps its view of the object
+    /// (the newer resourceVersion and trace context).
+    fn merge(&mut self, newer: Trigger) {
+        self.count = self.count.saturating_add(newer.count);
+        if newer.object.is_some() {
+            self.object = newer.object;
+        }
+    }
+}
+
+impl fmt::Display for Trigger {
+    /// `owns:update ConfigMap ns/name@rv`, `for:create(initial) …`, `requeue:requeue_after`,
+    /// with `×n` when `n` adds were merged.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.origin.as_str(), self.event.as_str())?;
+        if self.initial_list {
+            f.write_str("(initial)")?;
+        }
+        if let Some(o) = &self.object {
+            f.write_str(" ")?;
+            if !o.kind.is_empty() {
+                write!(f, "{} ", o.kind)?;
+            }
+            if !o.namespace.is_empty() {
+                write!(f, "{}/", o.namespace)?;
+            }
+            f.write_str(&o.name)?;
+            if !o.resource_version.is_empty() {
+                write!(f, "@{}", o.resource_version)?;
+            }
+        }
+        if self.count > 1 {
+            write!(f, " ×{}", self.count)?;
+        }
+        Ok(())
+    }
+}
+
+/// The bounded, merged set of triggers of one queued key (what a reconcile reads).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Triggers {
+    items: Vec<Trigger>,
+    dropped: u64,
+    waited: Option<std::time::Duration>,
+}
+
+impl Triggers {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `t`: merged into the entry of the same cause if there is one, else appended
+    /// while fewer than [`MAX_TRIGGERS`] are kept, else counted as dropped.
+    pub fn push(&mut self, t: Trigger) {
+        if let Some(same) = self.items.iter_mut().find(|x| x.same_cause(&t)) {
+            same.merge(t);
+        } else if self.items.len() < MAX_TRIGGERS {
+            self.items.push(t);
+        } else {
+            self.dropped += u64::from(t.count);
+        }
+    }
+
+    /// Counts `t` as dropped without looking for room.
+    pub(crate) fn push_dropped(&mut self, t: Trigger) {
+        self.dropped += u64::from(t.count);
+    }
+
+    /// Adds every trigger of `other` (and its dropped count).
+    pub fn extend(&mut self, other: Triggers) {
+        self.dropped += other.dropped;
+        for t in other.items {
+            self.push(t);
+        }
+    }
+
+    /// The kept triggers, oldest cause first.
+    pub fn iter(&self) -> std::slice::Iter<'_, Trigger> {
+        self.items.iter()
+    }
+
+    /// How many distinct triggers are kept.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether nothing is kept (and nothing dropped).
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty() && self.dropped == 0
+    }
+
+    /// How long the key waited in the queue: from the first add of this set to the `get`
+    /// that took it.
+    pub fn waited(&self) -> Option<std::time::Duration> {
+        self.waited
+    }
+
+    /// Sets [`Triggers::waited`].
+    pub(crate) fn set_waited(&mut self, waited: std::time::Duration) {
+        self.waited = Some(waited);
+    }
+
+    /// How many adds were not kept because the set was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The trace contexts of the objects behind the triggers, each once.
+    pub fn traceparents(&self) -> impl Iterator<Item = &str> {
+        let mut seen: Vec<&str> = Vec::new();
+        self.items
+            .iter()
+            .filter_map(|t| t.object.as_ref()?.traceparent.as_deref())
+            .filter(move |tp| {
+                let new = !seen.contains(tp);
+                if new {
+                    seen.push(tp);
+                }
+                new
+            })
+    }
+}
+
+impl<'a> IntoIterator for &'a Triggers {
+    type Item = &'a Trigger;
+    type IntoIter = std::slice::Iter<'a, Trigger>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl fmt::Display for Triggers {
+    /// The triggers joined by `, `, then `(+n dropped)` if any were; `none` when empty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.items.is_empty() && self.dropped == 0 {
+            return f.write_str("none");
+        }
+        for (i, t) in self.items.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{t}")?;
+        }
+        if self.dropped > 0 {
+            write!(f, " (+{} dropped)", self.dropped)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cm(name: &str, rv: &str) -> ObjectRef {
+        ObjectRef {
+            kind: "ConfigMap".into(),
+            namespace: "ns".into(),
+            name: name.into(),
+            resource_version: rv.into(),
+            traceparent: None,
+        }
+    }
+
+    #[test]
+    fn same_cause_merges_keeping_the_newest_version() {
+        let mut s = Triggers::new();
+        s.push(Trigger::new(Origin::Owns, Event::Update).with_object(cm("a", "1")));
+        s.push(Trigger::new(Origin::Owns, Event::Update).with_object(cm("a", "2")));
+        s.push(Trigger::requeue(Event::RequeueAfter));
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            s.to_string(),
+            "owns:update ConfigMap ns/a@2 ×2, requeue:requeue_after"
+        );
+    }
+
+    #[test]
+    fn distinct_causes_beyond_the_cap_are_counted_as_dropped() {
+        let mut s = Triggers::new();
+        for i in 0..MAX_TRIGGERS + 5 {
+            s.push(Trigger::new(Origin::For, Event::Create).with_object(cm(&i.to_string(), "1")));
+        }
+        assert_eq!((s.len(), s.dropped()), (MAX_TRIGGERS, 5));
+        assert!(s.to_string().ends_with("(+5 dropped)"));
+    }
+
+    #[test]
+    fn traceparents_are_read_from_every_known_annotation_shape() {
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let one = |k: &str, v: &str| [(k.to_string(), v.to_string())].into_iter().collect();
+        assert_eq!(
+            traceparent_from_annotations(&one("tracing.k8s.io/traceparent", tp)).as_deref(),
+            Some(tp)
+        );
+        let json = format!("{{\"traceparent\":\"{tp}\"}}");
+        assert_eq!(
+            traceparent_from_annotations(&one("opentelemetry.io/trace-context", &json)).as_deref(),
+            Some(tp)
+        );
+        assert_eq!(
+            traceparent_from_annotations(&one("tracing.k8s.io/traceparent", "00-zz")),
+            None
+        );
+    }
+}
