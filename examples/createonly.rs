@@ -38,6 +38,8 @@ fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxError>
     if opts.leader_election_id.is_empty() {
         opts.leader_election_id = controller::LEASE.into();
     }
+    // Reads see the controller's own writes (client::CacheOptions; docs/cache-and-client.md).
+    opts.client.cache.read_your_writes_consistency_enabled = true;
     let mgr = Manager::new(client, opts)?;
     controller::setup(&mgr)?;
     Ok(mgr)

@@ -41,6 +41,10 @@ pub use ctrl_runtime::manager::{Manager, Options, Runnable, RunnableFunc, shutdo
 /// `client.Reader` and `client.Writer`).
 pub use ctrl_runtime::{cache::Reader, client::ObjectWriter};
 
+/// `#[derive(ApplyConfiguration)]`: the typed server-side apply form of a type (and, next to
+/// kube's `CustomResource`, of the whole object): see [`client::apply`].
+pub use ctrl_derive::ApplyConfiguration;
+
 /// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
 pub use ctrl_builder::webhook::WebhookBuilder;
 /// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
@@ -66,6 +70,7 @@ pub mod prelude {
     pub use ctrl_runtime::{controllerutil, event, handler, predicate, source};
 
     pub use crate::metrics;
+    pub use ctrl_derive::ApplyConfiguration;
     pub use ctrl_runtime::cache::{Cache, ListOptions, Reader};
     pub use ctrl_runtime::client::{Client, ObjectWriter, ignore_already_exists, ignore_not_found};
     pub use ctrl_runtime::healthz;

@@ -6,8 +6,6 @@
 //! AppService `Available` with exactly its Pods — within five virtual minutes.
 //! `SIM_SEED=<n>` replays one seed.
 
-#[path = "../examples/contract/mod.rs"]
-mod contract;
 #[allow(dead_code)]
 #[path = "../examples/appservice/mod.rs"]
 mod operator;

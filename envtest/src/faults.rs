@@ -323,10 +323,14 @@ struct LatencyRule {
 struct Rules {
     fail: Vec<FailRule>,
     latency: Vec<LatencyRule>,
+    /// Delays of watch delivery: matched against the watch request (verb `watch`).
+    watch_delay: Vec<LatencyRule>,
 }
 
 struct Inner {
     active: AtomicBool,
+    /// Whether any watch delivery delay is set ([`Faults::delay_watch_delivery`]).
+    watch_delays: AtomicBool,
     rules: Mutex<Rules>,
     log: Mutex<RequestLog>,
     control: Arc<dyn WatchControl>,
@@ -376,6 +380,7 @@ impl Faults {
         Faults {
             inner: Arc::new(Inner {
                 active: AtomicBool::new(false),
+                watch_delays: AtomicBool::new(false),
                 rules: Mutex::new(Rules::default()),
                 log: Mutex::new(RequestLog::default()),
                 control,
@@ -410,6 +415,41 @@ impl Faults {
         let mut rules = self.inner.rules.lock();
         rules.latency.push(LatencyRule { matcher, delay });
         self.refresh_active(&rules);
+    }
+
+    /// Delays the delivery of every watch event on matching watches by `delay` (until
+    /// [`Faults::clear`]): each chunk of events a watch sends leaves the server `delay` after
+    /// it was ready, in order, so events arrive late but do not pile up delays. Applies to
+    /// watches already open as well as new ones; the initial events of a watch are not
+    /// delayed. This is the lag of a loaded API server's watch cache that makes a client's
+    /// informer miss its own write for a while. Several matching delays add up.
+    pub fn delay_watch_delivery(&self, matcher: FaultMatch, delay: Duration) {
+        self.inner
+            .rules
+            .lock()
+            .watch_delay
+            .push(LatencyRule { matcher, delay });
+        self.inner.watch_delays.store(true, Ordering::Release);
+    }
+
+    /// The delivery delay of a watch on `resource` in `namespace` (zero when none is set).
+    pub(crate) fn watch_delay(&self, resource: &str, namespace: Option<&str>) -> Duration {
+        if !self.inner.watch_delays.load(Ordering::Acquire) {
+            return Duration::ZERO;
+        }
+        let facts = RequestFacts {
+            verb: Some(Verb::Watch),
+            resource: Some(resource),
+            namespace,
+            ..Default::default()
+        };
+        let rules = self.inner.rules.lock();
+        rules
+            .watch_delay
+            .iter()
+            .filter(|l| l.matcher.matches(&facts))
+            .map(|l| l.delay)
+            .sum()
     }
 
     /// Ends every open watch stream now; clients resume from their last resourceVersion.
@@ -462,12 +502,13 @@ impl Faults {
         *self.inner.log.lock() = RequestLog::default();
     }
 
-    /// Removes every pending failure, latency and Pod fault and empties the request log.
+    /// Removes every pending failure, latency, watch delivery delay and Pod fault and empties the request log.
     pub fn clear(&self) {
         {
             let mut rules = self.inner.rules.lock();
             *rules = Rules::default();
             self.refresh_active(&rules);
+            self.inner.watch_delays.store(false, Ordering::Release);
         }
         self.inner.pods.lock().clear();
         self.clear_requests();
@@ -698,6 +739,24 @@ mod tests {
         let t = tokio::time::Instant::now();
         f.intercept(&facts(Verb::List, "x", None)).await;
         assert_eq!(t.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn watch_delays_match_the_watch_and_clear() {
+        let (f, _) = faults();
+        assert_eq!(f.watch_delay("pods", Some("a")), Duration::ZERO);
+        f.delay_watch_delivery(
+            FaultMatch::any().resource("pods"),
+            Duration::from_millis(200),
+        );
+        f.delay_watch_delivery(FaultMatch::any().namespace("a"), Duration::from_millis(50));
+        assert_eq!(f.watch_delay("pods", Some("a")), Duration::from_millis(250));
+        assert_eq!(f.watch_delay("pods", None), Duration::from_millis(200));
+        assert_eq!(f.watch_delay("secrets", None), Duration::ZERO);
+        // A watch delay is not a request latency.
+        assert!(!f.inner.active.load(Ordering::Acquire));
+        f.clear();
+        assert_eq!(f.watch_delay("pods", Some("a")), Duration::ZERO);
     }
 
     #[test]

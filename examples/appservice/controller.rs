@@ -6,6 +6,13 @@
 //! `spec.size` Pods named `<name>-pod-<i>`, and writing `status.nodes` and the
 //! `Available` condition ([`ctrl::conditions`]) through the status subresource.
 //!
+//! As a careful operator would, it server-side applies each missing Pod as a typed apply
+//! configuration ([`ctrl::client::apply`]: `PodApply` sets only what the operator means —
+//! name, labels, owner, one container — so it owns only those fields and a repeat apply is
+//! a no-op, where a create races with the cache and fails with AlreadyExists), and its
+//! manager's client reads its own writes (`setup`), so the next reconcile's list sees the
+//! Pods it applied even when the watch lags.
+//!
 //! Deletion: the Pods carry a controller owner reference, so the garbage collector
 //! removes them with their AppService; the finalizer only lets the operator see the
 //! deletion (it records a `Deleting` Event) before the object goes. Each reconcile
@@ -19,6 +26,8 @@ use std::time::Duration;
 use ctrl::CancellationToken;
 use ctrl::ControllerBuilder;
 use ctrl::async_trait;
+use ctrl::client::apply::core::v1::{ContainerApply, PodApply, PodSpecApply};
+use ctrl::client::apply::meta::v1::{ObjectMetaApply, OwnerReferenceApply};
 use ctrl::conditions::{self, CONDITION_FALSE, CONDITION_TRUE};
 use ctrl::controllerutil;
 use ctrl::manager::{BoxError, Manager};
@@ -26,7 +35,7 @@ use ctrl::prelude::{Client, ListOptions, ObjectWriter, Reader, ignore_not_found}
 use ctrl::rbac;
 use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::recorder::{EventType, Recorder};
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -72,13 +81,14 @@ pub fn builder(mgr: &Manager, cfg: &Config) -> ControllerBuilder<Request, AppSer
     ControllerBuilder::new(mgr)
         .for_::<AppService>()
         .owns::<Pod>()
-        // +kubebuilder:rbac markers: Pods are created and deleted, the finalizer added
-        // and removed by update, the status written by a merge patch.
+        // +kubebuilder:rbac markers: Pods are applied (a patch that may create) and
+        // deleted, the finalizer added and removed by update, the status written by a
+        // merge patch.
         .permissions([
             rbac::rule()
                 .groups([""])
                 .resources(["pods"])
-                .verbs(["create", "delete"]),
+                .verbs(["create", "patch", "delete"]),
             rbac::rule()
                 .groups([AppService::group(&())])
                 .resources(["appservices"])
@@ -100,6 +110,9 @@ pub fn reconciler(mgr: &Manager, cfg: &Config) -> AppServiceReconciler {
         inherited_labels: cfg.inherited_labels.clone(),
     }
 }
+
+/// The field manager of the Pods the controller applies.
+pub const FIELD_MANAGER: &str = "appservice";
 
 /// The name of an AppService's `i`th Pod.
 pub fn pod_name(app: &str, i: usize) -> String {
@@ -179,14 +192,10 @@ impl AppServiceReconciler {
             .filter(|w| !owned.iter().any(|p| p.name_any() == **w))
         {
             let pod = desired_pod(app, pod_name, &self.inherited_labels)?;
-            match self.client.create(&pod).await {
-                Ok(_) => {
-                    tracing::info!(target: "appservice::pods", "created Pod {pod_name} (image {})", app.spec.image);
-                }
-                // Created by an earlier reconcile, not in the cache yet.
-                Err(e) if e.is_already_exists() => {}
-                Err(e) => return Err(e.into()),
-            }
+            self.client
+                .apply_config(&pod, Some(FIELD_MANAGER), true)
+                .await?;
+            tracing::info!(target: "appservice::pods", "created Pod {pod_name} by server-side apply (image {})", app.spec.image);
             seen.add(pod_name.clone(), false);
         }
         Ok(seen)
@@ -270,37 +279,52 @@ fn pod_labels(app: &AppService, inherited: &[String]) -> BTreeMap<String, String
     labels
 }
 
-/// The Pod `name` of `app`: its image, sleeping, labelled ([`pod_labels`]) and
-/// controller-owned by it (the walkthrough's `newPodForCR` with
-/// `SetControllerReference`).
+/// The Pod `name` of `app` as an apply configuration: its image, sleeping, labelled
+/// ([`pod_labels`]) and controller-owned by it (the walkthrough's `newPodForCR` with
+/// `SetControllerReference`), and nothing else.
 fn desired_pod(
     app: &AppService,
     name: &str,
     inherited: &[String],
-) -> Result<Pod, reconcile::Error> {
-    let mut pod = Pod {
+) -> Result<PodApply, reconcile::Error> {
+    let namespace = app.namespace().unwrap_or_default();
+    let mut owned = Pod {
         metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: app.namespace(),
-            labels: Some(pod_labels(app, inherited)),
+            namespace: Some(namespace.clone()),
             ..Default::default()
         },
-        spec: Some(PodSpec {
-            containers: vec![Container {
-                name: "app".into(),
-                image: Some(app.spec.image.clone()),
-                command: Some(vec!["sleep".into(), "3600".into()]),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }),
         ..Default::default()
     };
-    controllerutil::set_controller_reference(app, &mut pod).map_err(reconcile::Error::new)?;
+    controllerutil::set_controller_reference(app, &mut owned).map_err(reconcile::Error::new)?;
     // With the `otel` feature: stamp the Pod with this reconcile's trace context.
     #[cfg(feature = "otel")]
-    ctrl::otel::inject(&mut pod.metadata);
-    Ok(pod)
+    ctrl::otel::inject(&mut owned.metadata);
+    let annotations = owned.metadata.annotations.take().unwrap_or_default();
+    let owners = owned.metadata.owner_references.unwrap_or_default();
+    let owners = owners.into_iter().map(|r| {
+        let apply = OwnerReferenceApply::default()
+            .api_version(r.api_version)
+            .kind(r.kind)
+            .name(r.name)
+            .uid(r.uid);
+        match (r.controller, r.block_owner_deletion) {
+            (Some(c), Some(b)) => apply.controller(c).block_owner_deletion(b),
+            _ => apply,
+        }
+    });
+    let metadata = ObjectMetaApply::default()
+        .name(name)
+        .namespace(namespace.clone())
+        .labels(pod_labels(app, inherited))
+        .annotations(annotations)
+        .owner_references(owners);
+    let container = ContainerApply::default()
+        .name("app")
+        .image(app.spec.image.clone())
+        .command(["sleep".to_string(), "3600".to_string()]);
+    Ok(PodApply::new(name, namespace)
+        .metadata(metadata)
+        .spec(PodSpecApply::default().containers([container])))
 }
 
 /// What a reconcile saw of an AppService's Pods: the names of those it wants that

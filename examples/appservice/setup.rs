@@ -26,6 +26,9 @@ pub fn manager(
 /// A manager on `client` with kubebuilder's `healthz` / `readyz` ping checks and no
 /// controller yet (the sharded operator adds its own, `super::sharding`).
 pub fn with_probes(client: kube::Client, opts: Options) -> Result<Manager, BoxError> {
+    // Reads see the controller's own writes (client::CacheOptions; docs/cache-and-client.md).
+    let mut opts = opts;
+    opts.client.cache.read_your_writes_consistency_enabled = true;
     let mgr = Manager::new(client, opts)?;
     mgr.add_healthz_check("healthz", healthz::ping())?;
     mgr.add_readyz_check("readyz", healthz::ping())?;

@@ -27,6 +27,8 @@ pub fn manager(client: kube::Client, mut opts: Options) -> Result<Manager, BoxEr
     if opts.leader_election_id.is_empty() {
         opts.leader_election_id = LEASE.into();
     }
+    // Reads see the controller's own writes (client::CacheOptions; docs/cache-and-client.md).
+    opts.client.cache.read_your_writes_consistency_enabled = true;
     let mgr = Manager::new(client, opts)?;
     ControllerBuilder::new(&mgr)
         .for_::<Pod>()

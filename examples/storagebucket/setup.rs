@@ -18,6 +18,9 @@ pub fn manager(
     cfg: &controller::Config,
     with_webhooks: bool,
 ) -> Result<Manager, BoxError> {
+    // Reads see the controller's own writes (client::CacheOptions; docs/cache-and-client.md).
+    let mut opts = opts;
+    opts.client.cache.read_your_writes_consistency_enabled = true;
     let mgr = Manager::new(client, opts)?;
     controller::setup(&mgr, cfg)?;
     if with_webhooks {

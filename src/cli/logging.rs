@@ -38,7 +38,7 @@ pub fn init(name: &str, demo: bool) {
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     #[cfg(feature = "otel")]
-    if let Some(otel) = ctrl::otel::layer_from_env() {
+    if let Some(otel) = crate::otel::layer_from_env() {
         return init_with_otel(filter, demo, otel);
     }
     let builder = tracing_subscriber::fmt()

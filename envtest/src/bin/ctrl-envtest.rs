@@ -57,6 +57,10 @@ enum Command {
         /// which are on by default with the simulated kubelet.
         #[arg(long)]
         no_workloads: bool,
+        /// Delay the delivery of every watch event by this many milliseconds (the lag of a
+        /// loaded API server's watch cache; `Faults::delay_watch_delivery`).
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        watch_delay_ms: u64,
     },
 }
 
@@ -73,6 +77,7 @@ async fn main() -> std::process::ExitCode {
         nodes,
         no_workloads,
         authorization,
+        watch_delay_ms,
     } = command;
     let authorization = match authorization.as_str() {
         "AlwaysAllow" => ctrl_envtest::Authorization::AlwaysAllow,
@@ -98,6 +103,12 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    if watch_delay_ms > 0 {
+        env.faults().delay_watch_delivery(
+            ctrl_envtest::FaultMatch::any(),
+            std::time::Duration::from_millis(watch_delay_ms),
+        );
+    }
     let path = kubeconfig_out.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("ctrl-envtest-{}.kubeconfig", env.addr().port()))
     });

@@ -3,7 +3,8 @@
 //! (client-go's `SharedIndexInformer`).
 //!
 //! List, watch, resume, relist and backoff are kube's `watcher` with
-//! `WatchStreamExt::default_backoff()`; this module turns its `Init` / `InitApply` /
+//! ctrl's `WatchBackoff` (kube's default numbers on ctrl's clock), through a streaming list when the options ask
+//! (`super::watchlist`); this module turns its `Init` / `InitApply` /
 //! `InitDone` / `Apply` / `Delete` events into store writes and Create / Update /
 //! Delete notifications. A relist (`Init` after the first sync, e.g. when the watch
 //! history was compacted) is diffed against the store at `InitDone`: objects the new
@@ -23,19 +24,19 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use kube::Client;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::WatchBackoff;
 use super::fanout::{HandlerRegistration, InformerHandler, Notification, Sink};
 use super::footprint::Footprint;
 use super::object::{CacheObject, Scoped, object_key};
+use super::observed::{Observed, Requirement, resource_version};
 use super::options::{Resolved, WatchScope};
 use super::store::{IndexFn, Store, field_index_name};
+use super::watchlist::WatchResult;
 use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
 
 /// The type-erased side of an informer the cache drives.
@@ -52,9 +53,6 @@ pub(crate) trait InformerControl: Send + Sync + 'static {
     fn stop(&self);
 }
 
-/// One event of kube's watcher.
-type WatchResult<K> = Result<Event<K>, watcher::Error>;
-
 /// A handler registered before the informer started, with its sink.
 type Unstarted<K> = (Arc<Sink<K>>, Arc<dyn InformerHandler<K>>);
 
@@ -64,6 +62,8 @@ struct Inner<K: CacheObject> {
     dt: K::DynamicType,
     settings: Resolved<K>,
     store: Store<K>,
+    /// What the watch has applied, for read-your-own-writes (`super::observed`).
+    observed: Observed,
     footprint: Footprint,
     handlers: RwLock<Vec<Arc<Sink<K>>>>,
     unstarted: Mutex<Vec<Unstarted<K>>>,
@@ -117,6 +117,14 @@ impl<K: CacheObject> Informer<K> {
         };
         let name = format!("{} ({scope})", super::object::gvk_string::<K>(&dt));
         let footprint = Footprint::new(&K::group(&dt), &K::version(&dt), &K::kind(&dt));
+        let observed = Observed::new(match K::Scope::CLUSTER {
+            true => vec![None],
+            false => settings
+                .scopes
+                .iter()
+                .map(|s| s.namespace.clone())
+                .collect(),
+        });
         Self {
             inner: Arc::new(Inner {
                 name,
@@ -124,6 +132,7 @@ impl<K: CacheObject> Informer<K> {
                 dt,
                 settings,
                 store: Store::new(),
+                observed,
                 footprint,
                 handlers: RwLock::new(Vec::new()),
                 unstarted: Mutex::new(Vec::new()),
@@ -174,6 +183,28 @@ impl<K: CacheObject> Informer<K> {
             }),
             _ = ctx.cancelled() => Err(NotReady::Stopped),
         }
+    }
+
+    /// Waits until the store reflects every `(key, requirement)` of `writes` (the writes a
+    /// read-your-own-writes client made: `super::observed`), woken by the watch, until
+    /// `deadline`. Returns the first key still not reflected then, if any.
+    pub(crate) async fn wait_observed(
+        &self,
+        writes: &[(Arc<str>, Requirement)],
+        deadline: tokio::time::Instant,
+    ) -> Option<Arc<str>> {
+        let pending = || {
+            writes
+                .iter()
+                .find(|(key, req)| !self.inner.observed.satisfies(&self.inner.store, key, req))
+                .map(|(key, _)| key.clone())
+        };
+        pending()?;
+        self.inner
+            .observed
+            .wait(deadline, || pending().is_none())
+            .await;
+        pending()
     }
 
     /// Registers a handler. It first receives a Create (`is_in_initial_list`) for
@@ -310,9 +341,12 @@ impl<K: CacheObject> Inner<K> {
         }
     }
 
-    fn upsert(&self, scope: &WatchScope, obj: K, initial: bool) -> Arc<str> {
-        let obj = Arc::new(self.transform(scope, obj));
+    /// Stores `obj` from scope `i` (`listing`: from its list, not its watch).
+    fn upsert(&self, scopes: &[WatchScope], i: usize, obj: K, listing: bool) -> Arc<str> {
+        let obj = Arc::new(self.transform(&scopes[i], obj));
         let key = key_of(&*obj);
+        let rv = resource_version(&*obj);
+        let initial = listing && !self.synced_now();
         self.footprint.stored(&*obj);
         let sinks = self.handlers.read();
         let n = match self.store.insert_key(key.clone(), obj.clone()) {
@@ -324,16 +358,22 @@ impl<K: CacheObject> Inner<K> {
         };
         self.footprint.publish(self.store.len());
         self.dispatch(&sinks, &key, n);
+        match listing {
+            true => self.observed.listed(i, rv),
+            false => self.observed.applied(i, rv),
+        }
         key
     }
 
-    fn delete(&self, scope: &WatchScope, obj: K) {
+    fn delete(&self, scope: &WatchScope, i: usize, obj: K) {
         let obj = Arc::new(self.transform(scope, obj));
         let key = key_of(&*obj);
+        let rv = resource_version(&*obj);
         let sinks = self.handlers.read();
         self.store.remove(&key);
         self.footprint.publish(self.store.len());
         self.dispatch(&sinks, &key, Notification::Delete(DeleteEvent::new(obj)));
+        self.observed.applied(i, rv);
     }
 
     /// Removes what a relist of `scopes[i]` did not return (an all-namespaces scope
@@ -426,8 +466,8 @@ impl<K: CacheObject> Inner<K> {
                 scope.namespace.as_deref(),
                 &self.dt,
             );
-            watcher::watcher(api, cfg)
-                .backoff(WatchBackoff::default())
+            let streaming = self.settings.streaming_lists;
+            super::watchlist::watch(api, cfg, streaming, self.name.clone())
                 .map(move |e| (i, e))
                 .boxed()
         });
@@ -468,7 +508,7 @@ impl<K: CacheObject> Inner<K> {
                     inits[i] = true;
                 }
                 Ok(Event::InitApply(obj)) => {
-                    let key = self.upsert(&scopes[i], obj, !self.synced_now());
+                    let key = self.upsert(&scopes, i, obj, true);
                     if let Some(seen) = relists[i].as_mut() {
                         seen.insert(key);
                     }
@@ -478,15 +518,16 @@ impl<K: CacheObject> Inner<K> {
                         self.finish_relist(&scopes, i, &seen);
                     }
                     listed[i] = true;
+                    self.observed.list_done(i);
                     self.missing.send_replace(None);
                     if !self.synced_now() && listed.iter().all(|l| *l) {
                         self.mark_synced();
                     }
                 }
                 Ok(Event::Apply(obj)) => {
-                    self.upsert(&scopes[i], obj, false);
+                    self.upsert(&scopes, i, obj, false);
                 }
-                Ok(Event::Delete(obj)) => self.delete(&scopes[i], obj),
+                Ok(Event::Delete(obj)) => self.delete(&scopes[i], i, obj),
             }
         }
         tracing::debug!(informer = %self.name, "informer stopped");

@@ -14,16 +14,20 @@
 //!
 //! Reads are served from memory and are therefore *eventually consistent*: a client
 //! write is visible in the cache only once its watch event arrived (usually
-//! milliseconds), exactly as in controller-runtime.
+//! milliseconds), exactly as in controller-runtime. A read-your-own-writes client waits
+//! for its own writes first ([`Cache::wait_for_writes`]; `observed` holds what each
+//! informer has applied and wakes the waiting reads).
 
 mod backoff;
 mod fanout;
 mod footprint;
 mod informer;
 mod object;
+mod observed;
 mod options;
 mod reader;
 mod store;
+mod watchlist;
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeSet, HashMap};
@@ -40,6 +44,7 @@ pub use fanout::{HandlerRegistration, InformerHandler, Notification};
 pub use informer::{IndexConflict, Informer};
 pub(crate) use object::typed_form;
 pub use object::{CacheObject, Scoped, gvk_string, object_key};
+pub use observed::{Requirement, resource_version};
 pub use options::{
     ByObject, DEFAULT_HANDLER_BUFFER, DEFAULT_SYNC_PERIOD, MetaTransform, NAMESPACE_ALL,
     NamespaceConfig, Options, Transform, WatchErrorHandler, strip_managed_fields, type_key,
@@ -96,6 +101,21 @@ pub enum Error {
         kind: String,
         /// The field name.
         field: String,
+    },
+    /// A read of a read-your-own-writes client waited `timeout` for the cache to observe
+    /// a write the client made, in vain (the watch lags, or the object is outside the
+    /// cache's selectors). Read again, read through the API reader, or opt out of the
+    /// wait for this read (`Client::without_read_your_writes`).
+    #[error(
+        "timed out after {timeout:?} waiting for the cache to observe the write of {kind} {key}"
+    )]
+    ReadYourWritesTimeout {
+        /// `apiVersion/Kind` read.
+        kind: String,
+        /// `namespace/name` or `name` of the write not yet observed.
+        key: String,
+        /// How long the read waited.
+        timeout: std::time::Duration,
     },
     /// An index was added twice.
     #[error("{kind}: {source}")]

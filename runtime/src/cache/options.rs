@@ -56,6 +56,8 @@ pub struct ByObject {
     transform: Option<Arc<dyn Any + Send + Sync>>,
     /// Replaces the default (metadata) transform for this type when set.
     pub default_transform: Option<Option<MetaTransform>>,
+    /// Sync this type through a streaming list (`None`: [`Options::streaming_lists`]).
+    pub streaming_lists: Option<bool>,
 }
 
 impl fmt::Debug for ByObject {
@@ -66,6 +68,7 @@ impl fmt::Debug for ByObject {
             .field("field_selector", &self.field_selector)
             .field("sync_period", &self.sync_period)
             .field("transform", &self.transform.is_some())
+            .field("streaming_lists", &self.streaming_lists)
             .finish()
     }
 }
@@ -107,6 +110,12 @@ impl ByObject {
     ) -> Self {
         let t: Transform<K> = Arc::new(f);
         self.transform = Some(Arc::new(t));
+        self
+    }
+
+    /// Syncs this type through a streaming list, or not (see [`Options::streaming_lists`]).
+    pub fn streaming_lists(mut self, on: bool) -> Self {
+        self.streaming_lists = Some(on);
         self
     }
 
@@ -211,6 +220,15 @@ pub struct Options {
     pub page_size: Option<u32>,
     /// Called on every watch error (see [`WatchErrorHandler`]).
     pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Sync informers through a streaming list — one watch with `sendInitialEvents=true`
+    /// that streams the current objects and then the changes (client-go's WatchList, on by
+    /// default since 0.35; kube's `watcher::Config::streaming_lists`) — instead of a paged
+    /// list then a watch: the objects are stored one by one as they arrive, so no whole
+    /// list page is held at once. When the server refuses it (an API server without
+    /// WatchList), the informer falls back to list and watch, as client-go's reflector
+    /// does. Defaults to false (kube-runtime's default); per type with
+    /// [`ByObject::streaming_lists`].
+    pub streaming_lists: bool,
 }
 
 impl Default for Options {
@@ -227,6 +245,7 @@ impl Default for Options {
             namespace_configs: HashMap::new(),
             page_size: None,
             watch_error_handler: None,
+            streaming_lists: false,
         }
     }
 }
@@ -248,6 +267,7 @@ impl fmt::Debug for Options {
             .field("namespace_configs", &self.namespace_configs)
             .field("page_size", &self.page_size)
             .field("watch_error_handler", &self.watch_error_handler.is_some())
+            .field("streaming_lists", &self.streaming_lists)
             .finish()
     }
 }
@@ -333,6 +353,9 @@ impl Options {
             handler_buffer: self.handler_buffer.max(1),
             page_size: self.page_size,
             watch_error_handler: self.watch_error_handler.clone(),
+            streaming_lists: by
+                .and_then(|b| b.streaming_lists)
+                .unwrap_or(self.streaming_lists),
         }
     }
 }
@@ -404,4 +427,6 @@ pub(crate) struct Resolved<K> {
     pub handler_buffer: usize,
     pub page_size: Option<u32>,
     pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Sync through a streaming list (`super::watchlist`).
+    pub streaming_lists: bool,
 }

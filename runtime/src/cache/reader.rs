@@ -10,13 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use kube::core::{Selector, SelectorExt};
 
 use super::informer::NotReady;
 use super::store::{field_index_name, namespaced_value};
-use super::{Cache, CacheObject, Error, Informer, gvk_string, object_key};
+use super::{Cache, CacheObject, Error, Informer, Requirement, gvk_string, object_key};
 use crate::reconcile::{self, ObjectGetter, Request};
 
 /// What a list returns (controller-runtime's `client.ListOptions`: `InNamespace`,
@@ -149,6 +150,34 @@ impl Cache {
                 message,
             }),
             Err(NotReady::Stopped) => Err(Error::Stopped { kind: kind() }),
+        }
+    }
+}
+
+impl Cache {
+    /// Waits until the informer of `K` reflects every `(key, requirement)` of `writes`
+    /// (the writes of a read-your-own-writes client, the layer above),
+    /// starting and syncing it first as a read does; woken by its watch, never polling.
+    /// Fails with [`Error::ReadYourWritesTimeout`] naming a key still not reflected after
+    /// `timeout`.
+    pub async fn wait_for_writes<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        writes: &[(Arc<str>, Requirement)],
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let inf = self.informer_for_read::<K>(dt).await?;
+        match inf.wait_observed(writes, deadline).await {
+            None => Ok(()),
+            Some(key) => Err(Error::ReadYourWritesTimeout {
+                kind: gvk_string::<K>(dt),
+                key: key.to_string(),
+                timeout,
+            }),
         }
     }
 }

@@ -80,6 +80,15 @@ impl Error {
         }
     }
 
+    /// A cached read of a read-your-own-writes client timed out waiting for the cache to
+    /// observe one of the client's writes (`cache::Error::ReadYourWritesTimeout`).
+    pub fn is_read_your_writes_timeout(&self) -> bool {
+        matches!(
+            &*self.source,
+            Source::Cache(crate::cache::Error::ReadYourWritesTimeout { .. })
+        )
+    }
+
     /// The object already exists (409 AlreadyExists).
     pub fn is_already_exists(&self) -> bool {
         self.status().is_some_and(|s| s.is_already_exists())

@@ -16,12 +16,16 @@
 //! [`RestMapper`] (`restmapper`) resolves the `ApiResource` of a kind at run time.
 //!
 //! **Staleness.** As in controller-runtime, a read after a write may not see it yet:
-//! the cache learns of the write from its watch, usually within milliseconds. A
-//! reconciler that must see its own write re-reads through `api_reader`, or relies on
-//! the next reconcile (the write's watch event triggers one). Conflicting updates fail
-//! with 409 ([`Error::is_conflict`]); requeue and retry.
+//! the cache learns of the write from its watch, usually within milliseconds. A client
+//! built with read-your-own-writes ([`Client::with_read_your_writes`], [`Options`];
+//! `consistency`) makes its cached reads wait until the cache has observed the client's
+//! own writes. Without it, a reconciler that must see its own write re-reads through
+//! `api_reader`, or relies on the next reconcile (the write's watch event triggers one).
+//! Conflicting updates fail with 409 ([`Error::is_conflict`]); requeue and retry.
 
 mod api_reader;
+pub mod apply;
+mod consistency;
 mod error;
 mod namespaced;
 mod options;
@@ -38,6 +42,10 @@ use std::sync::Arc;
 use crate::cache::{Cache, CacheObject, ListOptions, Reader, gvk_string, object_key};
 
 pub use api_reader::ApiReader;
+pub use consistency::{
+    CacheOptions, DEFAULT_READ_YOUR_WRITES_TIMEOUT, FORGET_AFTER, Options,
+    READ_YOUR_WRITES_TIMEOUTS,
+};
 pub use error::{Error, Source, ignore_already_exists, ignore_not_found};
 pub use kube::api::{
     DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
@@ -63,6 +71,8 @@ pub struct Client {
     field_validation: Option<FieldValidation>,
     /// `type_key`s of the types read straight from the server.
     uncached: Arc<HashSet<String>>,
+    /// Read-your-own-writes, when on (`consistency`).
+    ryw: Option<consistency::ReadYourWrites>,
 }
 
 impl std::fmt::Debug for Client {
@@ -72,6 +82,7 @@ impl std::fmt::Debug for Client {
             .field("dry_run", &self.dry_run)
             .field("field_validation", &self.field_validation)
             .field("uncached", &self.uncached)
+            .field("read_your_writes", &self.reads_your_writes())
             .finish_non_exhaustive()
     }
 }
@@ -86,6 +97,7 @@ impl Client {
             dry_run: false,
             field_validation: None,
             uncached: Arc::default(),
+            ryw: None,
         }
     }
 
@@ -151,17 +163,13 @@ impl Reader for Client {
         if self.is_uncached::<K>(dt) {
             return self.get_uncached(dt, namespace, name).await;
         }
+        let key = object_key(Some(namespace), name);
+        self.wait_for_own_writes::<K>(dt, consistency::Select::Key(&key), "get", &key)
+            .await?;
         self.cache
             .get_with::<K>(dt, namespace, name)
             .await
-            .map_err(|e| {
-                Error::new(
-                    "get",
-                    gvk_string::<K>(dt),
-                    object_key(Some(namespace), name),
-                    e,
-                )
-            })
+            .map_err(|e| Error::new("get", gvk_string::<K>(dt), key, e))
     }
 
     /// From the cache, or from the server for types named in [`Client::disable_for`].
@@ -173,6 +181,10 @@ impl Reader for Client {
         if self.is_uncached::<K>(dt) {
             return self.list_uncached(dt, opts).await;
         }
+        let ns = opts.namespace.as_deref().filter(|n| !n.is_empty());
+        let select = consistency::Select::Namespace(ns);
+        self.wait_for_own_writes::<K>(dt, select, "list", ns.unwrap_or_default())
+            .await?;
         self.cache.list_with::<K>(dt, opts).await.map_err(|e| {
             Error::new(
                 "list",

@@ -39,11 +39,13 @@ impl Client {
         dp: &DeleteParams,
     ) -> Result<(), Error> {
         let t = Target::of(&self.kube, dt, obj);
-        t.api
+        let answer = t
+            .api
             .delete(&t.name, &self.delete_params(dp))
             .await
-            .map(|_| ())
-            .map_err(|e| t.fail("delete", e))
+            .map_err(|e| t.fail("delete", e))?;
+        self.remember_delete(dt, obj, answer, dp);
+        Ok(())
     }
 
     typed_form! {

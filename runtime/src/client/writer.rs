@@ -14,6 +14,9 @@
 //! `SubResourceWriter` interfaces): [`Client`], the namespaced client, the status
 //! [`Writer`] say where a write lands; the verbs are its provided methods.
 //!
+//! A write through a read-your-own-writes client is remembered (`super::consistency`)
+//! once the server answered it, so that later cached reads wait to see it.
+//!
 //! It also holds what every write shares: [`WritableWith`] / [`Writable`] (what can be
 //! written), the [`Target`] of a write and its [`body`] (a `DynamicObject` gets its
 //! `apiVersion`/`kind` from its `ApiResource`).
@@ -53,12 +56,22 @@ pub(crate) struct Target<K> {
 impl<K: CacheObject> Target<K> {
     pub(crate) fn of(kube: &kube::Client, dt: &K::DynamicType, obj: &K) -> Self {
         let m = obj.meta();
-        let ns = m.namespace.as_deref().filter(|n| !n.is_empty());
-        let name = m.name.clone().unwrap_or_default();
+        let name = m.name.as_deref().unwrap_or_default();
+        Self::at(kube, dt, m.namespace.as_deref(), name)
+    }
+
+    /// The object `name` in `namespace` (`None` or empty: cluster-scoped).
+    pub(crate) fn at(
+        kube: &kube::Client,
+        dt: &K::DynamicType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Self {
+        let ns = namespace.filter(|n| !n.is_empty());
         Self {
             api: <K::Scope as Scoped>::api::<K>(kube.clone(), ns, dt),
-            key: object_key(ns, &name),
-            name,
+            key: object_key(ns, name),
+            name: name.to_string(),
             kind: gvk_string::<K>(dt),
         }
     }
@@ -216,7 +229,27 @@ impl<'a> Writer<'a> {
         P: Serialize + std::fmt::Debug,
         S: DeserializeOwned,
     {
-        let t = Target::of(self.client.kube_client(), dt, obj);
+        self.patch_to(Target::of(self.client.kube_client(), dt, obj), patch, pp)
+            .await
+    }
+
+    /// The client this writer writes through.
+    pub(crate) fn client(&self) -> &'a Client {
+        self.client
+    }
+
+    /// [`patch_as`](Self::patch_as) of the object `t` names.
+    pub(crate) async fn patch_to<K, P, S>(
+        &self,
+        t: Target<K>,
+        patch: &Patch<P>,
+        pp: PatchParams,
+    ) -> Result<S, Error>
+    where
+        K: WritableWith,
+        P: Serialize + std::fmt::Debug,
+        S: DeserializeOwned,
+    {
         let verb = self.verb("patch");
         let pp = self.client.patch_params(pp);
         let req = Request::new(t.api.resource_url());
@@ -303,7 +336,10 @@ pub trait ObjectWriter: Sync {
     ) -> impl Future<Output = Result<K, Error>> + Send + 'a {
         async move {
             let (writer, obj) = self.target(dt, "patch", obj)?;
-            writer.patch_as(dt, &*obj, patch, pp).await
+            let dry_run = pp.dry_run;
+            let written = writer.patch_as(dt, &*obj, patch, pp).await?;
+            writer.client.remember_write(dt, &written, dry_run);
+            Ok(written)
         }
     }
 
@@ -332,9 +368,11 @@ pub trait ObjectWriter: Sync {
                 Target::of(writer.client.kube_client(), dt, &*obj).fail(&writer.verb("patch"), e)
             })?;
             let pp = apply_params(field_manager, force);
-            writer
+            let written = writer
                 .patch_as(dt, &*obj, &Patch::Apply(&*intent), pp)
-                .await
+                .await?;
+            writer.client.remember_write(dt, &written, false);
+            Ok(written)
         }
     }
 }
@@ -423,9 +461,13 @@ impl<'a, K: WritableWith> IntoFuture for PendingWrite<'a, K> {
         Box::pin(async move {
             let (writer, obj) = self.target?;
             let data = body_bytes(self.dt, &*obj);
-            writer
+            let written: K = writer
                 .send(self.how, self.dt, &*obj, data, &self.opts)
-                .await
+                .await?;
+            writer
+                .client
+                .remember_write(self.dt, &written, self.opts.dry_run);
+            Ok(written)
         })
     }
 }

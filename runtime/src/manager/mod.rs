@@ -143,7 +143,7 @@ impl Manager {
         let probe_addr = probe.as_ref().and_then(|l| l.local_addr().ok());
         let pprof_addr = pprof.as_ref().and_then(|l| l.local_addr().ok());
         let cache = Cache::new(client.clone(), opts.cache.clone());
-        let cached_client = Client::new(client.clone(), cache.clone());
+        let cached_client = Client::new(client.clone(), cache.clone()).with_options(&opts.client);
         let mut readyz = healthz::Handler::new();
         let synced = cache.clone();
         readyz.add_check(

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::cache;
+use crate::client;
 use crate::config;
 use crate::http::ServerOptions;
 use crate::leaderelection::{
@@ -32,6 +33,10 @@ pub const CACHE_SYNC_CHECK: &str = "cache-sync";
 pub struct Options {
     /// The cache's options (namespaces, selectors, transforms, sync period).
     pub cache: cache::Options,
+    /// The options of the manager's client (Go's `Options.Client`): e.g.
+    /// `client.cache.read_your_writes_consistency_enabled` makes its cached reads see its
+    /// own writes.
+    pub client: client::Options,
     /// Where `/metrics` is served: `host:port`, `:port` (all interfaces), port 0 for
     /// any free port; `"0"` disables the metrics server. Empty means the default,
     /// `":8080"`.
@@ -107,6 +112,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             cache: cache::Options::default(),
+            client: client::Options::default(),
             metrics_bind_address: DEFAULT_BIND_ADDRESS.to_string(),
             metrics: metrics_server::Options::default(),
             health_probe_bind_address: String::new(),

@@ -4,7 +4,9 @@
 //! on a chunked HTTP 200 response: selector transitions (ADDED/DELETED when an object starts/stops
 //! matching), bookmarks, the initial-events-end bookmark of streaming lists, `timeoutSeconds`, and
 //! an in-stream ERROR 410 when the start is older than the history. Lines are encoded once per
-//! event and shared among watchers; consecutive events are batched into one chunk.
+//! event and shared among watchers; consecutive events are batched into one chunk. A watch
+//! delivery delay (`Faults::delay_watch_delivery`) sends each live chunk through a delay line
+//! (`DelayLine`): a task that forwards chunks in order, each once its due time has come.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +43,10 @@ struct Watch {
     /// Events at or below this resourceVersion are not sent (a start from the future).
     start_rv: u64,
     buf: BytesMut,
+    /// The resource plural and namespace of the watch, for `Faults::watch_delay`.
+    scope: (String, Option<String>),
+    /// The delay line live chunks go through once a delivery delay was first seen.
+    delayed: Option<mpsc::UnboundedSender<(tokio::time::Instant, Bytes)>>,
 }
 
 pub(crate) fn serve(
@@ -103,6 +109,8 @@ pub(crate) fn serve(
         last_rv: from.unwrap_or(sub.rv),
         start_rv: from.unwrap_or(0),
         buf: BytesMut::new(),
+        scope: (r.rt.plural.clone(), r.namespace.clone()),
+        delayed: None,
     };
     let state = state.clone();
     tokio::spawn(run(
@@ -193,22 +201,22 @@ async fn run(
             _ = tx.closed() => return,
             _ = &mut deadline => {
                 if w.bookmarks && w.drain_for_bookmark(&state, &mut sub) {
-                    let _ = w.flush(&tx).await;
+                    let _ = w.flush_live(&state, &tx).await;
                 }
                 return;
             }
             _ = ticker.tick(), if w.bookmarks => {
                 if !w.drain_for_bookmark(&state, &mut sub) {
-                    let _ = w.flush(&tx).await;
+                    let _ = w.flush_live(&state, &tx).await;
                     return;
                 }
-                if !w.flush(&tx).await {
+                if !w.flush_live(&state, &tx).await {
                     return;
                 }
             }
             ev = sub.rx.recv() => {
                 let Some(ev) = ev else {
-                    let _ = w.flush(&tx).await;
+                    let _ = w.flush_live(&state, &tx).await;
                     return;
                 };
                 w.push(&ev);
@@ -218,10 +226,24 @@ async fn run(
                         Err(_) => break,
                     }
                 }
-                if !w.flush(&tx).await {
+                if !w.flush_live(&state, &tx).await {
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Forwards chunks to the response in order, each once its due time has come (the delay
+/// line of a watch delivery delay).
+async fn delay_line(
+    mut rx: mpsc::UnboundedReceiver<(tokio::time::Instant, Bytes)>,
+    tx: mpsc::Sender<Bytes>,
+) {
+    while let Some((due, chunk)) = rx.recv().await {
+        tokio::time::sleep_until(due).await;
+        if tx.send(chunk).await.is_err() {
+            return;
         }
     }
 }
@@ -347,6 +369,27 @@ impl Watch {
             &json!({"kind": kind, "apiVersion": av, "metadata": meta}),
         );
         self.buf.extend_from_slice(&line);
+    }
+
+    /// [`flush`](Self::flush) of live events: through the delay line, due after the watch
+    /// delivery delay the faults set now, once a delay was ever set on this watch.
+    async fn flush_live(&mut self, state: &State, tx: &mpsc::Sender<Bytes>) -> bool {
+        let delay = state
+            .faults
+            .watch_delay(&self.scope.0, self.scope.1.as_deref());
+        if self.delayed.is_none() && !delay.is_zero() {
+            let (line, rx) = mpsc::unbounded_channel();
+            tokio::spawn(delay_line(rx, tx.clone()));
+            self.delayed = Some(line);
+        }
+        let Some(line) = &self.delayed else {
+            return self.flush(tx).await;
+        };
+        if self.buf.is_empty() {
+            return true;
+        }
+        let due = tokio::time::Instant::now() + delay;
+        line.send((due, self.buf.split().freeze())).is_ok()
     }
 
     async fn flush(&mut self, tx: &mpsc::Sender<Bytes>) -> bool {
