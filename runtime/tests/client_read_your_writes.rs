@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ctrl_envtest::wait::wait_until;
 use ctrl_envtest::{Environment, FaultMatch};
 use ctrl_runtime::cache::{Cache, ListOptions, Options, Reader};
 use ctrl_runtime::client::{
@@ -93,8 +94,17 @@ async fn update_then_list(client: &Client, name: &str) -> bool {
     })
 }
 
-/// Deletes the ConfigMap then lists its kind: fresh when the list lacks it.
+/// Deletes the ConfigMap then lists its kind: fresh when the list lacks it. The delete
+/// waits until the cache holds the object (read without the option), so that a list
+/// lacking it means the cache saw the delete, not that it never saw the create.
 async fn delete_then_list(client: &Client, name: &str) -> bool {
+    let plain = client.without_read_your_writes();
+    wait_until(
+        "the cache holds the object",
+        || async { ignore_not_found(plain.get::<ConfigMap>("default", name).await) },
+        |got| matches!(got, Ok(Some(_))),
+    )
+    .await;
     let obj = cm(name, "rw", "");
     client
         .delete(&obj, &DeleteParams::default())
