@@ -104,7 +104,8 @@ async fn delete_then_list(client: &Client, name: &str) -> bool {
         || async { ignore_not_found(plain.get::<ConfigMap>("default", name).await) },
         |got| matches!(got, Ok(Some(_))),
     )
-    .await;
+    .await
+    .expect("cached get");
     let obj = cm(name, "rw", "");
     client
         .delete(&obj, &DeleteParams::default())
