@@ -14,6 +14,7 @@
 //! ```text
 //! multicluster/   clusters, providers, cluster-aware requests and sources
 //! sharding/       shard leases, the hash ring, the sharder (runnables and webhooks)
+//! certrotator/    webhook certificates without cert-manager: a CA in a Secret, caBundle injection
 //! manager/        Manager, Runnable, the runnable groups and their order, flags, signals
 //! rbac/           the RBAC rules the parts below need, and their manifest
 //! metricsserver/  the metrics HTTP(S) server and its authn/authz filters
@@ -55,6 +56,7 @@
 pub use ctrl_clock as clock;
 
 pub mod cache;
+pub mod certrotator;
 pub mod certwatcher;
 pub mod client;
 pub mod conditions;

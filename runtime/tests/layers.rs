@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "multicluster",
     "sharding",
+    "certrotator",
     "manager",
     "rbac",
     "metricsserver",

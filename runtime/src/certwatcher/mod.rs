@@ -108,7 +108,19 @@ pub fn load_key_pair(cert_path: &Path, key_path: &Path) -> Result<CertifiedKey, 
         path: key_path.to_path_buf(),
         source,
     })?;
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+    parse_key_pair(&cert_pem, &key_pem, cert_path, key_path)
+}
+
+/// Parses a PEM chain (leaf first) and a PEM private key into a rustls
+/// [`CertifiedKey`], failing if the key is not the certificate's; `cert_path` and
+/// `key_path` only name them in errors.
+pub fn parse_key_pair(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    cert_path: &Path,
+    key_path: &Path,
+) -> Result<CertifiedKey, Error> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
         .map_err(|e| Error::Parse {
             path: cert_path.to_path_buf(),
@@ -120,7 +132,7 @@ pub fn load_key_pair(cert_path: &Path, key_path: &Path) -> Result<CertifiedKey, 
             reason: "no CERTIFICATE block".into(),
         });
     }
-    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| Error::Parse {
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| Error::Parse {
         path: key_path.to_path_buf(),
         reason: e.to_string(),
     })?;
