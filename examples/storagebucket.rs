@@ -38,7 +38,8 @@ struct Cli {
     #[command(flatten)]
     leader: LeaderElectionFlags,
     /// In a cluster: serve the admission webhooks on `--webhook-port` (certificates in
-    /// `--webhook-cert-path`). The local demo always serves them.
+    /// `--webhook-cert-path`, else made by the operator's cert rotator). The local demo
+    /// always serves them.
     #[arg(long)]
     enable_webhooks: bool,
     /// How often every bucket is probed.
@@ -83,6 +84,8 @@ impl Operator for Cli {
         log_leader_election(&opts);
         let Some(kubeconfig) = cluster.local_kubeconfig() else {
             let mgr = setup::manager(cluster.client(), opts, &self.config(), self.enable_webhooks)?;
+            // Without --webhook-cert-path, the webhooks' certificates come from its rotator.
+            ctrl::cli::certs::add_rotator(Self::NAME, cluster.client(), &mgr, &self.args.manager)?;
             return Ok(mgr.start(stop).await?);
         };
         // The demo: the object store; the webhooks are served on the cli's local

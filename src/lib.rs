@@ -11,7 +11,9 @@ pub use ctrl_runtime::otel;
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
-pub use ctrl_runtime::{certwatcher, leaderelection, metricsserver, recorder, webhook};
+pub use ctrl_runtime::{
+    certrotator, certwatcher, leaderelection, metricsserver, recorder, webhook,
+};
 pub use ctrl_runtime::{clock, healthz, log, manager};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};

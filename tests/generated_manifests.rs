@@ -5,7 +5,9 @@
 //! config/default` against ctrl-envtest accepts the layout (kustomize's namespace and
 //! name prefix over the bases), the real `kubectl apply -f` of the stream creates every
 //! object, and the webhook configurations name exactly the paths the manager serves:
-//! an AdmissionReview POSTed to each path is answered.
+//! an AdmissionReview POSTed to each path is answered. By default the operator makes its
+//! own certificates: its cert rotator fills the shipped Secret and injects the CA into the
+//! generated configurations; the cert-manager overlay, once uncommented, applies too.
 
 mod common;
 #[allow(dead_code)]
@@ -87,11 +89,21 @@ async fn the_layout_is_kubebuilders_and_every_file_parses() {
         "config/manager/manager.yaml",
         "config/webhook/manifests.yaml",
         "config/webhook/service.yaml",
+        "config/webhook/secret.yaml",
         "config/prometheus/monitor.yaml",
+        "config/certmanager/kustomization.yaml",
+        "config/certmanager/certificate.yaml",
+        "config/certmanager/kustomizeconfig.yaml",
+        "config/default/cert_manager_deployment_patch.yaml",
+        "config/default/cert_manager_cainjection_patch.yaml",
     ] {
         assert!(paths.contains(&want), "no {want} in {paths:?}");
     }
     for (path, text) in &files {
+        // kustomize's own files: a transformer configuration, a JSON patch.
+        if path.ends_with("kustomizeconfig.yaml") || path.ends_with("deployment_patch.yaml") {
+            continue;
+        }
         if path.ends_with("kustomization.yaml") {
             let k: Value = serde_saphyr::from_str(text).expect("kustomization");
             assert_eq!(k["kind"], "Kustomization", "{path}");
@@ -141,6 +153,8 @@ async fn kubectl_accepts_the_layout_and_the_stream() {
         "role.rbac.authorization.k8s.io/storagebucket-leader-election-role",
         "service/storagebucket-webhook-service",
         "service/storagebucket-controller-manager-metrics-service",
+        "secret/storagebucket-webhook-server-cert",
+        "role.rbac.authorization.k8s.io/storagebucket-manager-role",
         "deployment.apps/storagebucket-controller-manager",
         "mutatingwebhookconfiguration.admissionregistration.k8s.io/storagebucket-mutating-webhook-configuration",
         "validatingwebhookconfiguration.admissionregistration.k8s.io/storagebucket-validating-webhook-configuration",
@@ -161,6 +175,30 @@ async fn kubectl_accepts_the_layout_and_the_stream() {
     let service = &mutating["webhooks"][0]["clientConfig"]["service"];
     assert_eq!(service["name"], "storagebucket-webhook-service");
     assert_eq!(service["namespace"], "storagebucket-system");
+    // By default the operator rotates its own certificates: no --webhook-cert-path, a
+    // writable emptyDir for the files, and RBAC on its Secret and configurations.
+    let deployment = kind(&docs, "Deployment");
+    let pod = &deployment["spec"]["template"]["spec"];
+    let args = pod["containers"][0]["args"].to_string();
+    assert!(!args.contains("--webhook-cert-path"), "{args}");
+    assert!(pod["volumes"][0]["emptyDir"].is_object(), "{pod}");
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "storagebucket-manager-role")
+        .expect("the rotator's Role");
+    assert_eq!(role["metadata"]["namespace"], "storagebucket-system");
+    assert_eq!(
+        role["rules"][0]["resourceNames"],
+        json!(["storagebucket-webhook-server-cert"]),
+        "{role}"
+    );
+    let cluster_role = kind(&docs, "ClusterRole").to_string();
+    for name in [
+        "storagebucket-mutating-webhook-configuration",
+        "storagebucket-validating-webhook-configuration",
+    ] {
+        assert!(cluster_role.contains(name), "{cluster_role}");
+    }
 
     // The stream of --print-manifests, applied for real: the namespace exists already,
     // everything else is created.
@@ -172,6 +210,211 @@ async fn kubectl_accepts_the_layout_and_the_stream() {
     assert_eq!(out.lines().count(), count, "{out}");
     let created = out.lines().filter(|l| l.ends_with(" created")).count();
     assert_eq!(created, count - 1, "{out}");
+}
+
+/// The first object of `kind` in `docs`.
+fn kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind}"))
+}
+
+/// cert-manager's Issuer and Certificate kinds, schemaless: enough for a server-side
+/// dry run of the overlay without cert-manager.
+fn cert_manager_crds() -> String {
+    ["Issuer", "Certificate"]
+        .map(|k| {
+            let plural = format!("{}s", k.to_lowercase());
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+                 metadata:\n  name: {plural}.cert-manager.io\nspec:\n  group: cert-manager.io\n\
+                 \x20 names:\n    kind: {k}\n    plural: {plural}\n  scope: Namespaced\n  versions:\n\
+                 \x20 - name: v1\n    served: true\n    storage: true\n    schema:\n\
+                 \x20     openAPIV3Schema:\n        type: object\n\
+                 \x20       x-kubernetes-preserve-unknown-fields: true\n"
+            )
+        })
+        .join("---\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cert_manager_overlay_applies_once_uncommented() {
+    if !kubectl::found() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), &manifests().files().expect("files"));
+    // Enable it as a user does: uncomment the lines that start with '#' and no space.
+    let default = dir.path().join("config/default");
+    let k_path = default.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&k_path).expect("read");
+    let enabled: String = text
+        .lines()
+        .map(|l| match l.strip_prefix('#') {
+            Some(rest) if rest.starts_with('-') || rest == "patches:" => rest,
+            _ => l,
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(enabled, text, "nothing to uncomment:\n{text}");
+    std::fs::write(&k_path, enabled).expect("write");
+
+    let env = Environment::builder().start().await.expect("envtest");
+    let k = Kubectl::new(&env);
+    let built = k.ok(&["kustomize", path_str(&default)]).await;
+    let docs = objects(&built);
+    // The manager is pointed at the mounted Secret, which cert-manager writes.
+    let pod = &kind(&docs, "Deployment")["spec"]["template"]["spec"];
+    let args = pod["containers"][0]["args"].to_string();
+    assert!(
+        args.contains("--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs"),
+        "{args}"
+    );
+    assert_eq!(
+        pod["volumes"][0]["secret"]["secretName"], "storagebucket-webhook-server-cert",
+        "{pod}"
+    );
+    assert!(pod["volumes"][0].get("emptyDir").is_none(), "{pod}");
+    let cert = &kind(&docs, "Certificate")["spec"];
+    assert_eq!(cert["secretName"], "storagebucket-webhook-server-cert");
+    assert_eq!(cert["issuerRef"]["name"], "storagebucket-selfsigned-issuer");
+    assert_eq!(
+        cert["dnsNames"][0],
+        "storagebucket-webhook-service.storagebucket-system.svc"
+    );
+    for config in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let inject =
+            &kind(&docs, config)["metadata"]["annotations"]["cert-manager.io/inject-ca-from"];
+        assert_eq!(
+            inject, "storagebucket-system/storagebucket-serving-cert",
+            "{config}"
+        );
+    }
+    // With cert-manager's kinds served, the server accepts the overlay.
+    let crds = dir.path().join("cert-manager-crds.yaml");
+    std::fs::write(&crds, cert_manager_crds()).expect("write");
+    k.ok(&["apply", "-f", path_str(&crds)]).await;
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/certificates.cert-manager.io",
+        "crd/issuers.cert-manager.io",
+    ])
+    .await;
+    k.ok(&["create", "namespace", "storagebucket-system"]).await;
+    let out = k
+        .ok(&["apply", "--dry-run=server", "-k", path_str(&default)])
+        .await;
+    for want in [
+        "issuer.cert-manager.io/storagebucket-selfsigned-issuer",
+        "certificate.cert-manager.io/storagebucket-serving-cert",
+        "deployment.apps/storagebucket-controller-manager",
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("{want} "))),
+            "kubectl did not apply {want}:\n{out}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rotator_fills_the_shipped_secret_and_injects_the_generated_configurations() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::Api;
+    use kube::runtime::wait::await_condition;
+
+    if !kubectl::found() {
+        return;
+    }
+    let m = manifests();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stream = dir.path().join("all.yaml");
+    std::fs::write(&stream, m.yaml().expect("yaml")).expect("write");
+    let env = Environment::builder().start().await.expect("envtest");
+    Kubectl::new(&env)
+        .ok(&["apply", "-f", path_str(&stream)])
+        .await;
+
+    // The operator as `ctrl::cli` runs it on a cluster without --webhook-cert-path (its
+    // files in a directory of this test's own).
+    let server = ctrl::webhook::Server::new(ctrl::webhook::Options {
+        host: "127.0.0.1".into(),
+        port: 0,
+        cert_dir: dir.path().join("certs"),
+        ..Default::default()
+    });
+    let opts = Options {
+        metrics_bind_address: "0".into(),
+        webhook_server: Some(server),
+        controller: unchecked_names(),
+        ..Default::default()
+    };
+    let cfg = operator::controller::Config::default();
+    let mgr = operator::setup::manager(env.client(), opts, &cfg, true).expect("manager");
+    let rotator =
+        ctrl::cli::certs::add_rotator("storagebucket", env.client(), &mgr, &Args::default())
+            .expect("rotator")
+            .expect("it rotates: webhooks and no --webhook-cert-path");
+    assert_eq!(rotator.options().secret_namespace, "storagebucket-system");
+    let stop = CancellationToken::new();
+    let running = {
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        tokio::spawn(async move { mgr.start(stop).await })
+    };
+
+    // The shipped Secret gets the CA; both generated configurations get it as caBundle.
+    let secrets: Api<Secret> = Api::namespaced(env.client(), "storagebucket-system");
+    let has_ca = |s: Option<&Secret>| {
+        s.and_then(|s| s.data.as_ref())
+            .is_some_and(|d| d.contains_key("ca.crt"))
+    };
+    let secret = await_condition(secrets, "storagebucket-webhook-server-cert", has_ca)
+        .await
+        .expect("watch")
+        .expect("secret");
+    let ca = secret.data.expect("data")["ca.crt"].0.clone();
+    let mutating = await_condition(
+        Api::<MutatingWebhookConfiguration>::all(env.client()),
+        "storagebucket-mutating-webhook-configuration",
+        |c: Option<&MutatingWebhookConfiguration>| {
+            c.and_then(|c| c.webhooks.as_ref()).is_some_and(|w| {
+                w.iter().all(|w| {
+                    w.client_config
+                        .ca_bundle
+                        .as_ref()
+                        .is_some_and(|b| b.0 == ca)
+                })
+            })
+        },
+    );
+    mutating.await.expect("watch");
+    let validating = await_condition(
+        Api::<ValidatingWebhookConfiguration>::all(env.client()),
+        "storagebucket-validating-webhook-configuration",
+        |c: Option<&ValidatingWebhookConfiguration>| {
+            c.and_then(|c| c.webhooks.as_ref()).is_some_and(|w| {
+                w.iter().all(|w| {
+                    w.client_config
+                        .ca_bundle
+                        .as_ref()
+                        .is_some_and(|b| b.0 == ca)
+                })
+            })
+        },
+    );
+    validating.await.expect("watch");
+    assert!(rotator.is_injected());
+    // Written right after the injection, before the webhook server (a later group) starts.
+    mgr.elected().await;
+    assert!(dir.path().join("certs/tls.crt").exists());
+    stop.cancel();
+    running.await.expect("task").expect("manager");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -76,6 +76,12 @@ async fn the_committed_rbac_is_the_generated_one() {
     let client = ctrl::cli::print::offline_client().expect("offline client");
     let cfg = operator::controller::Config::default();
     let mgr = operator::setup::manager(client, opts, &cfg, true).expect("the operator's manager");
+    // As `--print-rbac` builds it: with the rules of the cert rotator it runs in a cluster.
+    ctrl::manifests::certs::add_rotator_rules(
+        "storagebucket",
+        &mgr,
+        &ctrl::manager::Args::default(),
+    );
     let generated = ctrl::cli::print::rbac_yaml(&mgr, "storagebucket").expect("generate RBAC");
     assert!(
         committed == generated,
@@ -99,6 +105,8 @@ async fn the_committed_rbac_is_the_generated_one() {
     assert_eq!(
         show,
         [
+            r#"["admissionregistration.k8s.io"] ["mutatingwebhookconfigurations"] ["get", "list", "update", "watch"]"#,
+            r#"["admissionregistration.k8s.io"] ["validatingwebhookconfigurations"] ["get", "list", "update", "watch"]"#,
             r#"["authentication.k8s.io"] ["tokenreviews"] ["create"]"#,
             r#"["authorization.k8s.io"] ["subjectaccessreviews"] ["create"]"#,
             r#"["events.k8s.io"] ["events"] ["create", "patch"]"#,
@@ -107,6 +115,11 @@ async fn the_committed_rbac_is_the_generated_one() {
         ]
     );
     assert_eq!(rules.leader_election.len(), 1);
+    assert_eq!(
+        rules.namespaced["storagebucket-system"].len(),
+        1,
+        "the rotator's Secret"
+    );
     assert!(rules.metrics_reader);
 }
 

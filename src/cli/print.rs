@@ -96,14 +96,17 @@ pub fn crds(crds: &[CustomResourceDefinition]) -> ExitCode {
 }
 
 /// The manager `operator` builds as deployed ([`deployed_options`]) on a client that
-/// is never dialled.
+/// is never dialled, with the RBAC rules of the cert rotator it runs in the cluster.
 pub fn deployed_manager<O: Operator>(operator: &O) -> Result<Manager, BoxError> {
     let base = operator.flags().1.map(|a| a.options()).unwrap_or_default();
     let opts = deployed_options(O::NAME, operator.options(base));
-    match operator.manager(offline_client()?, opts) {
-        Some(built) => built,
-        None => Err(format!("{} runs no ctrl Manager: nothing to ask", O::NAME).into()),
-    }
+    let mgr = match operator.manager(offline_client()?, opts) {
+        Some(built) => built?,
+        None => return Err(format!("{} runs no ctrl Manager: nothing to ask", O::NAME).into()),
+    };
+    let args = operator.flags().1.cloned().unwrap_or_default();
+    crate::manifests::certs::add_rotator_rules(O::NAME, &mgr, &args);
+    Ok(mgr)
 }
 
 /// The [`Manifests`](crate::manifests::Manifests) of `operator`'s deployed manager.

@@ -66,7 +66,8 @@ pub trait Operator: clap::Parser {
     }
 
     /// Runs the operator on `cluster` until `stop` is cancelled. Default: the
-    /// [`Operator::manager`] with [`Cluster::options`] of the flags, run by
+    /// [`Operator::manager`] with [`Cluster::options`] of the flags, on a configured
+    /// cluster with its cert rotator ([`super::certs::add_rotator`]), run by
     /// [`Cluster::run_manager`] with [`Operator::demo`].
     fn run(
         self,
@@ -79,6 +80,9 @@ pub trait Operator: clap::Parser {
             let mgr = self
                 .manager(cluster.client(), opts)
                 .ok_or_else(|| format!("{} runs no ctrl Manager: override `run`", Self::NAME))??;
+            if cluster.local_kubeconfig().is_none() {
+                super::certs::add_rotator(Self::NAME, cluster.client(), &mgr, &args)?;
+            }
             cluster.run_manager(&mgr, &stop, |c| self.demo(c)).await
         }
     }

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, HTTPGetAction, Namespace, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource,
-    SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, HTTPGetAction, Namespace,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
+    SecretVolumeSource, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -20,11 +20,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::Naming;
 use crate::manager::Args;
 
-/// Where the webhook certificate Secret is mounted (kubebuilder's
-/// `manager_webhook_patch.yaml`), and the flag that points the manager at it.
+/// Where the webhook certificates are: the webhook server's default directory, an
+/// `emptyDir` the operator's cert rotator writes, or, with `--webhook-cert-path`, the
+/// mounted Secret (kubebuilder's `manager_webhook_patch.yaml`).
 pub const WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
-/// The Secret holding the webhook serving certificate (cert-manager's `serving-cert`
-/// writes it in kubebuilder's layout).
+/// The Secret holding the webhook certificates ([`super::certs`]): the cert rotator's,
+/// or cert-manager's `serving-cert` writes it in the overlay.
 pub const WEBHOOK_CERT_SECRET: &str = "webhook-server-cert";
 /// The health probe port of the deployed manager.
 pub const HEALTH_PORT: i32 = 8081;
@@ -74,7 +75,7 @@ pub fn manager_args(args: &Args, webhooks: bool) -> Vec<String> {
     if !args.metrics_secure {
         out.push("--metrics-secure=false".into());
     }
-    if webhooks {
+    if webhooks && args.webhook_cert_path.is_some() {
         out.push(format!("--webhook-cert-path={WEBHOOK_CERT_DIR}"));
     }
     out
@@ -115,7 +116,8 @@ fn container(args: &Args, webhooks: bool) -> Container {
         mounts.push(VolumeMount {
             mount_path: WEBHOOK_CERT_DIR.into(),
             name: "webhook-certs".into(),
-            read_only: Some(true),
+            // The cert rotator writes the files; a given certificate is only read.
+            read_only: Some(args.webhook_cert_path.is_some()),
             ..Default::default()
         });
     }
@@ -146,18 +148,32 @@ fn container(args: &Args, webhooks: bool) -> Container {
     }
 }
 
+/// The certificate volume: the Secret with `--webhook-cert-path`, else an `emptyDir` the
+/// operator's cert rotator writes the files into.
+fn cert_volume(naming: &Naming, args: &Args) -> Volume {
+    let (secret, empty_dir) = match args.webhook_cert_path {
+        Some(_) => {
+            let s = SecretVolumeSource {
+                secret_name: Some(naming.named(WEBHOOK_CERT_SECRET)),
+                ..Default::default()
+            };
+            (Some(s), None)
+        }
+        None => (None, Some(EmptyDirVolumeSource::default())),
+    };
+    Volume {
+        name: "webhook-certs".into(),
+        secret,
+        empty_dir,
+        ..Default::default()
+    }
+}
+
 /// The manager Deployment: one replica of the manager container under the restricted Pod
 /// Security Standard, as the operator's ServiceAccount.
 pub fn deployment(naming: &Naming, args: &Args, webhooks: bool) -> Deployment {
     let selector = labels(&naming.name, true);
-    let volumes = webhooks.then(|| Volume {
-        name: "webhook-certs".into(),
-        secret: Some(SecretVolumeSource {
-            secret_name: Some(WEBHOOK_CERT_SECRET.into()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    });
+    let volumes = webhooks.then(|| cert_volume(naming, args));
     let pod = PodSpec {
         security_context: Some(PodSecurityContext {
             run_as_non_root: Some(true),

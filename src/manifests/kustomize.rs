@@ -1,7 +1,9 @@
 //! kubebuilder's `config/` layout of [`Manifests`]: kustomize bases with unprefixed
 //! names in namespace `system` ([`Naming::base`]) — `config/crd`, `config/rbac`,
 //! `config/manager`, `config/webhook`, `config/prometheus` (a ServiceMonitor, left out of
-//! `config/default` unless enabled, as kubebuilder's) — and `config/default`, the kustomization to
+//! `config/default` unless enabled, as kubebuilder's), `config/certmanager` (the
+//! cert-manager overlay, [`certs`], enabled by uncommenting its lines in `config/default`)
+//! — and `config/default`, the kustomization to
 //! apply (`kubectl apply -k config/default`), which puts everything in
 //! `<name>-system` and prefixes every name with `<name>-`, as kubebuilder's does.
 //! (`config/samples` is the user's, written by `cargo ctrl create api`, not generated
@@ -9,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::{Manifests, Naming, deployment, webhooks};
+use super::{Manifests, Naming, certs, deployment, webhooks};
 use crate::cli::print::yaml_stream;
 use crate::manager::BoxError;
 
@@ -92,7 +94,7 @@ fn manager_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> 
     Ok(vec![("manager.yaml".into(), objects)])
 }
 
-/// `config/webhook`: the configurations and the webhook Service.
+/// `config/webhook`: the configurations, the webhook Service and the certificate Secret.
 fn webhook_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> {
     let client = webhooks::service_client(naming);
     let configs = webhooks::configurations(&m.webhooks, naming, &client)
@@ -109,6 +111,10 @@ fn webhook_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> 
         out.push(("manifests.yaml".to_string(), configs));
     }
     out.push(("service.yaml".to_string(), service));
+    out.push((
+        "secret.yaml".to_string(),
+        vec![value(certs::secret(naming))?],
+    ));
     Ok(out)
 }
 
@@ -121,11 +127,13 @@ fn default_files(m: &Manifests, naming: &Naming) -> Result<Vec<(String, String)>
     }
     resources.push("metrics_service.yaml".into());
     let extra = format!("namespace: {}-system\nnamePrefix: {}-\n", m.name, m.name);
+    let mut text = kustomization(&resources, &extra);
+    if !m.webhooks.is_empty() {
+        text += certs::default_resource_line();
+        text += &certs::default_patch_lines(m);
+    }
     Ok(vec![
-        (
-            "config/default/kustomization.yaml".into(),
-            kustomization(&resources, &extra),
-        ),
+        ("config/default/kustomization.yaml".into(), text),
         (
             "config/default/metrics_service.yaml".into(),
             HEADER.to_string() + &yaml_stream(&metrics)?,
@@ -153,5 +161,8 @@ pub fn files(m: &Manifests) -> Result<Vec<(String, String)>, BoxError> {
         "",
     )?);
     out.extend(default_files(m, &naming)?);
+    if !m.webhooks.is_empty() {
+        out.extend(certs::certmanager_files(m)?);
+    }
     Ok(out)
 }

@@ -16,8 +16,13 @@
 //!   `config/default` (namespace `<name>-system`, name prefix `<name>-`) over the bases
 //!   `config/crd`, `config/rbac`, `config/manager`, `config/webhook`.
 //!
+//! Webhook certificates ([`certs`]): the operator's own cert rotator by default (its
+//! Secret shipped empty, its RBAC in the rules), or the cert-manager overlay that
+//! `config/default` enables by uncommenting.
+//!
 //! `ctrl::cli` prints them (`--print-manifests`); `cargo ctrl manifests` writes the files.
 
+pub mod certs;
 pub mod deployment;
 pub mod kustomize;
 pub mod webhooks;
@@ -100,6 +105,8 @@ impl Manifests {
         args: &Args,
         crds: Vec<CustomResourceDefinition>,
     ) -> Self {
+        // The operator runs its cert rotator in the cluster (`ctrl::cli` adds it).
+        certs::add_rotator_rules(name, mgr, args);
         Self {
             name: name.into(),
             crds,
@@ -120,7 +127,7 @@ impl Manifests {
     }
 
     /// Every object with `naming`, in `kubectl apply` order: the Namespace, CRDs, RBAC,
-    /// Services, the Deployment, the webhook configurations.
+    /// Services, the certificate Secret, the Deployment, the webhook configurations.
     pub fn objects(&self, naming: &Naming) -> Result<Vec<Value>, serde_json::Error> {
         let mut out = vec![serde_json::to_value(deployment::namespace(naming))?];
         for crd in self.crds(naming) {
@@ -131,6 +138,9 @@ impl Manifests {
         }
         for s in deployment::services(naming, &self.args, !self.webhooks.is_empty()) {
             out.push(serde_json::to_value(s)?);
+        }
+        if !self.webhooks.is_empty() {
+            out.push(serde_json::to_value(certs::secret(naming))?);
         }
         let d = deployment::deployment(naming, &self.args, !self.webhooks.is_empty());
         out.push(serde_json::to_value(d)?);

@@ -133,6 +133,20 @@ impl Options {
         self
     }
 
+    /// What a rotator with these options needs: get, list, watch and update on its Secret
+    /// in its namespace, and on each target, by name.
+    pub fn rbac_rules(&self) -> Vec<Rule> {
+        let secret = rule()
+            .groups([""])
+            .resources(["secrets"])
+            .resource_names([self.secret_name.clone()])
+            .verbs(["get", "list", "watch", "update"])
+            .namespace(self.secret_namespace.clone());
+        std::iter::once(secret)
+            .chain(self.targets.iter().map(Target::rbac_rule))
+            .collect()
+    }
+
     /// The serving certificate's names: the DNS name, then the extra ones.
     fn hosts(&self) -> Vec<String> {
         std::iter::once(self.dns_name.clone())
@@ -205,19 +219,9 @@ impl CertRotator {
         &self.inner.opts
     }
 
-    /// What the rotator needs: get, list, watch and update on its Secret in its
-    /// namespace, and on each target by name.
+    /// What the rotator needs ([`Options::rbac_rules`]).
     pub fn rbac_rules(&self) -> Vec<Rule> {
-        let o = &self.inner.opts;
-        let secret = rule()
-            .groups([""])
-            .resources(["secrets"])
-            .resource_names([o.secret_name.clone()])
-            .verbs(["get", "list", "watch", "update"])
-            .namespace(o.secret_namespace.clone());
-        std::iter::once(secret)
-            .chain(o.targets.iter().map(Target::rbac_rule))
-            .collect()
+        self.inner.opts.rbac_rules()
     }
 
     /// A readiness check that fails until the CA bundle was injected into every target
