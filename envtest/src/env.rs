@@ -153,6 +153,21 @@ impl EnvironmentBuilder {
         self
     }
 
+    /// Webhook calls to port `port` of Service `namespace/name` (a `clientConfig.service`,
+    /// called at `https://<name>.<namespace>.svc:<port>` and verified against that name, as
+    /// kube-apiserver calls it) connect to `addr`: where the test runs the operator. There is
+    /// no cluster DNS, so a Service without a route cannot be called. Process-wide.
+    pub fn service_route(
+        self,
+        namespace: &str,
+        name: &str,
+        port: u16,
+        addr: std::net::SocketAddr,
+    ) -> Self {
+        crate::webhook_client::add_route(namespace, name, port, addr);
+        self
+    }
+
     /// The admin user's bearer token (default: a random one). Every request needs a token the
     /// server knows (the client and kubeconfig carry the admin's: user `admin` in
     /// `system:masters`); without one it is a 401.

@@ -1,7 +1,8 @@
 //! Calls one webhook over HTTPS as the API server does: POST of a review to `clientConfig.url`, the
 //! server verified against `clientConfig.caBundle` as Go's `crypto/x509` verifies it
 //! ([`GoVerifier`]: a self-signed serving certificate may be its own bundle), within the webhook's
-//! timeout. HTTP/1.1 connections are kept per (URL authority, CA) and reused, so a steady stream
+//! timeout; a `clientConfig.service` is called at its DNS name, routed to where the test
+//! says the Service is served ([`add_route`]). HTTP/1.1 connections are kept per (URL authority, CA) and reused, so a steady stream
 //! of writes pays the TLS handshake once. Admission webhooks (`admission`) and CRD conversion
 //! webhooks ([`registry::conversion`](crate::registry::conversion)) are called through it. A leaf:
 //! it imports nothing else of the crate.
@@ -21,6 +22,35 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 
 type Sender = SendRequest<Full<Bytes>>;
+
+/// Service routes: `<name>.<namespace>.svc:<port>` -> where that Service is served, as
+/// kube-apiserver's service resolver maps a Service to an endpoint. Process-wide (as the
+/// connection pool): added by `EnvironmentBuilder::service_route` (`env`).
+fn routes() -> &'static Mutex<HashMap<String, std::net::SocketAddr>> {
+    static R: OnceLock<Mutex<HashMap<String, std::net::SocketAddr>>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Routes calls to port `port` of Service `namespace/name` to `addr`.
+pub(crate) fn add_route(namespace: &str, name: &str, port: u16, addr: std::net::SocketAddr) {
+    routes()
+        .lock()
+        .insert(format!("{name}.{namespace}.svc:{port}"), addr);
+}
+
+/// The URL a `clientConfig.service` is called at, as kube-apiserver calls it:
+/// `https://<name>.<namespace>.svc:<port><path>` (port 443 unless given); reachable
+/// through a route ([`add_route`]), verified against the Service's DNS name.
+pub(crate) fn service_url(service: &Value) -> String {
+    let at = |k: &str| service.get(k).and_then(Value::as_str).unwrap_or("");
+    let port = service.get("port").and_then(Value::as_u64).unwrap_or(443);
+    format!(
+        "https://{}.{}.svc:{port}{}",
+        at("name"),
+        at("namespace"),
+        at("path")
+    )
+}
 
 fn pool() -> &'static Mutex<HashMap<String, Vec<Sender>>> {
     static P: OnceLock<Mutex<HashMap<String, Vec<Sender>>>> = OnceLock::new();
@@ -213,9 +243,12 @@ async fn connect(uri: &http::Uri, ca_bundle: &str) -> Result<Sender, String> {
         .trim_end_matches(']')
         .to_string();
     let port = uri.port_u16().unwrap_or(443);
-    let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
+    let route = routes().lock().get(&format!("{host}:{port}")).copied();
+    let tcp = match route {
+        Some(addr) => tokio::net::TcpStream::connect(addr).await,
+        None => tokio::net::TcpStream::connect((host.as_str(), port)).await,
+    }
+    .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
     let _ = tcp.set_nodelay(true);
     let name = ServerName::try_from(host.clone()).map_err(|e| e.to_string())?;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(tls_config(ca_bundle)?))

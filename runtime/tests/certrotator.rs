@@ -44,15 +44,14 @@ impl Fixture {
     /// An envtest with an empty Secret and a configuration without `caBundle` pointing at a
     /// webhook that counts its calls, and a manager running the rotator and the server.
     async fn start() -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let env = Environment::builder().start().await.expect("envtest");
-        let secrets: Api<Secret> = Api::namespaced(env.client(), NS);
-        let empty = serde_json::from_value(json!({"metadata": {"name": SECRET}})).unwrap();
-        secrets
-            .create(&PostParams::default(), &empty)
-            .await
-            .unwrap();
+        Self::start_with(false).await
+    }
 
+    /// With `by_service`, the configuration names the webhook Service (as deployed
+    /// manifests do) and the API server is routed to the server through it, verifying the
+    /// certificate against the Service's DNS name.
+    async fn start_with(by_service: bool) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = certs::temp_cert_dir().unwrap();
         let server = Server::new(webhook::Options {
             host: "127.0.0.1".into(),
@@ -61,6 +60,18 @@ impl Fixture {
             ..Default::default()
         });
         let addr = server.bind().unwrap();
+        let mut b = Environment::builder();
+        if by_service {
+            b = b.service_route(NS, "webhook-service", 443, addr);
+        }
+        let env = b.start().await.expect("envtest");
+        let secrets: Api<Secret> = Api::namespaced(env.client(), NS);
+        let empty = serde_json::from_value(json!({"metadata": {"name": SECRET}})).unwrap();
+        secrets
+            .create(&PostParams::default(), &empty)
+            .await
+            .unwrap();
+
         let calls = Arc::new(AtomicUsize::new(0));
         let c = calls.clone();
         let handler = admission::handler_fn(move |_| {
@@ -74,7 +85,7 @@ impl Fixture {
                 .unwrap()
         };
         configs(&env)
-            .create(&PostParams::default(), &configuration(addr))
+            .create(&PostParams::default(), &configuration(addr, by_service))
             .await
             .unwrap();
 
@@ -170,13 +181,20 @@ fn bundle(c: Option<&ValidatingWebhookConfiguration>) -> Option<String> {
     )
 }
 
-/// A validating configuration for labelled ConfigMaps, with no `caBundle`.
-fn configuration(addr: std::net::SocketAddr) -> ValidatingWebhookConfiguration {
+/// A validating configuration for labelled ConfigMaps, with no `caBundle`: at the
+/// server's URL, or through the Service `default/webhook-service`.
+fn configuration(addr: std::net::SocketAddr, by_service: bool) -> ValidatingWebhookConfiguration {
+    let client = match by_service {
+        true => {
+            json!({"service": {"namespace": NS, "name": "webhook-service", "path": "/validate-configmaps"}})
+        }
+        false => json!({"url": format!("https://{addr}/validate-configmaps")}),
+    };
     serde_json::from_value(json!({
         "metadata": {"name": CONFIG},
         "webhooks": [{
             "name": "vconfigmap.kb.io",
-            "clientConfig": {"url": format!("https://{addr}/validate-configmaps")},
+            "clientConfig": client,
             "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                        "resources": ["configmaps"]}],
             "objectSelector": {"matchLabels": {"webhook": "on"}},
@@ -220,6 +238,22 @@ async fn with_no_certificate_the_configuration_gets_the_ca_and_a_create_passes_t
     assert!(f.rotator.is_injected());
     let before = f.calls.load(Ordering::Relaxed);
     f.create("through-the-webhook")
+        .await
+        .expect("the webhook admits the create");
+    assert!(
+        f.calls.load(Ordering::Relaxed) > before,
+        "the API server called the webhook"
+    );
+    f.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_webhook_service_the_certificate_is_verified_for_its_dns_name() {
+    let f = Fixture::start_with(true).await;
+    let ca = first_ca(&f).await;
+    f.bundle_becomes(&ca).await;
+    let before = f.calls.load(Ordering::Relaxed);
+    f.create("through-the-service")
         .await
         .expect("the webhook admits the create");
     assert!(

@@ -21,7 +21,8 @@
 //! Configurations are ordinary objects: create them through the API, or give them
 //! to `EnvironmentBuilder::webhooks` (`env`).
 //! Simplifications: webhooks see the object before the server sets uid /
-//! resourceVersion on a create; only `clientConfig.url` is supported (not `service`).
+//! resourceVersion on a create; a `clientConfig.service` is reachable only through a route the
+//! environment was given (`EnvironmentBuilder::service_route`; there is no cluster DNS).
 //! Server-side apply's computed result is reviewed as the CREATE or UPDATE it amounts to.
 
 pub(crate) mod policy;

@@ -87,11 +87,11 @@ pub(crate) fn hooks(configs: &[Value]) -> Vec<Hook> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string(),
-                url: cc
-                    .get("url")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
+                url: match (cc.get("url").and_then(Value::as_str), cc.get("service")) {
+                    (Some(url), _) => url.to_string(),
+                    (None, Some(svc)) => crate::webhook_client::service_url(svc),
+                    (None, None) => String::new(),
+                },
                 ca_bundle: cc
                     .get("caBundle")
                     .and_then(Value::as_str)

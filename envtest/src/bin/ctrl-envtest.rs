@@ -61,7 +61,35 @@ enum Command {
         /// loaded API server's watch cache; `Faults::delay_watch_delivery`).
         #[arg(long, value_name = "MS", default_value_t = 0)]
         watch_delay_ms: u64,
+        /// Route webhook calls to a Service (a `clientConfig.service`, there being no
+        /// cluster DNS) to where it is served: `NAMESPACE/NAME:PORT=HOST:PORT`, e.g.
+        /// `op-system/op-webhook-service:443=127.0.0.1:9443` (repeatable). The TLS server
+        /// name stays the Service's `NAME.NAMESPACE.svc`.
+        #[arg(long = "service-route", value_name = "ROUTE", value_parser = parse_route)]
+        service_routes: Vec<Route>,
     },
+}
+
+/// A `--service-route`: the Service's namespace, name and port, and where it is served.
+#[derive(Clone, Debug)]
+struct Route {
+    namespace: String,
+    name: String,
+    port: u16,
+    addr: std::net::SocketAddr,
+}
+
+fn parse_route(s: &str) -> Result<Route, String> {
+    let err = || format!("{s:?}: want NAMESPACE/NAME:PORT=HOST:PORT");
+    let (service, addr) = s.split_once('=').ok_or_else(err)?;
+    let (namespace, rest) = service.split_once('/').ok_or_else(err)?;
+    let (name, port) = rest.rsplit_once(':').ok_or_else(err)?;
+    Ok(Route {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        port: port.parse().map_err(|_| err())?,
+        addr: addr.parse().map_err(|_| err())?,
+    })
 }
 
 #[tokio::main]
@@ -78,6 +106,7 @@ async fn main() -> std::process::ExitCode {
         no_workloads,
         authorization,
         watch_delay_ms,
+        service_routes,
     } = command;
     let authorization = match authorization.as_str() {
         "AlwaysAllow" => ctrl_envtest::Authorization::AlwaysAllow,
@@ -92,6 +121,9 @@ async fn main() -> std::process::ExitCode {
         .authorization(authorization);
     for d in crd_dirs {
         b = b.crd_path(d);
+    }
+    for r in service_routes {
+        b = b.service_route(&r.namespace, &r.name, r.port, r.addr);
     }
     if let Some(t) = token {
         b = b.bearer_token(t);
