@@ -322,9 +322,6 @@ async fn the_cert_manager_overlay_applies_once_uncommented() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rotator_fills_the_shipped_secret_and_injects_the_generated_configurations() {
-    use k8s_openapi::api::admissionregistration::v1::{
-        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-    };
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::Api;
     use kube::runtime::wait::await_condition;
@@ -379,42 +376,41 @@ async fn the_rotator_fills_the_shipped_secret_and_injects_the_generated_configur
         .expect("watch")
         .expect("secret");
     let ca = secret.data.expect("data")["ca.crt"].0.clone();
-    let mutating = await_condition(
-        Api::<MutatingWebhookConfiguration>::all(env.client()),
-        "storagebucket-mutating-webhook-configuration",
-        |c: Option<&MutatingWebhookConfiguration>| {
-            c.and_then(|c| c.webhooks.as_ref()).is_some_and(|w| {
-                w.iter().all(|w| {
-                    w.client_config
-                        .ca_bundle
-                        .as_ref()
-                        .is_some_and(|b| b.0 == ca)
-                })
-            })
-        },
-    );
-    mutating.await.expect("watch");
-    let validating = await_condition(
-        Api::<ValidatingWebhookConfiguration>::all(env.client()),
-        "storagebucket-validating-webhook-configuration",
-        |c: Option<&ValidatingWebhookConfiguration>| {
-            c.and_then(|c| c.webhooks.as_ref()).is_some_and(|w| {
-                w.iter().all(|w| {
-                    w.client_config
-                        .ca_bundle
-                        .as_ref()
-                        .is_some_and(|b| b.0 == ca)
-                })
-            })
-        },
-    );
-    validating.await.expect("watch");
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let name = format!(
+            "storagebucket-{}",
+            kind.replace("WebhookConfiguration", "").to_lowercase()
+        );
+        carries_ca(&env, kind, &format!("{name}-webhook-configuration"), &ca).await;
+    }
     assert!(rotator.is_injected());
     // Written right after the injection, before the webhook server (a later group) starts.
     mgr.elected().await;
     assert!(dir.path().join("certs/tls.crt").exists());
     stop.cancel();
     running.await.expect("task").expect("manager");
+}
+
+/// Waits (on its watch) until every webhook of configuration `kind/name` has `ca` (PEM)
+/// as its `caBundle`.
+async fn carries_ca(env: &Environment, kind: &str, name: &str, ca: &[u8]) {
+    use base64::Engine;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    let api: Api<DynamicObject> = Api::all_with(env.client(), &ApiResource::from_gvk(&gvk));
+    let want = serde_json::json!(base64::engine::general_purpose::STANDARD.encode(ca));
+    let cond = move |c: Option<&DynamicObject>| {
+        let hooks = c
+            .and_then(|c| c.data["webhooks"].as_array().cloned())
+            .unwrap_or_default();
+        !hooks.is_empty() && hooks.iter().all(|w| w["clientConfig"]["caBundle"] == want)
+    };
+    kube::runtime::wait::await_condition(api, name, cond)
+        .await
+        .expect("watch");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -367,6 +367,9 @@ fn deployed_without_a_forbidden(dir: &Path) {
     .status()
     .expect("cargo build ctrl-envtest");
     assert!(built.success());
+    // A copy of our own: the named binary is shared with other checkouts' builds.
+    let envtest = dir.join("ctrl-envtest");
+    std::fs::copy(target_dir().join("debug/ctrl-envtest"), &envtest).expect("copy ctrl-envtest");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -376,7 +379,7 @@ fn deployed_without_a_forbidden(dir: &Path) {
         "memcached-operator-system/memcached-operator-webhook-service:443=127.0.0.1:{port}"
     );
     let mut server = Killed(
-        Command::new(target_dir().join("debug/ctrl-envtest"))
+        Command::new(&envtest)
             .args(["serve", "--simulate-pods", "--service-route", &route])
             .arg("--kubeconfig-out")
             .arg(&admin)
@@ -397,13 +400,22 @@ fn deployed_without_a_forbidden(dir: &Path) {
     let sa = dir.join("sa.kubeconfig");
     write_service_account_kubeconfig(&admin, &sa);
 
-    // The operator as its Deployment runs it, but here, as its ServiceAccount.
+    // The operator as its Deployment runs it, but here, as its ServiceAccount (built again
+    // and copied: the named binary is shared with other checkouts' builds).
+    assert!(
+        cargo(dir, &["build", "-q"])
+            .status()
+            .expect("cargo build")
+            .success()
+    );
+    let binary = dir.join("memcached-operator");
+    std::fs::copy(target_dir().join("debug/memcached-operator"), &binary).expect("copy");
     let log_path = dir.join("operator.log");
     let log = std::fs::File::create(&log_path).expect("log file");
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).expect("tmp");
     let operator = Killed(
-        Command::new(target_dir().join("debug/memcached-operator"))
+        Command::new(&binary)
             .args(["--leader-elect", "--metrics-bind-address=127.0.0.1:0"])
             .args([
                 "--health-probe-bind-address=127.0.0.1:0",
@@ -412,6 +424,7 @@ fn deployed_without_a_forbidden(dir: &Path) {
             .arg("--kubeconfig")
             .arg(&sa)
             .env("TMPDIR", &tmp)
+            .env("POD_NAMESPACE", "memcached-operator-system")
             .env("RUST_LOG", "info")
             .stdout(log.try_clone().expect("log"))
             .stderr(log)

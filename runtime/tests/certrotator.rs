@@ -160,6 +160,18 @@ impl Fixture {
             .unwrap();
     }
 
+    /// Creates a labelled ConfigMap, which the API server must have called the webhook for.
+    async fn create_through_the_webhook(&self, name: &str) {
+        let before = self.calls.load(Ordering::Relaxed);
+        self.create(name)
+            .await
+            .expect("the webhook admits the create");
+        assert!(
+            self.calls.load(Ordering::Relaxed) > before,
+            "the API server called the webhook"
+        );
+    }
+
     async fn create(&self, name: &str) -> Result<ConfigMap, kube::Error> {
         let cms: Api<ConfigMap> = Api::namespaced(self.env.client(), NS);
         let cm = serde_json::from_value(json!({
@@ -236,14 +248,7 @@ async fn with_no_certificate_the_configuration_gets_the_ca_and_a_create_passes_t
         .until("the rotator to report ready", ready, |r| r.status == 200)
         .await;
     assert!(f.rotator.is_injected());
-    let before = f.calls.load(Ordering::Relaxed);
-    f.create("through-the-webhook")
-        .await
-        .expect("the webhook admits the create");
-    assert!(
-        f.calls.load(Ordering::Relaxed) > before,
-        "the API server called the webhook"
-    );
+    f.create_through_the_webhook("through-the-webhook").await;
     f.stop().await;
 }
 
@@ -252,14 +257,7 @@ async fn through_the_webhook_service_the_certificate_is_verified_for_its_dns_nam
     let f = Fixture::start_with(true).await;
     let ca = first_ca(&f).await;
     f.bundle_becomes(&ca).await;
-    let before = f.calls.load(Ordering::Relaxed);
-    f.create("through-the-service")
-        .await
-        .expect("the webhook admits the create");
-    assert!(
-        f.calls.load(Ordering::Relaxed) > before,
-        "the API server called the webhook"
-    );
+    f.create_through_the_webhook("through-the-service").await;
     f.stop().await;
 }
 

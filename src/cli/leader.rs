@@ -14,6 +14,20 @@ use crate::manager::Options;
 /// The Lease's namespace outside a cluster, when no flag names one.
 pub const DEFAULT_OUT_OF_CLUSTER_NAMESPACE: &str = "default";
 
+/// `opts` with the Lease in `POD_NAMESPACE` (the downward API's usual variable) when
+/// leader election is on and no namespace is set: how an operator run outside its pod
+/// (with its ServiceAccount's kubeconfig) finds the namespace a pod reads from its service
+/// account. Without it, controller-runtime's rule stands: in-cluster, or an error.
+pub fn namespace_from_env(mut opts: Options) -> Options {
+    if opts.leader_election && opts.leader_election_namespace.is_none() {
+        let ns = std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|n| !n.is_empty());
+        opts.leader_election_namespace = ns;
+    }
+    opts
+}
+
 /// Where the leader-election Lease lives (`--leader-elect` itself is in
 /// `ctrl::manager::Args`).
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]

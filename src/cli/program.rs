@@ -222,11 +222,11 @@ impl Cluster {
     }
 
     /// The manager options of kubebuilder's flags `args`: as they are on a configured
-    /// cluster; locally with free loopback ports ([`local_options`]) and the local
+    /// cluster (the Lease in `POD_NAMESPACE` if set, [`super::leader::namespace_from_env`]); locally with free loopback ports ([`local_options`]) and the local
     /// webhook server (self-signed, registered by [`Cluster::run_manager`]).
     pub fn options(&self, args: &Args) -> Options {
         match self {
-            Self::Configured(_) => args.options(),
+            Self::Configured(_) => super::leader::namespace_from_env(args.options()),
             #[cfg(feature = "envtest")]
             Self::Local { webhooks, .. } => Options {
                 webhook_server: Some(webhooks.server.clone()),
