@@ -626,6 +626,12 @@ impl Environment {
             .collect()
     }
 
+    /// The store's revision (the last resourceVersion written): unchanged means nothing was
+    /// written.
+    pub(crate) fn store_revision(&self) -> u64 {
+        self.state.store.current_rv()
+    }
+
     /// [`in_memory_client`](Self::in_memory_client) with `layer` around the transport (e.g. to
     /// see or delay each request and response).
     pub(crate) fn in_memory_client_with<L>(&self, layer: L) -> kube::Client
