@@ -1,9 +1,10 @@
 //! The AppService example under the deterministic simulation (`ctrl_envtest::sim`): two
 //! replicas with leader election, ctrl-envtest's simulated kubelet, and a seeded schedule of
-//! watch drops, relists, 409 storms, 429s, 5xx, leader loss and replica crashes. For every
-//! seed: no AppService ever has more Pods than it asks for, only the Lease holder writes,
-//! no two workers reconcile one AppService at once, and the operator converges — the
-//! AppService `Available` with exactly its Pods — within five virtual minutes.
+//! watch drops, relists, 409 storms, 429s, 5xx, leader loss, replica crashes and replicas
+//! leaving and joining again. For every seed: no AppService ever has more Pods than it asks
+//! for, only the Lease holder writes, no two workers reconcile one AppService at once, and
+//! the operator converges — the AppService `Available` with exactly its Pods — within five
+//! virtual minutes.
 //! `SIM_SEED=<n>` replays one seed.
 
 #[allow(dead_code)]

@@ -9,7 +9,7 @@
 //! `transport`: the seed delays each request and each watch frame (interleavings, stale
 //! caches), picks when each replica starts (who wins an election), and draws the fault
 //! schedule (`schedule`: watch drops, 410 relists, 409 storms, 429s, 5xx, leader loss, replica
-//! crash and restart). Every request, reconcile and fault goes into a trace (`trace`) whose
+//! crash and restart, a replica leaving and joining). Every request, reconcile and fault goes into a trace (`trace`) whose
 //! hash is printed; the checkers run at every step: no two workers hold one key, no write by a
 //! replica that does not hold the named Lease, the user's invariants over the store, and
 //! [`Simulation::run_until_steady`]'s deadline. A failing seed prints a one-line replay command
@@ -383,8 +383,11 @@ impl Simulation {
             let i = self.shared.rng.lock().random_range(0..alive.len());
             alive[i].clone()
         };
-        self.crash(&victim);
-        let back = self.elapsed() + Duration::from_secs(1) + self.shared.draw(STEP * 40);
-        self.state.lock().restarts.push((back, victim));
+        if kind == FaultKind::Leave {
+            self.leave(&victim);
+        } else {
+            self.crash(&victim);
+        }
+        self.schedule_restart(&victim);
     }
 }
