@@ -127,22 +127,56 @@ pub(crate) struct Shared {
     /// The leader-election Lease whose holder alone may write, and the replica of each
     /// leader-election identity.
     lease: Mutex<Option<(String, String)>>,
-    identities: Mutex<HashMap<String, String>>,
+    identities: Mutex<HashMap<String, replicas::Identity>>,
     /// The last write that was not leader election or an Event.
     last_write: Mutex<Instant>,
     /// The store's revision when the invariants last ran.
     checked: AtomicU64,
+    /// The last Lease holder read: (store revision, Lease), holder.
+    holder_cache: Mutex<Option<HolderRead>>,
 }
 
 impl Shared {
     /// The replica holding Lease `ns/name` (see [`Simulation::lease_holder`]).
     fn holder(&self, ns: &str, name: &str) -> Option<String> {
+        self.holder_identity(ns, name).map(|id| id.replica)
+    }
+
+    /// The incarnation holding Lease `ns/name`, by the identities replicas told.
+    fn holder_identity(&self, ns: &str, name: &str) -> Option<replicas::Identity> {
+        let holder = self.lease_holder(ns, name)?;
+        self.identities.lock().get(&holder).cloned()
+    }
+
+    /// The `holderIdentity` of Lease `ns/name`, decoded again only when the store changed
+    /// (every step asks; decoding is most of a debug build's cost).
+    fn lease_holder(&self, ns: &str, name: &str) -> Option<String> {
+        let revision = self.env.store_revision();
+        let key = (revision, format!("{ns}/{name}"));
+        if let Some((at, holder)) = &*self.holder_cache.lock()
+            && *at == key
+        {
+            return holder.clone();
+        }
         let leases = self.env.stored::<Lease>();
-        let lease = leases.iter().find(|l| {
-            l.metadata.namespace.as_deref() == Some(ns) && l.metadata.name.as_deref() == Some(name)
-        })?;
-        let holder = lease.spec.as_ref()?.holder_identity.as_ref()?;
-        self.identities.lock().get(holder).cloned()
+        let holder = (leases.iter())
+            .find(|l| {
+                l.metadata.namespace.as_deref() == Some(ns)
+                    && l.metadata.name.as_deref() == Some(name)
+            })
+            .and_then(|l| l.spec.as_ref()?.holder_identity.clone());
+        *self.holder_cache.lock() = Some((key, holder.clone()));
+        holder
+    }
+
+    /// Whether the checked Lease (if one is named) is held by a running incarnation: not one
+    /// that crashed, left or exited, whose Lease the others wait out.
+    fn led(&self) -> bool {
+        let Some((ns, name)) = self.lease.lock().clone() else {
+            return true;
+        };
+        self.holder_identity(&ns, &name)
+            .is_some_and(|id| id.is_running())
     }
 
     fn draw(&self, max: Duration) -> Duration {
@@ -180,6 +214,9 @@ impl Shared {
         }
     }
 }
+
+/// A Lease holder as read: (store revision, `ns/name`) and the holder.
+type HolderRead = ((u64, String), Option<String>);
 
 /// An invariant over the store, checked at every step.
 type Invariant = Box<dyn Fn(&Environment) -> Result<(), String> + Send + Sync>;
@@ -299,7 +336,8 @@ impl Simulation {
     }
 
     /// Ticks until the run is steady — no fault or restart left to play, no reconcile
-    /// running, and no write but leader election and Events for [`QUIET`] — and fails when it
+    /// running, the checked Lease ([`check_lease`](Self::check_lease)) held by a running
+    /// replica, and no write but leader election and Events for [`QUIET`] — and fails when it
     /// is not by `deadline` (virtual time since the start): the operator did not converge.
     pub async fn run_until_steady(&self, deadline: Duration) -> Result<(), String> {
         loop {
@@ -319,6 +357,7 @@ impl Simulation {
             && state.restarts.is_empty()
             && self.shared.trace.reconciling() == 0
             && self.shared.last_write.lock().elapsed() >= QUIET
+            && self.shared.led()
     }
 
     /// The checkers: what the trace found, then the user's invariants — these only when the

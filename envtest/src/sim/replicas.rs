@@ -25,14 +25,38 @@ pub struct Replica {
     /// Cancelled when the simulation stops the replica.
     pub shutdown: CancellationToken,
     pub(super) shared: Arc<Shared>,
+    /// False once this incarnation's run returned.
+    pub(super) running: Arc<AtomicBool>,
+}
+
+/// A leader-election identity: the replica and the incarnation that told it.
+#[derive(Clone)]
+pub(super) struct Identity {
+    pub replica: String,
+    running: Arc<AtomicBool>,
+    shutdown: CancellationToken,
+}
+
+impl Identity {
+    /// Whether its incarnation still runs: not returned, not stopped by the simulation.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire) && !self.shutdown.is_cancelled()
+    }
 }
 
 impl Replica {
     /// Tells the lease checker that `identity` (e.g. `Manager::leader_election_identity`) is
     /// this replica.
     pub fn leader_identity(&self, identity: &str) {
-        let mut ids = self.shared.identities.lock();
-        ids.insert(identity.to_string(), self.name.clone());
+        let id = Identity {
+            replica: self.name.clone(),
+            running: self.running.clone(),
+            shutdown: self.shutdown.clone(),
+        };
+        self.shared
+            .identities
+            .lock()
+            .insert(identity.to_string(), id);
     }
 
     /// Adds a line to the trace (e.g. why the replica's manager stopped).
@@ -92,13 +116,16 @@ impl Simulation {
             client: self.shared.env.in_memory_client_with(layer),
             shutdown: slot.shutdown.clone(),
             shared: self.shared.clone(),
+            running: Arc::new(AtomicBool::new(true)),
         };
+        let running = replica.running.clone();
         let run = (slot.factory)(replica);
         let (sim, name2) = (self.clone(), name.to_string());
         let stopped = slot.shutdown.clone();
         slot.task = Some(tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             run.await;
+            running.store(false, Ordering::Release);
             // An incarnation the simulation stopped (a crash, a leave, the end) winding down is
             // not an exit: its restart, if any, is scheduled.
             if !stopped.is_cancelled() {

@@ -263,6 +263,7 @@ async fn start_simulation(
         identities: Mutex::new(Default::default()),
         last_write: Mutex::new(start),
         checked: u64::MAX.into(),
+        holder_cache: Mutex::new(None),
     });
     let test = transport::SimLayer {
         shared: shared.clone(),
