@@ -11,10 +11,12 @@
 //! cargo run --example cronjob -- --no-demo          # ... with no sample CronJobs
 //! cargo run --example cronjob -- --print-crd        # the CRD, for kubectl apply -f -
 //! cargo run --example cronjob -- --print-manifests  # everything a cluster needs
-//! cargo run --example cronjob -- --kubeconfig ~/.kube/config --enable-webhooks
+//! ENABLE_WEBHOOKS=false cargo run --example cronjob -- --kubeconfig ~/.kube/config
 //! ```
 //!
-//! With no cluster configured it starts ctrl-envtest in process (with its Job controller
+//! The webhooks are served unless `ENABLE_WEBHOOKS=false` (kubebuilder's switch: outside
+//! a cluster the manager has no serving certificate). With no cluster configured it
+//! starts ctrl-envtest in process (with its Job controller
 //! and simulated kubelet, so Jobs run and complete), serves and registers the webhooks,
 //! prints the `--kubeconfig <path>` line for kubectl, and creates the sample (every
 //! minute) and `every-2s`. The modules are in `examples/cronjob/`.
@@ -30,10 +32,6 @@ use ctrl::cli::prelude::*;
 struct Cli {
     #[command(flatten)]
     args: OperatorArgs,
-    /// In a cluster: serve the admission webhooks on `--webhook-port`. The local demo
-    /// always serves them.
-    #[arg(long)]
-    enable_webhooks: bool,
 }
 
 impl Operator for Cli {
@@ -48,24 +46,17 @@ impl Operator for Cli {
     /// The Lease replicas compete for with `--leader-elect`.
     fn options(&self, opts: Options) -> Options {
         Options {
-            leader_election_id: operator::LEASE_NAME.into(),
+            leader_election_id: "cronjob.tutorial.kubebuilder.io".into(),
             ..opts
         }
     }
 
-    /// The manager as deployed, with its webhooks (what `--print-manifests` describes).
     fn manager(&self, client: kube::Client, opts: Options) -> Deployed {
-        Some(operator::manager(client, opts, true))
+        Some(operator::manager(client, opts))
     }
 
-    async fn run(self, cluster: &Cluster, stop: CancellationToken) -> Result<(), BoxError> {
-        let args = self.args.flags().1.cloned().unwrap_or_default();
-        let opts = self.options(cluster.options(&args));
-        let webhooks = self.enable_webhooks || cluster.local_kubeconfig().is_some();
-        let mgr = operator::manager(cluster.client(), opts, webhooks)?;
-        cluster
-            .run_manager(&mgr, &stop, operator::create_samples)
-            .await
+    async fn demo(&self, client: kube::Client) -> Result<(), kube::Error> {
+        operator::create_samples(client).await
     }
 }
 

@@ -39,7 +39,7 @@ async fn replica(r: Replica) {
         },
         ..Default::default()
     };
-    match operator::manager(r.client.clone(), opts, false) {
+    match operator::manager_with(r.client.clone(), opts, false) {
         Ok(mgr) => {
             if let Err(e) = mgr.start(r.shutdown.clone()).await {
                 r.note(format_args!("stopped: {e}"));
@@ -73,7 +73,7 @@ where
 
 /// A CronJob `name` every minute whose Pods run `run_seconds` and exit with `exit_code`.
 fn every_minute(name: &str, run_seconds: u32, exit_code: u8) -> CronJob {
-    let mut cj = operator::cron_job(name, "*/1 * * * *");
+    let mut cj = operator::api::cron_job(name, "*/1 * * * *");
     let annotations = BTreeMap::from([
         (
             "envtest.ctrl/run-seconds".to_string(),
@@ -327,7 +327,7 @@ async fn the_webhooks_default_and_reject_a_bad_schedule() {
         },
         ..Default::default()
     };
-    let mgr = operator::manager(env.client(), opts, true).expect("manager");
+    let mgr = operator::manager_with(env.client(), opts, true).expect("manager");
     webhooks
         .install(env.client(), &mgr, "cronjob")
         .await
@@ -342,7 +342,7 @@ async fn the_webhooks_default_and_reject_a_bad_schedule() {
     let pp = PostParams::default();
 
     let created = api
-        .create(&pp, &operator::cron_job("defaults", "@hourly"))
+        .create(&pp, &operator::api::cron_job("defaults", "@hourly"))
         .await
         .expect("create");
     let spec = &created.spec;
@@ -361,7 +361,7 @@ async fn the_webhooks_default_and_reject_a_bad_schedule() {
         other => panic!("expected a rejection, got {other:?}"),
     };
     let (code, message) = rejected(
-        api.create(&pp, &operator::cron_job("bad", "every day"))
+        api.create(&pp, &operator::api::cron_job("bad", "every day"))
             .await,
     );
     assert_eq!(code, 422, "{message}");
@@ -371,7 +371,7 @@ async fn the_webhooks_default_and_reject_a_bad_schedule() {
     );
     let long = "x".repeat(operator::webhook::MAX_NAME_LENGTH + 1);
     let (code, message) = rejected(
-        api.create(&pp, &operator::cron_job(&long, "*/5 * * * *"))
+        api.create(&pp, &operator::api::cron_job(&long, "*/5 * * * *"))
             .await,
     );
     assert_eq!(code, 422, "{message}");

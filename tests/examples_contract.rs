@@ -68,7 +68,7 @@ const EXAMPLES: &[Example] = &[
     Example {
         name: "cronjob",
         crds: &["cronjobs.batch.tutorial.kubebuilder.io"],
-        samples: &["cronjobs", "jobs"],
+        samples: &["cronjobs.batch.tutorial.kubebuilder.io", "jobs"],
     },
 ];
 

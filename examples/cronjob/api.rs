@@ -5,9 +5,11 @@
 //! (the active Jobs, the last scheduled time) and is rebuilt from the Jobs on every
 //! reconcile, never read back as input.
 
-use k8s_openapi::api::batch::v1::JobTemplateSpec;
-use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::batch::v1::{JobSpec, JobTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, ObjectReference, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -91,4 +93,56 @@ pub struct CronJobStatus {
     /// When a Job was last scheduled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_schedule_time: Option<Time>,
+}
+
+/// A CronJob named `name` in `default` running `schedule`, whose Job runs busybox to
+/// completion (the tutorial's `config/samples/batch_v1_cronjob.yaml`).
+pub fn cron_job(name: &str, schedule: &str) -> CronJob {
+    let container = Container {
+        name: "hello".into(),
+        image: Some("busybox".into()),
+        args: Some(
+            [
+                "/bin/sh",
+                "-c",
+                "date; echo Hello from the Kubernetes cluster",
+            ]
+            .map(String::from)
+            .into(),
+        ),
+        ..Default::default()
+    };
+    let template = PodTemplateSpec {
+        metadata: None,
+        spec: Some(PodSpec {
+            containers: vec![container],
+            restart_policy: Some("OnFailure".into()),
+            ..Default::default()
+        }),
+    };
+    let spec = CronJobSpec {
+        schedule: schedule.into(),
+        job_template: JobTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(BTreeMap::from([("app".into(), name.into())])),
+                ..Default::default()
+            }),
+            spec: Some(JobSpec {
+                template,
+                ..Default::default()
+            }),
+        },
+        ..Default::default()
+    };
+    let mut obj = CronJob::new(name, spec);
+    obj.metadata.namespace = Some("default".into());
+    obj
+}
+
+/// The sample of `config/samples/`: every minute, a deadline of 60 s, `Allow`.
+pub fn sample() -> CronJob {
+    let mut obj = cron_job("cronjob-sample", "*/1 * * * *");
+    obj.spec.starting_deadline_seconds = Some(60);
+    obj.spec.concurrency_policy = Some(ConcurrencyPolicy::Allow);
+    obj
 }

@@ -97,16 +97,12 @@ impl Reconciler<Arc<CronJob>> for CronJobReconciler {
         let jobs = self.child_jobs(&cron_job).await?;
         let cron_job = self.update_status(&cron_job, &jobs).await?;
         // 3: old Jobs beyond the history limits (best effort).
+        let limits = &cron_job.spec;
+        self.clean_up(jobs.failed.clone(), limits.failed_jobs_history_limit)
+            .await;
         self.clean_up(
-            &cron_job,
-            jobs.failed.clone(),
-            cron_job.spec.failed_jobs_history_limit,
-        )
-        .await;
-        self.clean_up(
-            &cron_job,
             jobs.successful.clone(),
-            cron_job.spec.successful_jobs_history_limit,
+            limits.successful_jobs_history_limit,
         )
         .await;
         // 4: suspended: nothing runs.
@@ -168,29 +164,27 @@ impl CronJobReconciler {
 
     /// Deletes the oldest of `finished` (by start time) beyond `limit`; a failure is
     /// logged, not retried (the tutorial's "best effort").
-    async fn clean_up(&self, cron_job: &CronJob, mut finished: Vec<Arc<Job>>, limit: Option<i32>) {
+    async fn clean_up(&self, mut finished: Vec<Arc<Job>>, limit: Option<i32>) {
         let Some(limit) = limit else { return };
-        let start = |j: &Arc<Job>| {
+        finished.sort_by_key(|j| {
             j.status
                 .as_ref()
                 .and_then(|s| s.start_time.clone())
                 .map(|t| t.0)
-        };
-        finished.sort_by_key(start);
+        });
         let excess = finished
             .len()
             .saturating_sub(usize::try_from(limit).unwrap_or(0));
         for job in &finished[..excess] {
+            let name = job.name_any();
             match self
                 .client
                 .delete(job.as_ref(), &DeleteParams::background())
                 .await
             {
-                Ok(()) => {
-                    tracing::info!(job = %job.name_any(), cronjob = %cron_job.name_any(), "deleted old finished job")
-                }
+                Ok(()) => tracing::info!(job = %name, "deleted old finished job"),
                 Err(e) => {
-                    tracing::warn!(job = %job.name_any(), error = %e, "unable to delete old finished job")
+                    tracing::warn!(job = %name, error = %e, "unable to delete old finished job")
                 }
             }
         }
