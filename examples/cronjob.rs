@@ -55,6 +55,10 @@ impl Operator for Cli {
         Some(operator::manager(client, opts))
     }
 
+    fn env(&self) -> Vec<(String, String)> {
+        operator::env()
+    }
+
     async fn demo(&self, client: kube::Client) -> Result<(), kube::Error> {
         operator::create_samples(client).await
     }

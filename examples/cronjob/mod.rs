@@ -46,6 +46,12 @@ pub fn manager_with(
     Ok(mgr)
 }
 
+/// The manager Deployment's environment (`cargo ctrl manifests`): none here (a
+/// `create api --image` controller's `<KIND>_IMAGE` would go in it).
+pub fn env() -> Vec<(String, String)> {
+    Vec::new()
+}
+
 /// The local demo: the sample, and one every 2 seconds (a seconds field) so that a run
 /// of a few seconds shows Jobs made on schedule, run by the simulated kubelet, and the
 /// oldest pruned past the history limit the webhook defaulted.
