@@ -202,6 +202,9 @@ pub fn deployment(naming: &Naming, args: &Args, webhooks: bool) -> Deployment {
 /// Sets `env` (name, value) on the manager container of `d`: what the operator's code
 /// reads from its environment (kubebuilder's deploy-image `<KIND>_IMAGE`).
 pub fn set_env(d: &mut Deployment, env: &[(String, String)]) {
+    if env.is_empty() {
+        return;
+    }
     let pod = d.spec.as_mut().and_then(|s| s.template.spec.as_mut());
     for c in pod.into_iter().flat_map(|p| p.containers.iter_mut()) {
         let vars = c.env.get_or_insert_default();
