@@ -119,6 +119,9 @@ struct Probe {
     run: u64,
     flags: Vec<AtomicBool>,
     done: AtomicUsize,
+    /// Reconciles run (every call, not only each object's first): more than N in (a) means
+    /// objects were reconciled again (a relist, a requeue, the row's own status event).
+    calls: AtomicUsize,
     all: Notify,
     starts: Option<Mutex<Vec<(usize, i64, Instant)>>>,
 }
@@ -129,6 +132,7 @@ impl Probe {
             run,
             flags: (0..n).map(|_| AtomicBool::new(false)).collect(),
             done: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
             all: Notify::new(),
             starts: churn.then(|| Mutex::new(Vec::new())),
         })
@@ -142,6 +146,7 @@ impl Probe {
     }
 
     fn reconciled(&self, w: &Widget) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
         let Some(f) = self.flags.get(w.spec.index) else {
             return;
         };
@@ -327,6 +332,8 @@ struct Sample {
     /// The process's peak resident set during the run, and what it was at the start.
     peak_rss: usize,
     rss_before: usize,
+    /// Reconciles run from the start to the row's stop.
+    calls: usize,
     /// The Widget collection's lists, watches and dropped watchers from the start to the row's
     /// stop (the server's count, the same for every row: relists and watch restarts show here).
     watch: WatchStats,
@@ -360,12 +367,14 @@ async fn cold(imp: Imp, env: &Environment, n: usize, patch: bool, k: Knobs) -> S
     running.stop().await;
     // After the stop, so that a watch the row opened once it had synced is its own.
     let watch = stats_since(env, stats);
+    let calls = probe.calls.load(Ordering::Relaxed);
     Sample {
         ms,
         held,
         cpu,
         peak_rss,
         rss_before,
+        calls,
         watch,
     }
 }
@@ -374,12 +383,13 @@ async fn cold(imp: Imp, env: &Environment, n: usize, patch: bool, k: Knobs) -> S
 /// repetitions beside their relists, watch restarts and dropped watchers).
 fn print_sample(scenario: &str, rep: usize, imp: Imp, s: &Sample) {
     println!(
-        "  {scenario} rep {rep} {:<24} {:>10.1} ms  CPU {:>7.2} s  peak RSS {:>11} (+{})  lists {} watches {} dropped watchers {}",
+        "  {scenario} rep {rep} {:<24} {:>10.1} ms  CPU {:>7.2} s  peak RSS {:>11} (+{})  reconciles {}  lists {} watches {} dropped watchers {}",
         imp.label(),
         s.ms,
         s.cpu.as_secs_f64(),
         process::mib(s.peak_rss),
         process::mib(s.peak_rss.saturating_sub(s.rss_before)),
+        s.calls,
         s.watch.lists,
         s.watch.watches,
         s.watch.dropped
