@@ -22,10 +22,15 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
+use process::cpu_time;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[path = "envtest/patch.rs"]
 mod patch;
+// The root benches' /proc readings (CPU time), shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../benches/support/process.rs"]
+mod process;
 #[path = "envtest/wire.rs"]
 mod wire;
 
@@ -110,21 +115,6 @@ async fn start_times(n: usize) -> Vec<Duration> {
         env.stop();
     }
     out
-}
-
-/// CPU time (user + system) this process has used so far, from `/proc/self/stat` (clock
-/// ticks of 10 ms): unlike wall time it does not grow when other work shares the machine.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let ticks: u64 = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|f| f.parse::<u64>().ok())
-        .sum();
-    Duration::from_millis(ticks * 10)
 }
 
 /// Wall time and CPU time of `n` creates through one client with `in_flight` requests
