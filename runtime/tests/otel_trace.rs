@@ -12,7 +12,6 @@
 //! Run with `cargo test -p ctrl-runtime --features otel --test otel_trace`.
 #![cfg(feature = "otel")]
 
-#[allow(dead_code)]
 mod webhook_support;
 
 use std::sync::OnceLock;
