@@ -166,15 +166,19 @@ impl WithTriggers {
         }
     }
 
-    /// The trigger of key `default/obj-{i}`.
-    fn trigger(&self, k: &str) -> Trigger {
-        let digits = k.rsplit('-').next().unwrap_or_default();
-        let i = digits.parse::<usize>().unwrap_or(0);
-        self.pool[i % self.pool.len()].clone()
+    /// The trigger of key `k`: one of the pool's, picked from the key's last bytes (a few
+    /// multiplies, so the row pays next to nothing for the pick: consecutive keys
+    /// `default/obj-{i}` get distinct ones).
+    fn trigger(&self, k: &str) -> &Trigger {
+        let tail = &k.as_bytes()[k.len().saturating_sub(8)..];
+        let h = tail.iter().fold(0usize, |h, &b| {
+            h.wrapping_mul(10).wrapping_add(usize::from(b))
+        });
+        &self.pool[h % self.pool.len()]
     }
 
     fn add_opts(&self, opts: AddOpts, k: String) {
-        let t = self.trigger(&k);
+        let t = self.trigger(&k).clone();
         Queue::add_triggered(&self.q, opts, k, t)
     }
 }

@@ -21,7 +21,7 @@
 //! set's [`Triggers::waited`] counts from when the key became ready (the ready stamp its
 //! metrics use, kept without metrics too once a handle keeps triggers).
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::hash::Hash;
@@ -124,7 +124,7 @@ impl<T: QueueKey> State<T> {
         hash: u64,
         key: K,
         (prio, ready_at): (i32, Option<Instant>),
-        trigger: Option<Trigger>,
+        trigger: Option<Cow<'_, Trigger>>,
     ) -> (Option<K>, AddResult) {
         if self.core.shutting_down {
             return (Some(key), (0, (false, false)));
@@ -142,7 +142,7 @@ impl<T: QueueKey> State<T> {
         &mut self,
         idx: u32,
         (prio, ready): (i32, Option<NonZeroU64>),
-        trigger: Option<Trigger>,
+        trigger: Option<Cow<'_, Trigger>>,
     ) -> AddResult {
         let Some(n) = self.core.table.get_mut(idx) else {
             return (0, (false, false));
@@ -392,20 +392,22 @@ impl<T: QueueKey> PriorityQueue<T> {
         let prio = (opts.priority.unwrap_or(0), ready_at);
         // The guard is a temporary: a key the queue did not store is dropped after the lock
         // is released.
+        let trigger = trigger.map(Cow::Owned);
         let (rejected, res) = self.inner.state.lock().add(hash, Owned(key), prio, trigger);
         drop(rejected);
         res
     }
 
     /// [`add_ref`](Self::add_ref) with `trigger`, recorded when this handle keeps triggers
-    /// ([`keeping_triggers`](Self::keeping_triggers)): a dedup hit allocates nothing.
-    pub fn add_ref_triggered<Q>(&self, item: &Q, trigger: Trigger)
+    /// ([`keeping_triggers`](Self::keeping_triggers)): a dedup hit allocates nothing, and
+    /// the trigger is cloned only when the key's set stores it or takes its newer object.
+    pub fn add_ref_triggered<Q>(&self, item: &Q, trigger: &Trigger)
     where
         T: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
     {
         let hash = self.inner.hash(item);
-        let trigger = self.triggers.then_some(trigger);
+        let trigger = self.triggers.then_some(Cow::Borrowed(trigger));
         let (_, (n, _)) = self
             .inner
             .state

@@ -15,6 +15,7 @@
 //! hands the set of each key it takes to the reconcile, which reads it with
 //! `reconcile::triggers()`.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -216,9 +217,20 @@ impl Trigger {
     /// Merges `newer`, the same cause seen again: counts it, keeps its view of the object
     /// (the newer resourceVersion and trace context).
     fn merge(&mut self, newer: Trigger) {
+        self.merge_from(Cow::Owned(newer))
+    }
+
+    /// [`Self::merge`] of a trigger owned or borrowed: a borrowed one's object is cloned
+    /// only if it is not the one kept already.
+    fn merge_from(&mut self, newer: Cow<'_, Trigger>) {
         self.count = self.count.saturating_add(newer.count);
-        if newer.object.is_some() {
-            self.object = newer.object;
+        let same = match (&self.object, &newer.object) {
+            (_, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, Some(_)) => false,
+        };
+        if !same {
+            self.object = newer.into_owned().object;
         }
     }
 }
@@ -361,21 +373,23 @@ pub(crate) enum Kept {
 }
 
 impl Kept {
-    /// Records `t`: merged into the cause it repeats, else added to the set.
-    pub(crate) fn push(&mut self, t: Trigger) {
+    /// Records `t`: merged into the cause it repeats, else added to the set. A borrowed
+    /// trigger is cloned only when it is stored or brings a newer object: a repeat of the
+    /// same add (the same object) touches no reference count.
+    pub(crate) fn push(&mut self, t: Cow<'_, Trigger>) {
         match self {
-            Kept::None => *self = Kept::One(t),
-            Kept::One(first) if first.same_cause(&t) => first.merge(t),
+            Kept::None => *self = Kept::One(t.into_owned()),
+            Kept::One(first) if first.same_cause(&t) => first.merge_from(t),
             Kept::One(_) => {
                 let Kept::One(first) = std::mem::take(self) else {
                     return;
                 };
                 let mut set = Triggers::new();
                 set.items.push(first);
-                set.items.push(t);
+                set.items.push(t.into_owned());
                 *self = Kept::Many(Box::new(set));
             }
-            Kept::Many(set) => set.push(t),
+            Kept::Many(set) => set.push(t.into_owned()),
         }
     }
 
