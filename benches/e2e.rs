@@ -17,16 +17,26 @@
 //! allocator's count, `cap`, before start and after every object was reconciled: the part
 //! of RSS the row owns, free of the allocator's retained pages).
 //!
+//! Every run prints a line of its own (time, the process's CPU, its peak RSS, and the server's
+//! count of Widget lists, watches and watchers dropped for falling behind: relists and watch
+//! restarts show there), and each table its spread (max/min over the repetitions); a goal whose
+//! ratio the spread reaches across is reported "within noise". Populating the server prints its
+//! heap per stored object against the objects' JSON size.
+//!
 //! `cargo bench --bench e2e` runs N = 1,000 / 10,000 / 100,000, 3 repetitions, churn at
 //! 1,000 and 5,000 updates/s for 30 s over 10,000 objects. Without `--bench` (as
 //! `cargo test --all-targets` runs it) a quick mode uses 50 objects and 1 s of churn.
 //! Knobs: `CTRL_BENCH_E2E_SIZES=1000,10000`, `CTRL_BENCH_E2E_REPS`, `CTRL_BENCH_E2E_RATES`,
 //! `CTRL_BENCH_E2E_CHURN_SECS`, `CTRL_BENCH_E2E_CHURN_OBJECTS`, `CTRL_BENCH_E2E_CONCURRENCY`
-//! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn. Charts go
+//! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn.
+//! `CTRL_BENCH_E2E_SIZES=1000000` (never in the default run) holds a million objects and runs (a)
+//! only, not (b) (see `PATCH_MAX`). Charts go
 //! to `target/bench-plots/`; `docs/benchmarks.md` shows the latest run.
 
 #[path = "support/plot.rs"]
 mod plot;
+#[path = "support/process.rs"]
+mod process;
 #[path = "support/table.rs"]
 mod table;
 
@@ -41,7 +51,7 @@ use ctrl::Reader;
 use ctrl::controller;
 use ctrl::manager::{Manager, Options};
 use ctrl::reconcile::{self, Action, Request};
-use ctrl_envtest::Environment;
+use ctrl_envtest::{Environment, WatchStats};
 use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller as kc;
@@ -109,6 +119,9 @@ struct Probe {
     run: u64,
     flags: Vec<AtomicBool>,
     done: AtomicUsize,
+    /// Reconciles run (every call, not only each object's first): more than N in (a) means
+    /// objects were reconciled again (a relist, a requeue, the row's own status event).
+    calls: AtomicUsize,
     all: Notify,
     starts: Option<Mutex<Vec<(usize, i64, Instant)>>>,
 }
@@ -119,6 +132,7 @@ impl Probe {
             run,
             flags: (0..n).map(|_| AtomicBool::new(false)).collect(),
             done: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
             all: Notify::new(),
             starts: churn.then(|| Mutex::new(Vec::new())),
         })
@@ -132,6 +146,7 @@ impl Probe {
     }
 
     fn reconciled(&self, w: &Widget) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
         let Some(f) = self.flags.get(w.spec.index) else {
             return;
         };
@@ -305,18 +320,80 @@ fn next_run() -> u64 {
     RUN.fetch_add(1, Ordering::Relaxed) as u64
 }
 
-/// One (a) or (b) run: seconds from start to every object reconciled, and the heap it
-/// then holds.
-async fn cold(imp: Imp, env: &Environment, n: usize, patch: bool, k: Knobs) -> (f64, usize) {
+/// What one (a) or (b) run measured.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    /// From start to every object reconciled.
+    ms: f64,
+    /// Heap held once every object was reconciled, over what was held before the start.
+    held: usize,
+    /// The whole process's CPU time over the run (the row and the server answering it).
+    cpu: Duration,
+    /// The process's peak resident set during the run, and what it was at the start.
+    peak_rss: usize,
+    rss_before: usize,
+    /// Reconciles run from the start to the row's stop.
+    calls: usize,
+    /// The Widget collection's lists, watches and dropped watchers from the start to the row's
+    /// stop (the server's count, the same for every row: relists and watch restarts show here).
+    watch: WatchStats,
+}
+
+fn stats_since(env: &Environment, before: WatchStats) -> WatchStats {
+    let now = env.watch_stats::<Widget>();
+    WatchStats {
+        lists: now.lists - before.lists,
+        watches: now.watches - before.watches,
+        dropped: now.dropped - before.dropped,
+    }
+}
+
+/// One (a) or (b) run: time from start to every object reconciled, the heap it then holds, and
+/// the process's CPU, peak RSS and the server's watch counts over it.
+async fn cold(imp: Imp, env: &Environment, n: usize, patch: bool, k: Knobs) -> Sample {
     let before = allocated().await;
     let probe = Probe::new(next_run(), n, false);
+    let stats = env.watch_stats::<Widget>();
+    process::reset_peak_rss();
+    let rss_before = process::rss();
+    let cpu = process::cpu_time();
     let t0 = Instant::now();
     let running = start(imp, env, probe.clone(), patch, k).await;
     probe.wait_all().await;
-    let secs = t0.elapsed().as_secs_f64();
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    let cpu = process::cpu_time().saturating_sub(cpu);
+    let peak_rss = process::peak_rss();
     let held = allocated().await.saturating_sub(before);
     running.stop().await;
-    (secs, held)
+    // After the stop, so that a watch the row opened once it had synced is its own.
+    let watch = stats_since(env, stats);
+    let calls = probe.calls.load(Ordering::Relaxed);
+    Sample {
+        ms,
+        held,
+        cpu,
+        peak_rss,
+        rss_before,
+        calls,
+        watch,
+    }
+}
+
+/// One line per run: the numbers behind a table's median, so a bimodal row shows (its slow
+/// repetitions beside their relists, watch restarts and dropped watchers).
+fn print_sample(scenario: &str, rep: usize, imp: Imp, s: &Sample) {
+    println!(
+        "  {scenario} rep {rep} {:<24} {:>10.1} ms  CPU {:>7.2} s  peak RSS {:>11} (+{})  reconciles {}  lists {} watches {} dropped watchers {}",
+        imp.label(),
+        s.ms,
+        s.cpu.as_secs_f64(),
+        process::mib(s.peak_rss),
+        process::mib(s.peak_rss.saturating_sub(s.rss_before)),
+        s.calls,
+        s.watch.lists,
+        s.watch.watches,
+        s.watch.dropped
+    );
 }
 
 fn widget(i: usize) -> Widget {
@@ -519,56 +596,104 @@ fn columns_print(title: &str, unit: &str, higher: bool, rows: &[Row]) {
     table::print(title, unit, higher, rows, &columns);
 }
 
+fn find(rows: &[Row], i: Imp) -> Option<&Row> {
+    rows.iter().find(|r| r.label == i.label())
+}
+
 /// ctrl's median over kube-runtime's (or the floor's), as a time ratio (< 1: ctrl faster).
 fn time_ratio(rows: &[Row], base: Imp) -> f64 {
-    let med = |i: Imp| {
-        rows.iter()
-            .find(|r| r.label == i.label())
-            .map_or(f64::NAN, |r| r.med)
-    };
+    let med = |i: Imp| find(rows, i).map_or(f64::NAN, |r| r.med);
     med(Imp::Ctrl) / med(base)
+}
+
+/// A verdict on `ratio <= goal` (ctrl over `base`), with "within noise" when the repetitions'
+/// spread reaches across the goal: from ctrl's fastest over the base's slowest to ctrl's slowest
+/// over the base's fastest.
+fn noisy_verdict(rows: &[Row], base: Imp, goal: f64) -> String {
+    let (Some(c), Some(b)) = (find(rows, Imp::Ctrl), find(rows, base)) else {
+        return "-".into();
+    };
+    let (med, lo, hi) = (c.med / b.med, c.min / b.max, c.max / b.min);
+    let within = lo <= goal && goal < hi;
+    format!(
+        "{med:.2} (<= {goal}: {}{}; spread {lo:.2}..{hi:.2})",
+        verdict(med <= goal),
+        if within { ", within noise" } else { "" }
+    )
 }
 
 fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
-/// (a) and (b) at one size; returns the rows of each and, at `memory`, the heap rows.
-async fn cold_size(
-    env: &Environment,
-    n: usize,
-    cfg: &Config,
-    memory: bool,
-) -> (Vec<Row>, Vec<Row>, Vec<Row>) {
-    let mut a: HashMap<Imp, Vec<f64>> = HashMap::new();
-    let mut b: HashMap<Imp, Vec<f64>> = HashMap::new();
-    let mut mem: HashMap<Imp, Vec<f64>> = HashMap::new();
+/// The goals at one size, each with its spread; ctrl's own spread (max/min of its repetitions)
+/// against the 1.15.
+fn print_goals(n: usize, a: &[Row], b: &[Row]) {
+    println!(
+        "  goals at N = {n}: (a) ctrl/kube-runtime = {}; (a) ctrl/floor = {}",
+        noisy_verdict(a, Imp::Kube, 0.8),
+        noisy_verdict(a, Imp::Floor, 1.2)
+    );
+    if !b.is_empty() {
+        println!(
+            "  goals at N = {n}: (b) ctrl/kube-runtime = {}",
+            noisy_verdict(b, Imp::Kube, 0.8)
+        );
+    }
+    for (scenario, rows) in [("(a)", a), ("(b)", b)] {
+        if let Some(c) = find(rows, Imp::Ctrl).filter(|c| c.min > 0.0) {
+            let spread = c.max / c.min;
+            println!(
+                "  ctrl's repetitions in {scenario}: max/min = {spread:.2} (<= 1.15: {})",
+                verdict(spread <= 1.15)
+            );
+        }
+    }
+}
+
+/// From this size on, (b) is not run: a million status patches would take the run's hours, and
+/// the million-object bar is (a) (hold, start, sync and reconcile every object once).
+const PATCH_MAX: usize = 999_999;
+
+/// Every run of one size, by scenario and row.
+#[derive(Default)]
+struct Runs {
+    a: HashMap<Imp, Vec<Sample>>,
+    b: HashMap<Imp, Vec<Sample>>,
+}
+
+impl Runs {
+    /// Table rows of `f` over each row's runs of `scenario`, in `IMPS` order.
+    fn rows(m: &HashMap<Imp, Vec<Sample>>, f: impl Fn(&Sample) -> f64) -> Vec<Row> {
+        IMPS.iter()
+            .filter_map(|i| {
+                let v = m.get(i)?.iter().map(&f).collect();
+                Some(Row::from_values(i.label(), v, String::new()))
+            })
+            .collect()
+    }
+}
+
+/// (a) and (b) at one size, each run printed as it ends.
+async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
+    let mut runs = Runs::default();
     for rep in 0..cfg.reps {
         // Each repetition starts with another row, so no row always runs first (right after
         // the previous repetition's last row freed its objects).
         let mut order = IMPS;
         order.rotate_left(rep % IMPS.len());
         for imp in order {
-            let (secs, held) = cold(imp, env, n, false, cfg.knobs).await;
-            a.entry(imp).or_default().push(secs * 1e3);
-            mem.entry(imp).or_default().push(held as f64 / n as f64);
-            if imp != Imp::Floor {
-                let (secs, _) = cold(imp, env, n, true, cfg.knobs).await;
-                b.entry(imp).or_default().push(secs * 1e3);
+            let s = cold(imp, env, n, false, cfg.knobs).await;
+            print_sample("(a)", rep, imp, &s);
+            runs.a.entry(imp).or_default().push(s);
+            if imp != Imp::Floor && n <= PATCH_MAX {
+                let s = cold(imp, env, n, true, cfg.knobs).await;
+                print_sample("(b)", rep, imp, &s);
+                runs.b.entry(imp).or_default().push(s);
             }
         }
     }
-    let rows = |m: &mut HashMap<Imp, Vec<f64>>| -> Vec<Row> {
-        IMPS.iter()
-            .filter_map(|i| {
-                m.remove(i)
-                    .map(|v| Row::from_values(i.label(), v, String::new()))
-            })
-            .collect()
-    };
-    let (ra, rb) = (rows(&mut a), rows(&mut b));
-    let rm = if memory { rows(&mut mem) } else { Vec::new() };
-    (ra, rb, rm)
+    runs
 }
 
 fn pct(v: &[f64], q: f64) -> f64 {
@@ -650,47 +775,22 @@ fn main() {
         let mut time_series: HashMap<String, Vec<(f64, f64)>> = HashMap::new();
         let mut memory_rows = Vec::new();
         for &n in &sizes {
-            let t = Instant::now();
-            populate(&env, have, n).await;
+            populate_report(&env, have, n).await;
             have = have.max(n);
-            println!("\n== N = {n} Widgets (populated in {:.1?}) ==", t.elapsed());
-            let (a, b, m) = cold_size(&env, n, &cfg, n == max).await;
-            columns_print(&format!("(a) start -> every object reconciled once, N = {n} (ms)"), "ms", false, &a);
-            columns_print(&format!("(b) (a) + one status patch per object, N = {n} (ms)"), "ms", false, &b);
-            let (ak, af, bk) = (time_ratio(&a, Imp::Kube), time_ratio(&a, Imp::Floor), time_ratio(&b, Imp::Kube));
-            println!(
-                "  goals at N = {n}: (a) ctrl/kube-runtime = {ak:.2} (<= 0.8: {}), (a) ctrl/floor = {af:.2} (<= 1.5: {}), (b) ctrl/kube-runtime = {bk:.2} (<= 0.8: {})",
-                verdict(ak <= 0.8),
-                verdict(af <= 1.5),
-                verdict(bk <= 0.8)
-            );
+            let (a, b, m) = size_report(&env, n, &cfg, n == max).await;
             for (scenario, rows) in [("(a)", &a), ("(b)", &b)] {
                 for r in rows.iter() {
-                    time_series.entry(format!("{scenario} {}", r.label)).or_default().push((n as f64, r.med));
+                    time_series
+                        .entry(format!("{scenario} {}", r.label))
+                        .or_default()
+                        .push((n as f64, r.med));
                 }
             }
             if !m.is_empty() {
-                columns_print(&format!("(d) heap held per object after (a), N = {n} (bytes)"), "bytes/object", false, &m);
-                let dk = time_ratio(&m, Imp::Kube);
-                println!("  goal (d): ctrl/kube-runtime bytes per object = {dk:.2} (<= 1: {})", verdict(dk <= 1.0));
                 memory_rows = m;
             }
         }
-        let mut series: Vec<plot::Series> = time_series
-            .into_iter()
-            .map(|(label, points)| plot::Series { label, points })
-            .collect();
-        series.sort_by(|a, b| a.label.cmp(&b.label));
-        plot::lines("e2e_time_vs_n.svg", "e2e: start -> all N reconciled (median)", ("objects (N)", "ms"), true, &series);
-        plot::bars(
-            "e2e_memory.svg",
-            "e2e: heap held per object after (a)",
-            1,
-            &[plot::Panel {
-                title: format!("N = {max} (bytes/object)"),
-                bars: memory_rows.iter().map(|r| (r.label.clone(), r.med)).collect(),
-            }],
-        );
+        plots(time_series, &memory_rows, max);
         for &rate in cfg.rates.iter().filter(|r| **r > 0) {
             let lat = churn_rate(&env, rate, &cfg).await;
             plot::cdf(
@@ -701,4 +801,129 @@ fn main() {
             );
         }
     });
+}
+
+/// Creates objects `have..n` and says what the server holds per stored object (its heap growth,
+/// with the history entries of the creates) against the objects' JSON as the server returns it.
+async fn populate_report(env: &Environment, have: usize, n: usize) {
+    let heap = ALLOC.allocated();
+    let t = Instant::now();
+    populate(env, have, n).await;
+    let grown = ALLOC.allocated().saturating_sub(heap);
+    println!("\n== N = {n} Widgets (populated in {:.1?}) ==", t.elapsed());
+    let added = n.saturating_sub(have);
+    if added == 0 {
+        return;
+    }
+    let json = stored_json_size(env, have, n).await;
+    let per = grown as f64 / added as f64;
+    println!(
+        "  ctrl-envtest's heap per stored object: {per:.0} bytes (the object, its key and its history entry) for {json:.0} bytes of JSON: {:.2}x (goal <= 2: {})",
+        per / json,
+        verdict(per <= 2.0 * json)
+    );
+}
+
+/// The mean size of the JSON the server returns for objects `from..to` (a sample of up to 100).
+async fn stored_json_size(env: &Environment, from: usize, to: usize) -> f64 {
+    let client = env.client();
+    let step = ((to - from) / 100).max(1);
+    let mut sizes = Vec::new();
+    for i in (from..to).step_by(step) {
+        let path = format!("/apis/bench.ctrl.dev/v1/namespaces/{NS}/widgets/w-{i:06}");
+        let req = http::Request::get(path).body(Vec::new()).expect("request");
+        if let Ok(text) = client.request_text(req).await {
+            sizes.push(text.len() as f64);
+        }
+    }
+    sizes.iter().sum::<f64>() / sizes.len().max(1) as f64
+}
+
+/// (a) and (b) at size `n`: every run, the time tables with their spread and goals, the resources
+/// each row used in (a), and at `memory` the heap held per object (d). Returns the time rows of
+/// (a) and (b) and the heap rows.
+async fn size_report(
+    env: &Environment,
+    n: usize,
+    cfg: &Config,
+    memory: bool,
+) -> (Vec<Row>, Vec<Row>, Vec<Row>) {
+    let runs = cold_size(env, n, cfg).await;
+    let a = Runs::rows(&runs.a, |s| s.ms);
+    let b = Runs::rows(&runs.b, |s| s.ms);
+    columns_print(
+        &format!("(a) start -> every object reconciled once, N = {n} (ms)"),
+        "ms",
+        false,
+        &a,
+    );
+    if !b.is_empty() {
+        columns_print(
+            &format!("(b) (a) + one status patch per object, N = {n} (ms)"),
+            "ms",
+            false,
+            &b,
+        );
+    }
+    print_goals(n, &a, &b);
+    let cpu = Runs::rows(&runs.a, |s| s.cpu.as_secs_f64());
+    columns_print(
+        &format!("(a) the process's CPU over the run, N = {n} (s)"),
+        "s",
+        false,
+        &cpu,
+    );
+    let rss = Runs::rows(&runs.a, |s| {
+        s.peak_rss.saturating_sub(s.rss_before) as f64 / 1_048_576.0
+    });
+    columns_print(
+        &format!("(a) peak RSS over the run's start, N = {n} (MiB)"),
+        "MiB",
+        false,
+        &rss,
+    );
+    let mut m = Vec::new();
+    if memory {
+        m = Runs::rows(&runs.a, |s| s.held as f64 / n as f64);
+        columns_print(
+            &format!("(d) heap held per object after (a) (the cache), N = {n} (bytes)"),
+            "bytes/object",
+            false,
+            &m,
+        );
+        let dk = time_ratio(&m, Imp::Kube);
+        let goal = if n >= 1_000_000 { 0.3 } else { 1.0 };
+        println!(
+            "  goal (d): ctrl/kube-runtime bytes per object = {dk:.2} (<= {goal}: {})",
+            verdict(dk <= goal)
+        );
+    }
+    (a, b, m)
+}
+
+fn plots(time_series: HashMap<String, Vec<(f64, f64)>>, memory_rows: &[Row], max: usize) {
+    let mut series: Vec<plot::Series> = time_series
+        .into_iter()
+        .map(|(label, points)| plot::Series { label, points })
+        .collect();
+    series.sort_by(|a, b| a.label.cmp(&b.label));
+    plot::lines(
+        "e2e_time_vs_n.svg",
+        "e2e: start -> all N reconciled (median)",
+        ("objects (N)", "ms"),
+        true,
+        &series,
+    );
+    plot::bars(
+        "e2e_memory.svg",
+        "e2e: heap held per object after (a)",
+        1,
+        &[plot::Panel {
+            title: format!("N = {max} (bytes/object)"),
+            bars: memory_rows
+                .iter()
+                .map(|r| (r.label.clone(), r.med))
+                .collect(),
+        }],
+    );
 }

@@ -519,7 +519,7 @@ fn memory(imp: Impl, n: usize) -> usize {
                 Box::new(q)
             }
             Impl::PqTriggers => {
-                let q = WithTriggers::new();
+                let q = WithTriggers::with_pool(n);
                 for k in ks {
                     q.add(k);
                 }

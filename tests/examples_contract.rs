@@ -65,6 +65,11 @@ const EXAMPLES: &[Example] = &[
         crds: &["fleetconfigmaps.fleet.example.com"],
         samples: &["fleetconfigmaps"],
     },
+    Example {
+        name: "cronjob",
+        crds: &["cronjobs.batch.tutorial.kubebuilder.io"],
+        samples: &["cronjobs.batch.tutorial.kubebuilder.io", "jobs"],
+    },
 ];
 
 /// How long each example runs under `--run-for`.

@@ -1,5 +1,6 @@
 //! The side-by-side table the benches print: one row per implementation with its
-//! median / min / max, and ratio columns against other rows of the same table (the
+//! median / min / max and its spread (max / min: how far apart the repetitions were, the noise a
+//! ratio between rows has to clear), and ratio columns against other rows of the same table (the
 //! work-queue table's "vs bare" / "vs kube", the e2e table's "vs kube-runtime" /
 //! "vs floor"). Shared by `benches/workqueue.rs` and `benches/e2e.rs` through `#[path]`.
 
@@ -70,17 +71,18 @@ pub fn print(
     let find = |l: &str| rows.iter().find(|r| r.label == l).map(|r| r.med);
     println!("\n{title}");
     let mut head = format!(
-        "  {:<width$} {:>10} {:>10} {:>10} ",
-        "implementation", "median", "min", "max"
+        "  {:<width$} {:>10} {:>10} {:>10} {:>8} ",
+        "implementation", "median", "min", "max", "max/min"
     );
     for c in columns {
         head.push_str(&format!(" {:>w$}", c.header, w = c.header.len().max(8)));
     }
     println!("{head}  {unit}");
     for r in rows {
+        let spread = if r.min > 0.0 { r.max / r.min } else { f64::NAN };
         let mut line = format!(
-            "  {:<width$} {:>10.3} {:>10.3} {:>10.3} ",
-            r.label, r.med, r.min, r.max
+            "  {:<width$} {:>10.3} {:>10.3} {:>10.3} {:>8.2} ",
+            r.label, r.med, r.min, r.max, spread
         );
         for c in columns {
             let cell = match (c.base)(&r.label) {

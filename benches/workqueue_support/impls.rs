@@ -118,6 +118,9 @@ impl BenchQueue for PriorityQueue<String> {
     }
 }
 
+/// How many distinct triggers [`WithTriggers`] stamps, round-robin by key number.
+const TRIGGER_POOL: usize = 4096;
+
 /// ctrl's `PriorityQueue` keeping triggers, as a controller's queue does by default (the
 /// handle `Triggered::new` picks for a priority queue): every add carries what a `Kind`
 /// source stamps on an update (origin, event, the object's kind, namespace, name and
@@ -125,29 +128,58 @@ impl BenchQueue for PriorityQueue<String> {
 /// controller's worker calls through `Queue::get_triggered_boxed`). Adds go through the
 /// `Queue` trait as a controller's do; `add_ref` and `get` are inherent calls as in the
 /// plain `PriorityQueue` row, so the two rows differ by the triggers alone.
+///
+/// The triggers are built before the clock starts, as the keys are (a source builds one per
+/// event, before it adds: `benches/controller.rs` times a whole controller). Key
+/// `default/obj-{i}` carries trigger `i % 4096` of a pool: one object per event, as a
+/// source's are, not one shared by every add (whose reference count the producer and the
+/// consumer would fight over on every add and every `get`, which no controller does).
 #[derive(Clone)]
 pub struct WithTriggers {
     q: PriorityQueue<String>,
-    trigger: Trigger,
+    pool: Arc<[Trigger]>,
 }
 
 impl WithTriggers {
     pub fn new() -> Self {
-        let object = ObjectRef {
-            kind: "ConfigMap".into(),
-            namespace: "default".into(),
-            name: "obj".into(),
-            resource_version: "12345".into(),
-            traceparent: None,
-        };
+        Self::with_pool(TRIGGER_POOL)
+    }
+
+    /// With `size` distinct triggers (the memory column: one per key, as a controller's
+    /// queue holds one object per queued key).
+    pub fn with_pool(size: usize) -> Self {
+        let pool = (0..size.max(1))
+            .map(|i| {
+                let object = ObjectRef {
+                    kind: "ConfigMap".into(),
+                    namespace: "default".into(),
+                    name: format!("obj-{i}"),
+                    resource_version: "12345".into(),
+                    traceparent: None,
+                };
+                Trigger::new(Origin::For, Event::Update).with_object(object)
+            })
+            .collect();
         Self {
             q: ctrl_priority(false).keeping_triggers(),
-            trigger: Trigger::new(Origin::For, Event::Update).with_object(object),
+            pool,
         }
     }
 
+    /// The trigger of key `k`: one of the pool's, picked from the key's last bytes (a few
+    /// multiplies, so the row pays next to nothing for the pick: consecutive keys
+    /// `default/obj-{i}` get distinct ones).
+    fn trigger(&self, k: &str) -> &Trigger {
+        let tail = &k.as_bytes()[k.len().saturating_sub(8)..];
+        let h = tail.iter().fold(0usize, |h, &b| {
+            h.wrapping_mul(10).wrapping_add(usize::from(b))
+        });
+        &self.pool[h % self.pool.len()]
+    }
+
     fn add_opts(&self, opts: AddOpts, k: String) {
-        Queue::add_triggered(&self.q, opts, k, self.trigger.clone())
+        let t = self.trigger(&k).clone();
+        Queue::add_triggered(&self.q, opts, k, t)
     }
 }
 
@@ -156,7 +188,7 @@ impl BenchQueue for WithTriggers {
         self.add_opts(AddOpts::default(), k)
     }
     fn add_ref(&self, k: &str) {
-        self.q.add_ref_triggered(k, self.trigger.clone())
+        self.q.add_ref_triggered(k, self.trigger(k))
     }
     fn add_after(&self, k: String, d: Duration) {
         let opts = AddOpts {

@@ -64,10 +64,17 @@ fn project_files(p: &Project) -> Vec<(String, String)> {
 fn lib_rs(p: &Project, v: &[(&'static str, String)]) -> String {
     let mut crds = Vec::new();
     let (mut setups, mut samples) = (String::new(), String::new());
+    let mut env = Vec::new();
     for a in &p.apis {
         let (ver, m) = (&a.version, a.module());
         crds.push(format!("api::{ver}::{m}::{}::crd", a.kind));
         setups += &format!("    controller::{m}::setup(&mgr)?;\n");
+        if a.image.is_some() {
+            let c = format!("controller::{m}");
+            env.push(format!(
+                "({c}::IMAGE_ENV.into(), {c}::DEFAULT_IMAGE.into())"
+            ));
+        }
         if a.webhooks() {
             setups += &format!("    webhook::{m}::setup(&mgr)?;\n");
         }
@@ -86,6 +93,7 @@ fn lib_rs(p: &Project, v: &[(&'static str, String)]) -> String {
         ("crds", crds.join(", ")),
         ("setups", setups),
         ("samples", samples),
+        ("env", env.join(", ")),
     ]);
     fill(include_str!("../templates/lib.rs.tmpl"), &v)
 }

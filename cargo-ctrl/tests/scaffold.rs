@@ -256,9 +256,36 @@ fn slow_the_generated_project_tests_pass_and_it_runs() {
         report.contains("created  config/default/kustomization.yaml"),
         "{report}"
     );
+    // The manager Deployment sets the image the controller reads (deploy-image's env).
+    let env = manager_env(dir.path());
+    assert!(
+        env.contains(&("MEMCACHED_IMAGE".into(), "memcached:1.6".into())),
+        "{env:?}"
+    );
     if kubectl_accepts(dir.path()) {
         deployed_without_a_forbidden(dir.path());
     }
+}
+
+/// The (name, value) env of the manager container in `config/manager/manager.yaml`.
+fn manager_env(dir: &Path) -> Vec<(String, String)> {
+    let text =
+        std::fs::read_to_string(dir.join("config/manager/manager.yaml")).expect("manager.yaml");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("parse manager.yaml");
+    let d = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("a Deployment");
+    let env = d
+        .pointer("/spec/template/spec/containers/0/env")
+        .and_then(Value::as_array);
+    let pair = |e: &Value| {
+        Some((
+            e["name"].as_str()?.to_string(),
+            e["value"].as_str()?.to_string(),
+        ))
+    };
+    env.into_iter().flatten().filter_map(pair).collect()
 }
 
 /// The operator's own in-process API server (`--no-demo`), and the real kubectl

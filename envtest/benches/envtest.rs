@@ -2,7 +2,9 @@
 //! (and, on the TLS port, by wire: HTTP/1.1 vs h2, JSON vs protobuf bodies, `wire`),
 //! watch events/s fanned out to 10 watchers, and memory per stored ConfigMap — printed as a
 //! table beside the aims of the envtest issue, with a bare hyper server as the HTTP baseline
-//! (same client, fixed response, no storage) so the server's own cost can be read off.
+//! (same client, fixed response, no storage) so the server's own cost can be read off: CPU per
+//! request side by side (the floor, a ConfigMap create, a custom resource's create and status
+//! merge patch, `patch`), with floor / envtest and patch / create against issue 36's goals.
 //!
 //! `cargo bench -p ctrl-envtest --bench envtest` runs the full sizes. Without `--bench` (as
 //! `cargo test --all-targets` runs it) a quick mode with tiny sizes only checks that it all works.
@@ -20,8 +22,15 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
+use process::cpu_time;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+#[path = "envtest/patch.rs"]
+mod patch;
+// The root benches' /proc readings (CPU time), shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../benches/support/process.rs"]
+mod process;
 #[path = "envtest/wire.rs"]
 mod wire;
 
@@ -106,21 +115,6 @@ async fn start_times(n: usize) -> Vec<Duration> {
         env.stop();
     }
     out
-}
-
-/// CPU time (user + system) this process has used so far, from `/proc/self/stat` (clock
-/// ticks of 10 ms): unlike wall time it does not grow when other work shares the machine.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let ticks: u64 = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|f| f.parse::<u64>().ok())
-        .sum();
-    Duration::from_millis(ticks * 10)
 }
 
 /// Wall time and CPU time of `n` creates through one client with `in_flight` requests
@@ -441,6 +435,74 @@ async fn wire_rows(env: &Environment, n: usize) {
     );
 }
 
+/// The floor (a bare hyper server answering the same client) and the CPU table: per ConfigMap
+/// create against the floor, per Widget status patch against a Widget create, side by side.
+async fn cpu_rows(n: usize, par_rate: f64, par_cpu: Duration, widgets: (Duration, Duration)) {
+    let (addr, bare) = bare_server().await;
+    let mut cfg = kube::Config::new(format!("http://{addr}").parse().expect("uri"));
+    cfg.default_namespace = "default".into();
+    let bare_api: Api<ConfigMap> =
+        Api::namespaced(kube::Client::try_from(cfg).expect("client"), "default");
+    let (b, bare_cpu) = creates(&bare_api, "bare", n, 16).await;
+    bare.abort();
+    let bare_rate = rate(n, b);
+    row(
+        "  baseline: bare hyper server, same client, 16 in flight",
+        &fmt_rate(bare_rate),
+        "",
+        None,
+    );
+    row(
+        "  envtest / bare baseline (wall, load-dependent)",
+        &format!("{:.2}×", par_rate / bare_rate.max(1e-9)),
+        "",
+        None,
+    );
+    let (env_cpu, bare_cpu) = (cpu_per(n, par_cpu), cpu_per(n, bare_cpu));
+    let (w_create, w_patch) = (cpu_per(n / 2, widgets.0), cpu_per(n / 2, widgets.1));
+    let us = |v: f64| format!("{v:.1} µs");
+    row(
+        "CPU per request, client + server, 16 in flight:",
+        "",
+        "",
+        None,
+    );
+    row(
+        "  create, bare hyper server (the floor)",
+        &us(bare_cpu),
+        "",
+        None,
+    );
+    row("  create, ConfigMap", &us(env_cpu), "", None);
+    let floor = bare_cpu / env_cpu.max(1e-9);
+    row(
+        "  floor / envtest, ConfigMap create",
+        &format!("{floor:.2}×"),
+        "≥ 0.6×",
+        Some(floor >= 0.6),
+    );
+    row(
+        "  create, Widget (custom resource, /status)",
+        &us(w_create),
+        "",
+        None,
+    );
+    row("  status merge patch, Widget", &us(w_patch), "", None);
+    let ratio = w_patch / w_create.max(1e-9);
+    row(
+        "  Widget status patch / Widget create",
+        &format!("{ratio:.2}×"),
+        "≤ 1.3×",
+        Some(ratio <= 1.3),
+    );
+    row(
+        "  floor / envtest, Widget create",
+        &format!("{:.2}×", bare_cpu / w_create.max(1e-9)),
+        "",
+        None,
+    );
+}
+
 fn main() {
     if let Some(n) = std::env::var(MEMORY_CHILD)
         .ok()
@@ -481,7 +543,8 @@ fn main() {
         row("start → first successful request, p90", &ms(percentile(starts, 0.9)), "", None);
 
         let env = Environment::builder()
-            .history_window(sizes.creates * 3 + 1_000)
+            .history_window(sizes.creates * 5 + 1_000)
+            .crd_yaml(patch::CRD)
             .start()
             .await
             .expect("start");
@@ -501,32 +564,9 @@ fn main() {
             Some(par_rate >= 5_000.0),
         );
         wire_rows(&env, sizes.creates / 2).await;
+        let widgets = patch::create_then_patch(&env, sizes.creates / 2).await;
         drop(env);
-
-        let (addr, bare) = bare_server().await;
-        let mut cfg = kube::Config::new(format!("http://{addr}").parse().expect("uri"));
-        cfg.default_namespace = "default".into();
-        let bare_api: Api<ConfigMap> =
-            Api::namespaced(kube::Client::try_from(cfg).expect("client"), "default");
-        let (b, bare_cpu) = creates(&bare_api, "bare", sizes.creates, 16).await;
-        let bare_rate = rate(sizes.creates, b);
-        row("  baseline: bare hyper server, same client, 16 in flight", &fmt_rate(bare_rate), "", None);
-        row(
-            "  envtest / bare baseline",
-            &format!("{:.2}×", par_rate / bare_rate.max(1e-9)),
-            "",
-            None,
-        );
-        let (env_cpu, bare_cpu) = (cpu_per(sizes.creates, par_cpu), cpu_per(sizes.creates, bare_cpu));
-        row("  CPU per create (client + server), 16 in flight", &format!("{env_cpu:.1} µs"), "", None);
-        row("  CPU per create, bare hyper server", &format!("{bare_cpu:.1} µs"), "", None);
-        row(
-            "  bare CPU / envtest CPU (load-independent ratio)",
-            &format!("{:.2}×", bare_cpu / env_cpu.max(1e-9)),
-            "≥ 0.6×",
-            Some(bare_cpu / env_cpu.max(1e-9) >= 0.6),
-        );
-        bare.abort();
+        cpu_rows(sizes.creates, par_rate, par_cpu, widgets).await;
 
         let (t, n) = fan_out(sizes.watch_events, sizes.watchers, true).await;
         let live = rate(n, t);

@@ -641,6 +641,25 @@ impl Environment {
             .collect()
     }
 
+    /// The store's revision (the last resourceVersion written): unchanged means nothing was
+    /// written.
+    pub(crate) fn store_revision(&self) -> u64 {
+        self.state.store.current_rv()
+    }
+
+    /// How often the collection of kind `K` was listed and watched, and how many of its watchers
+    /// the server dropped for falling behind, since the server started: a client's relists and
+    /// watch restarts, counted where they arrive (the benches take them per repetition).
+    pub fn watch_stats<K>(&self) -> crate::storage::WatchStats
+    where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        let snap = self.state.registry.snapshot();
+        snap.get(&K::group(&()), &K::version(&()), &K::plural(&()))
+            .map(|rt| self.state.store.watch_stats(&rt.store_key()))
+            .unwrap_or_default()
+    }
+
     /// [`in_memory_client`](Self::in_memory_client) with `layer` around the transport (e.g. to
     /// see or delay each request and response).
     pub(crate) fn in_memory_client_with<L>(&self, layer: L) -> kube::Client

@@ -184,3 +184,4 @@ pub use env::{Environment, EnvironmentBuilder, Error};
 pub use faults::{
     FaultMatch, FaultStatus, Faults, PodFault, REQUEST_LOG_MAX_BYTES, RequestRecord, Verb,
 };
+pub use storage::WatchStats;

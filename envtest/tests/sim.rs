@@ -409,3 +409,36 @@ fn an_operator_that_never_settles_misses_the_deadline() {
     );
     assert!(failure.virtual_time >= Duration::from_secs(30));
 }
+
+/// `sim::check` runs seeds on several threads but reports the first failing seed in seed
+/// order, as a run of one seed after another would, whichever thread finished first; the
+/// seeds before it all ran and passed, and each failure names the test to replay.
+#[test]
+fn check_reports_the_first_failing_seed_in_seed_order() {
+    let failing = [13, 14, 30];
+    let result = sim::check(0..40, Simulation::builder, |sim| async move {
+        if failing.contains(&sim.seed()) {
+            return Err(format!("seed {} fails", sim.seed()));
+        }
+        sim.advance(Duration::from_secs(1)).await
+    });
+    let failure = result.expect_err("seeds 13, 14 and 30 fail");
+    assert_eq!(failure.seed, 13, "{failure}");
+    assert!(
+        failure
+            .replay
+            .ends_with("-- check_reports_the_first_failing_seed_in_seed_order --exact"),
+        "{}",
+        failure.replay
+    );
+    let passed = sim::check(0..13, Simulation::builder, |sim| async move {
+        sim.advance(Duration::from_secs(1)).await
+    });
+    let seeds: Vec<u64> = passed
+        .expect("no failing seed")
+        .outcomes
+        .iter()
+        .map(|o| o.seed)
+        .collect();
+    assert_eq!(seeds, (0..13).collect::<Vec<_>>());
+}

@@ -472,6 +472,8 @@ async fn slow_watcher_is_dropped_and_writers_never_wait() {
         .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
     let start = common::list_rv(&api).await;
+    let base = env.watch_stats::<ConfigMap>();
+    assert!(base.lists >= 1, "the list above is counted: {base:?}");
     // A watcher that never reads: the socket, then the body channel, then its queue fill up.
     let mut w = RawStream::open(
         &env,
@@ -508,6 +510,12 @@ async fn slow_watcher_is_dropped_and_writers_never_wait() {
         got += 1;
     }
     assert!(got < 60, "the stalled watcher was cut off ({got} events)");
+    let cut = env.watch_stats::<ConfigMap>();
+    assert_eq!(
+        (cut.watches, cut.dropped, cut.lists),
+        (base.watches + 1, base.dropped + 1, base.lists),
+        "one watch opened and dropped, no list: {base:?} -> {cut:?}"
+    );
     // A new watch resumes from the last event received and gets exactly the rest.
     let mut w = RawStream::open(
         &env,
@@ -521,6 +529,13 @@ async fn slow_watcher_is_dropped_and_writers_never_wait() {
         rest += 1;
     }
     assert_eq!(got + rest, 60);
+    common::list_rv(&api).await;
+    let end = env.watch_stats::<ConfigMap>();
+    assert_eq!(
+        (end.watches, end.dropped, end.lists),
+        (cut.watches + 1, cut.dropped, cut.lists + 1),
+        "the resumed watch kept up; one more list: {cut:?} -> {end:?}"
+    );
 }
 
 #[tokio::test]

@@ -10,7 +10,8 @@
 //! earliest ready time wins over the hour), and that reconcile reports all three, each
 //! with the resourceVersion the event carried. The handlers signal when they ran, so
 //! nothing waits on time. The cap test adds one key 10,000 times to a real queue; the last
-//! test shows where a delayed add's trigger goes on each queue.
+//! tests show where a delayed add's trigger goes on each queue, and that its delay is not
+//! counted as queue wait.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -341,4 +342,35 @@ async fn a_pending_deadline_joins_the_hand_out_that_merges_it() {
     let got = now_and_in_an_hour(rlq).await;
     assert_eq!(got.len(), 1, "{got}");
     assert!(find(&got, Origin::For, Event::Update).is_some(), "{got}");
+}
+
+/// The queue wait of a key added with `delay` and taken as soon as it is ready.
+async fn wait_after_delay(q: Arc<dyn Queue<String>>, delay: Duration) -> Duration {
+    let q = Triggered::wrap(q);
+    let opts = AddOpts {
+        after: Some(delay),
+        ..AddOpts::default()
+    };
+    q.add_triggered(opts, "k".into(), Trigger::requeue(Event::RequeueAfter));
+    let (_, _, set) = q.get_triggered_boxed().await.expect("the key, once due");
+    let set = set.expect("the queue keeps triggers");
+    assert!(
+        find(&set, Origin::Requeue, Event::RequeueAfter).is_some(),
+        "{set}"
+    );
+    set.waited().expect("the wait is measured")
+}
+
+#[tokio::test]
+async fn a_requeue_after_delay_is_not_counted_as_queue_wait() {
+    // As client-go's workqueue_queue_duration_seconds: the wait starts when the delay
+    // ends, not at the add (the key was taken the moment it became ready, so its wait is
+    // far below the delay it sat out).
+    let delay = Duration::from_millis(500);
+    let pq: Arc<dyn Queue<String>> = Arc::new(PriorityQueue::new(QueueConfig::new("")));
+    let waited = wait_after_delay(pq, delay).await;
+    assert!(waited < delay, "priority queue: waited {waited:?}");
+    let rlq: Arc<dyn Queue<String>> = Arc::new(RateLimitingQueue::new(QueueConfig::new("")));
+    let waited = wait_after_delay(rlq, delay).await;
+    assert!(waited < delay, "plain queue: waited {waited:?}");
 }

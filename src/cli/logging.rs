@@ -5,7 +5,9 @@
 //! `reconcile`, `status`, `envtest`, ...), the message, its fields, and — inside a
 //! reconcile — the object reconciled (`appservice=default/example-appservice`, from
 //! the controller's `reconcile` span, so a reconciler never threads it through its
-//! own log lines).
+//! own log lines) and, on the first line of each reconcile, what triggered it
+//! (`triggers=for:update AppService default/example-appservice@12`, the span's
+//! `triggers` field: see `ctrl::workqueue::triggers`).
 
 use std::fmt;
 use std::time::Instant;
@@ -119,25 +121,43 @@ where
         let mut fields = Fields::default();
         event.record(&mut fields);
         write!(writer, "{}{}", fields.message, fields.rest)?;
-        match reconciled(ctx) {
-            // Unless the line names it already.
-            Some((kind, key)) if !fields.rest.contains(&key) => writeln!(writer, " {kind}={key}"),
-            _ => writeln!(writer),
+        let Some(r) = reconciled(ctx) else {
+            return writeln!(writer);
+        };
+        // Unless the line names it already.
+        if !fields.rest.contains(&r.key) {
+            write!(writer, " {}={}", r.kind, r.key)?;
+        }
+        match r.triggers {
+            Some(t) => writeln!(writer, " triggers={t}"),
+            None => writeln!(writer),
         }
     }
 }
 
-/// The object of the `reconcile` span the event is in: its kind in lower case (`object`
-/// when the controller has no `For` kind) and `namespace/name`, read from the span's
-/// recorded fields (`controllerKind=AppService namespace=default name=x ...`).
-fn reconciled<S, N>(ctx: &FmtContext<'_, S, N>) -> Option<(String, String)>
+/// What a line inside a reconcile says about it.
+struct Reconciled {
+    /// The kind in lower case (`object` when the controller has no `For` kind).
+    kind: String,
+    /// `namespace/name`.
+    key: String,
+    /// The reconcile's triggers, on its first line only.
+    triggers: Option<String>,
+}
+
+/// Marks a `reconcile` span whose triggers a line has shown.
+struct TriggersShown;
+
+/// The `reconcile` span the event is in, read from the span's recorded fields
+/// (`controllerKind=AppService namespace=default name=x ... triggers=...`).
+fn reconciled<S, N>(ctx: &FmtContext<'_, S, N>) -> Option<Reconciled>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
     let span = ctx.event_scope()?.find(|s| s.name() == "reconcile")?;
-    let extensions = span.extensions();
-    let fields = strip_ansi(&extensions.get::<FormattedFields<N>>()?.fields);
+    let mut extensions = span.extensions_mut();
+    let fields = strip_ansi(&extensions.get_mut::<FormattedFields<N>>()?.fields);
     let field = |key: &str| {
         fields
             .split(' ')
@@ -151,7 +171,31 @@ where
         None => name.to_string(),
     };
     let kind = field("controllerKind").map_or("object".into(), str::to_lowercase);
-    Some((kind, key))
+    let triggers = match extensions.get_mut::<TriggersShown>() {
+        Some(_) => None,
+        None => triggers_field(&fields).map(str::to_string),
+    };
+    if triggers.is_some() {
+        extensions.insert(TriggersShown);
+    }
+    Some(Reconciled {
+        kind,
+        key,
+        triggers,
+    })
+}
+
+/// The `triggers` field of a reconcile span's recorded fields: its value holds spaces
+/// (`owns:update Pod default/a@5, requeue:requeue_after`), so it runs up to the next
+/// field the span records after it (`queue_wait_seconds`) or to the end.
+fn triggers_field(fields: &str) -> Option<&str> {
+    let start = if let Some(rest) = fields.strip_prefix("triggers=") {
+        rest
+    } else {
+        &fields[fields.find(" triggers=")? + " triggers=".len()..]
+    };
+    let value = start.split(" queue_wait_seconds=").next().unwrap_or(start);
+    Some(value.trim()).filter(|v| !v.is_empty())
 }
 
 /// `s` without its ANSI escape sequences (span fields are styled on a terminal).
@@ -196,5 +240,23 @@ impl Visit for Fields {
         } else {
             self.record_debug(field, &value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_triggers_field_runs_to_the_next_field() {
+        let f = "controller=a name=\"x\" reconcileID=1 triggers=owns:update Pod default/x-1@5, \
+                 requeue:requeue_after queue_wait_seconds=0.25";
+        assert_eq!(
+            super::triggers_field(f),
+            Some("owns:update Pod default/x-1@5, requeue:requeue_after")
+        );
+        assert_eq!(
+            super::triggers_field("name=\"x\" triggers=for:create AppService default/x@3"),
+            Some("for:create AppService default/x@3")
+        );
+        assert_eq!(super::triggers_field("name=\"x\" reconcileID=1"), None);
     }
 }

@@ -114,7 +114,7 @@ fn manifests<O: Operator>(operator: &O) -> Result<crate::manifests::Manifests, B
     let mgr = deployed_manager(operator)?;
     let args = operator.flags().1.cloned().unwrap_or_default();
     let crds = operator_crds::<O>();
-    Ok(crate::manifests::Manifests::new(O::NAME, &mgr, &args, crds))
+    Ok(crate::manifests::Manifests::new(O::NAME, &mgr, &args, crds).with_env(operator.env()))
 }
 
 /// `--write-manifests <dir>`: writes the `config/` layout of `operator`'s manifests

@@ -52,6 +52,13 @@ pub trait Operator: clap::Parser {
     /// on the cluster's client to run it ([`Operator::run`]'s default).
     fn manager(&self, client: kube::Client, opts: Options) -> Deployed;
 
+    /// The manager Deployment's environment in the manifests (`--print-manifests`,
+    /// `--write-manifests`): what the code reads with a default, as (name, value), e.g. the
+    /// `MEMCACHED_IMAGE` of a `cargo ctrl create api --image` controller. Default: none.
+    fn env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// The local demo, once the manager leads: creates sample objects with `client`.
     /// Runs only on the local API server, without `--no-demo`. Default: nothing.
     fn demo(&self, client: kube::Client) -> impl Future<Output = Result<(), kube::Error>> {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, HTTPGetAction, Namespace,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, HTTPGetAction, Namespace,
     PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile,
     SecretVolumeSource, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
@@ -212,6 +212,26 @@ pub fn deployment(naming: &Naming, args: &Args, webhooks: bool) -> Deployment {
             ..Default::default()
         }),
         ..Default::default()
+    }
+}
+
+/// Sets `env` (name, value) on the manager container of `d`: what the operator's code
+/// reads from its environment (kubebuilder's deploy-image `<KIND>_IMAGE`).
+pub fn set_env(d: &mut Deployment, env: &[(String, String)]) {
+    if env.is_empty() {
+        return;
+    }
+    let pod = d.spec.as_mut().and_then(|s| s.template.spec.as_mut());
+    for c in pod.into_iter().flat_map(|p| p.containers.iter_mut()) {
+        let vars = c.env.get_or_insert_default();
+        for (name, value) in env {
+            vars.retain(|v| &v.name != name);
+            vars.push(EnvVar {
+                name: name.clone(),
+                value: Some(value.clone()),
+                value_from: None,
+            });
+        }
     }
 }
 

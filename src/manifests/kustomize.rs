@@ -86,10 +86,9 @@ fn rbac_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> {
 
 /// `config/manager`: the Namespace and the manager Deployment.
 fn manager_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> {
-    let webhooks = !m.webhooks.is_empty();
     let objects = vec![
         value(deployment::namespace(naming))?,
-        value(deployment::deployment(naming, &m.args, webhooks))?,
+        value(m.deployment(naming))?,
     ];
     Ok(vec![("manager.yaml".into(), objects)])
 }

@@ -94,6 +94,8 @@ pub struct Manifests {
     pub webhooks: Vec<Registration>,
     /// The manager flags the Deployment runs it with (ports, certificates, metrics).
     pub args: Args,
+    /// The manager container's environment (`Operator::env`): name, value.
+    pub env: Vec<(String, String)>,
 }
 
 impl Manifests {
@@ -113,7 +115,21 @@ impl Manifests {
             rules: mgr.rbac_rules(),
             webhooks: mgr.webhook_registrations(),
             args: args.clone(),
+            env: Vec::new(),
         }
+    }
+
+    /// These manifests with `env` set on the manager container.
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The manager Deployment, with [`Manifests::env`].
+    pub fn deployment(&self, naming: &Naming) -> k8s_openapi::api::apps::v1::Deployment {
+        let mut d = deployment::deployment(naming, &self.args, !self.webhooks.is_empty());
+        deployment::set_env(&mut d, &self.env);
+        d
     }
 
     /// The CRDs, each with its conversion stanza when a conversion webhook serves it.
@@ -142,8 +158,7 @@ impl Manifests {
         if !self.webhooks.is_empty() {
             out.push(serde_json::to_value(certs::secret(naming))?);
         }
-        let d = deployment::deployment(naming, &self.args, !self.webhooks.is_empty());
-        out.push(serde_json::to_value(d)?);
+        out.push(serde_json::to_value(self.deployment(naming))?);
         let client = webhooks::service_client(naming);
         for c in webhooks::configurations(&self.webhooks, naming, &client) {
             out.push(c?);

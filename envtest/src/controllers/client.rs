@@ -138,7 +138,7 @@ impl<'a> Client<'a> {
         obj["apiVersion"] = json!(res.api_version());
         obj["kind"] = json!(res.kind);
         let ns = rt.namespaced.then_some(ns);
-        hooks::create_object(self.api, &rt, ns, obj, Default::default())
+        hooks::create_object(self.api, &rt, ns, obj, Default::default()).map(|c| c.obj)
     }
 
     /// Rewrites the object `obj` names (main resource, or `sub` such as `status`) with `f`,
@@ -173,7 +173,7 @@ impl<'a> Client<'a> {
                 Ok(v)
             },
         )?;
-        Ok(out)
+        Ok(out.obj)
     }
 
     /// Deletes the object `obj` names (if it is still the one with its uid), with the

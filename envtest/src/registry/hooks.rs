@@ -23,6 +23,7 @@ use super::context::Apiserver;
 pub(crate) use super::context::{FollowUps, Observer, Verb, Written};
 use super::rest::{self, DeleteOpts, Target, WriteOpts};
 use crate::api::status::ApiError;
+use crate::storage::Committed;
 
 /// A bound on the reactions one client write may cause (a safety net against observers that
 /// would feed each other forever; no real ownership graph comes near it).
@@ -35,10 +36,10 @@ pub(crate) fn create_object(
     url_ns: Option<&str>,
     obj: Value,
     w: WriteOpts<'_>,
-) -> Result<Arc<Value>, ApiError> {
+) -> Result<Committed, ApiError> {
     let out = rest::create(api, rt, url_ns, obj, w)?;
     if !w.dry_run {
-        settle(api, Written::new(Verb::Create, rt, &out, false));
+        settle(api, Written::new(Verb::Create, rt, &out.obj, false));
     }
     Ok(out)
 }
@@ -55,10 +56,10 @@ pub(crate) fn update_object(
     w: WriteOpts<'_>,
     put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
-) -> Result<(Arc<Value>, bool), ApiError> {
+) -> Result<(Committed, bool), ApiError> {
     let (obj, removed) = rest::update(api, rt, Target { ns, name, sub, put }, w, make)?;
     if !w.dry_run {
-        settle(api, Written::new(Verb::Update, rt, &obj, removed));
+        settle(api, Written::new(Verb::Update, rt, &obj.obj, removed));
     }
     Ok((obj, removed))
 }
@@ -71,10 +72,10 @@ pub(crate) fn delete_object(
     ns: Option<&str>,
     name: &str,
     opts: &DeleteOpts,
-) -> Result<(Arc<Value>, bool), ApiError> {
+) -> Result<(Committed, bool), ApiError> {
     let (obj, removed) = rest::delete(api, rt, ns, name, opts)?;
     if !opts.dry_run {
-        settle(api, Written::new(Verb::Delete, rt, &obj, removed));
+        settle(api, Written::new(Verb::Delete, rt, &obj.obj, removed));
     }
     Ok((obj, removed))
 }
@@ -90,8 +91,8 @@ impl FollowUps {
         obj: Value,
     ) -> Result<Arc<Value>, ApiError> {
         let out = rest::create(api, rt, ns, obj, WriteOpts::default())?;
-        self.push(Written::new(Verb::Create, rt, &out, false));
-        Ok(out)
+        self.push(Written::new(Verb::Create, rt, &out.obj, false));
+        Ok(out.obj)
     }
 
     /// [`rest::update`] of the object `name`; `make` builds the new object from the stored one.
@@ -105,8 +106,8 @@ impl FollowUps {
     ) -> Result<Arc<Value>, ApiError> {
         let w = WriteOpts::default();
         let (obj, removed) = rest::update(api, rt, Target::object(ns, name), w, make)?;
-        self.push(Written::new(Verb::Update, rt, &obj, removed));
-        Ok(obj)
+        self.push(Written::new(Verb::Update, rt, &obj.obj, removed));
+        Ok(obj.obj)
     }
 
     /// [`rest::delete`] of the object `name`.
@@ -119,7 +120,7 @@ impl FollowUps {
         opts: &DeleteOpts,
     ) -> Result<(), ApiError> {
         let (obj, removed) = rest::delete(api, rt, ns, name, opts)?;
-        self.push(Written::new(Verb::Delete, rt, &obj, removed));
+        self.push(Written::new(Verb::Delete, rt, &obj.obj, removed));
         Ok(())
     }
 }

@@ -15,7 +15,7 @@ use super::{ResourceType, context::Apiserver, crd, defaults, objects, strategy};
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::{self, FieldCause};
-use crate::storage::{Change, Outcome};
+use crate::storage::{Change, Committed};
 
 /// Options of a write: `dryRun=All`, `fieldValidation=Strict`, and who writes (the handlers build
 /// them from the query,
@@ -54,7 +54,7 @@ pub(crate) fn create(
     url_ns: Option<&str>,
     mut obj: Value,
     w: WriteOpts<'_>,
-) -> Result<Arc<Value>, ApiError> {
+) -> Result<Committed, ApiError> {
     let ns = identity(rt, url_ns, &mut obj)?;
     let name = meta::name(&obj).to_string();
     strategy::validate(rt, &mut obj)?;
@@ -101,13 +101,9 @@ pub(crate) fn create(
         Ok(Change::Put(obj))
     })?;
     drop(alloc);
-    let stored = match out {
-        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) | Outcome::Deleted(v) => {
-            v
-        }
-    };
+    let stored = out.into_committed();
     if !w.dry_run {
-        crd::after_commit(api, rt, &stored, false);
+        crd::after_commit(api, rt, &stored.obj, false);
     }
     Ok(stored)
 }
@@ -182,7 +178,7 @@ pub(crate) fn update(
     at: Target<'_>,
     w: WriteOpts<'_>,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
-) -> Result<(Arc<Value>, bool), ApiError> {
+) -> Result<(Committed, bool), ApiError> {
     let Target { ns, name, sub, put } = at;
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
@@ -243,14 +239,12 @@ pub(crate) fn update(
         Ok(Change::Put(new))
     })?;
     drop(alloc);
-    let (obj, removed) = match out {
-        Outcome::Deleted(v) => (v, true),
-        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
-    };
+    let removed = out.removed();
+    let c = out.into_committed();
     if !w.dry_run {
-        crd::after_commit(api, rt, &obj, removed);
+        crd::after_commit(api, rt, &c.obj, removed);
     }
-    Ok((obj, removed))
+    Ok((c, removed))
 }
 
 /// The object's name must be the URL's (set when missing); a namespaced object's namespace
@@ -332,7 +326,7 @@ pub(crate) fn delete(
     ns: Option<&str>,
     name: &str,
     opts: &DeleteOpts,
-) -> Result<(Arc<Value>, bool), ApiError> {
+) -> Result<(Committed, bool), ApiError> {
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
     let out = api.store.commit(&key, &okey, opts.dry_run, |cur| {
@@ -385,12 +379,10 @@ pub(crate) fn delete(
         }
         Ok(Change::Put(new))
     })?;
-    let (obj, removed) = match out {
-        Outcome::Deleted(v) => (v, true),
-        Outcome::Created(v) | Outcome::Updated(v) | Outcome::Unchanged(v) => (v, false),
-    };
+    let removed = out.removed();
+    let c = out.into_committed();
     if !opts.dry_run {
-        crd::after_commit(api, rt, &obj, removed);
+        crd::after_commit(api, rt, &c.obj, removed);
     }
-    Ok((obj, removed))
+    Ok((c, removed))
 }

@@ -9,7 +9,7 @@
 //! `transport`: the seed delays each request and each watch frame (interleavings, stale
 //! caches), picks when each replica starts (who wins an election), and draws the fault
 //! schedule (`schedule`: watch drops, 410 relists, 409 storms, 429s, 5xx, leader loss, replica
-//! crash and restart). Every request, reconcile and fault goes into a trace (`trace`) whose
+//! crash and restart, a replica leaving and joining). Every request, reconcile and fault goes into a trace (`trace`) whose
 //! hash is printed; the checkers run at every step: no two workers hold one key, no write by a
 //! replica that does not hold the named Lease, the user's invariants over the store, and
 //! [`Simulation::run_until_steady`]'s deadline. A failing seed prints a one-line replay command
@@ -43,7 +43,7 @@ mod transport;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -55,7 +55,9 @@ use crate::env::{Environment, EnvironmentBuilder};
 
 pub use replicas::Replica;
 use replicas::Slot;
-pub use run::{CheckReport, Failure, LOG_VAR, Outcome, SEED_VAR, TRACE_DIR_VAR, check};
+pub use run::{
+    CheckReport, Failure, LOG_VAR, Outcome, SEED_VAR, THREADS_VAR, TRACE_DIR_VAR, check,
+};
 pub use schedule::{FaultKind, FaultPlan};
 
 /// How far one [`Simulation::tick`] moves virtual time.
@@ -125,20 +127,56 @@ pub(crate) struct Shared {
     /// The leader-election Lease whose holder alone may write, and the replica of each
     /// leader-election identity.
     lease: Mutex<Option<(String, String)>>,
-    identities: Mutex<HashMap<String, String>>,
+    identities: Mutex<HashMap<String, replicas::Identity>>,
     /// The last write that was not leader election or an Event.
     last_write: Mutex<Instant>,
+    /// The store's revision when the invariants last ran.
+    checked: AtomicU64,
+    /// The last Lease holder read: (store revision, Lease), holder.
+    holder_cache: Mutex<Option<HolderRead>>,
 }
 
 impl Shared {
     /// The replica holding Lease `ns/name` (see [`Simulation::lease_holder`]).
     fn holder(&self, ns: &str, name: &str) -> Option<String> {
+        self.holder_identity(ns, name).map(|id| id.replica)
+    }
+
+    /// The incarnation holding Lease `ns/name`, by the identities replicas told.
+    fn holder_identity(&self, ns: &str, name: &str) -> Option<replicas::Identity> {
+        let holder = self.lease_holder(ns, name)?;
+        self.identities.lock().get(&holder).cloned()
+    }
+
+    /// The `holderIdentity` of Lease `ns/name`, decoded again only when the store changed
+    /// (every step asks; decoding is most of a debug build's cost).
+    fn lease_holder(&self, ns: &str, name: &str) -> Option<String> {
+        let revision = self.env.store_revision();
+        let key = (revision, format!("{ns}/{name}"));
+        if let Some((at, holder)) = &*self.holder_cache.lock()
+            && *at == key
+        {
+            return holder.clone();
+        }
         let leases = self.env.stored::<Lease>();
-        let lease = leases.iter().find(|l| {
-            l.metadata.namespace.as_deref() == Some(ns) && l.metadata.name.as_deref() == Some(name)
-        })?;
-        let holder = lease.spec.as_ref()?.holder_identity.as_ref()?;
-        self.identities.lock().get(holder).cloned()
+        let holder = (leases.iter())
+            .find(|l| {
+                l.metadata.namespace.as_deref() == Some(ns)
+                    && l.metadata.name.as_deref() == Some(name)
+            })
+            .and_then(|l| l.spec.as_ref()?.holder_identity.clone());
+        *self.holder_cache.lock() = Some((key, holder.clone()));
+        holder
+    }
+
+    /// Whether the checked Lease (if one is named) is held by a running incarnation: not one
+    /// that crashed, left or exited, whose Lease the others wait out.
+    fn led(&self) -> bool {
+        let Some((ns, name)) = self.lease.lock().clone() else {
+            return true;
+        };
+        self.holder_identity(&ns, &name)
+            .is_some_and(|id| id.is_running())
     }
 
     fn draw(&self, max: Duration) -> Duration {
@@ -176,6 +214,9 @@ impl Shared {
         }
     }
 }
+
+/// A Lease holder as read: (store revision, `ns/name`) and the holder.
+type HolderRead = ((u64, String), Option<String>);
 
 /// An invariant over the store, checked at every step.
 type Invariant = Box<dyn Fn(&Environment) -> Result<(), String> + Send + Sync>;
@@ -242,8 +283,9 @@ impl Simulation {
         *self.shared.lease.lock() = Some((namespace.into(), name.into()));
     }
 
-    /// Adds an invariant over the store, checked at every step ([`Environment::stored`] reads
-    /// it without requests).
+    /// Adds an invariant over the store, checked at every step that changed the store
+    /// ([`Environment::stored`] reads it without requests). It must be a function of the
+    /// store alone: a step that wrote nothing does not run it again.
     pub fn invariant(
         &self,
         name: &str,
@@ -294,7 +336,8 @@ impl Simulation {
     }
 
     /// Ticks until the run is steady — no fault or restart left to play, no reconcile
-    /// running, and no write but leader election and Events for [`QUIET`] — and fails when it
+    /// running, the checked Lease ([`check_lease`](Self::check_lease)) held by a running
+    /// replica, and no write but leader election and Events for [`QUIET`] — and fails when it
     /// is not by `deadline` (virtual time since the start): the operator did not converge.
     pub async fn run_until_steady(&self, deadline: Duration) -> Result<(), String> {
         loop {
@@ -314,12 +357,19 @@ impl Simulation {
             && state.restarts.is_empty()
             && self.shared.trace.reconciling() == 0
             && self.shared.last_write.lock().elapsed() >= QUIET
+            && self.shared.led()
     }
 
-    /// The checkers: what the trace found, then the user's invariants.
+    /// The checkers: what the trace found, then the user's invariants — these only when the
+    /// store changed since they last ran (they are over the store, so they would find what
+    /// they found then; most steps of an idle operator change nothing).
     fn check(&self) -> Result<(), String> {
         if let Some(v) = self.shared.trace.violations().into_iter().next() {
             return Err(v);
+        }
+        let revision = self.shared.env.store_revision();
+        if self.shared.checked.swap(revision, Ordering::AcqRel) == revision {
+            return Ok(());
         }
         for (name, check) in self.invariants.lock().iter() {
             check(&self.shared.env).map_err(|e| format!("invariant {name:?}: {e}"))?;
@@ -372,8 +422,11 @@ impl Simulation {
             let i = self.shared.rng.lock().random_range(0..alive.len());
             alive[i].clone()
         };
-        self.crash(&victim);
-        let back = self.elapsed() + Duration::from_secs(1) + self.shared.draw(STEP * 40);
-        self.state.lock().restarts.push((back, victim));
+        if kind == FaultKind::Leave {
+            self.leave(&victim);
+        } else {
+            self.crash(&victim);
+        }
+        self.schedule_restart(&victim);
     }
 }

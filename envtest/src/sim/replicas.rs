@@ -25,14 +25,38 @@ pub struct Replica {
     /// Cancelled when the simulation stops the replica.
     pub shutdown: CancellationToken,
     pub(super) shared: Arc<Shared>,
+    /// False once this incarnation's run returned.
+    pub(super) running: Arc<AtomicBool>,
+}
+
+/// A leader-election identity: the replica and the incarnation that told it.
+#[derive(Clone)]
+pub(super) struct Identity {
+    pub replica: String,
+    running: Arc<AtomicBool>,
+    shutdown: CancellationToken,
+}
+
+impl Identity {
+    /// Whether its incarnation still runs: not returned, not stopped by the simulation.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire) && !self.shutdown.is_cancelled()
+    }
 }
 
 impl Replica {
     /// Tells the lease checker that `identity` (e.g. `Manager::leader_election_identity`) is
     /// this replica.
     pub fn leader_identity(&self, identity: &str) {
-        let mut ids = self.shared.identities.lock();
-        ids.insert(identity.to_string(), self.name.clone());
+        let id = Identity {
+            replica: self.name.clone(),
+            running: self.running.clone(),
+            shutdown: self.shutdown.clone(),
+        };
+        self.shared
+            .identities
+            .lock()
+            .insert(identity.to_string(), id);
     }
 
     /// Adds a line to the trace (e.g. why the replica's manager stopped).
@@ -92,15 +116,19 @@ impl Simulation {
             client: self.shared.env.in_memory_client_with(layer),
             shutdown: slot.shutdown.clone(),
             shared: self.shared.clone(),
+            running: Arc::new(AtomicBool::new(true)),
         };
+        let running = replica.running.clone();
         let run = (slot.factory)(replica);
         let (sim, name2) = (self.clone(), name.to_string());
-        let alive = slot.alive.clone();
+        let stopped = slot.shutdown.clone();
         slot.task = Some(tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             run.await;
-            // A crashed incarnation winding down is not an exit: its restart is scheduled.
-            if alive.load(Ordering::Acquire) {
+            running.store(false, Ordering::Release);
+            // An incarnation the simulation stopped (a crash, a leave, the end) winding down is
+            // not an exit: its restart, if any, is scheduled.
+            if !stopped.is_cancelled() {
                 sim.exited(&name2);
             }
         }));
@@ -125,12 +153,40 @@ impl Simulation {
         self.shared.trace(format_args!("crash {name}"));
     }
 
+    /// Stops replica `name` gracefully: its token is cancelled while its client keeps
+    /// working, so that its manager stops its controllers and releases its Leases (what a
+    /// rolling update's old pod, or a shard leaving its ring, does). The old incarnation winds
+    /// down detached; a [`restart`](Self::restart) starts a new one beside it, as a new pod
+    /// starts while the old one terminates.
+    pub fn leave(&self, name: &str) {
+        let mut state = self.state.lock();
+        let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
+            return;
+        };
+        slot.shutdown.cancel();
+        drop(slot.task.take());
+        // Not running any more (no fault picks it), while the old incarnation's own flag
+        // stays up: its client works until it has wound down.
+        slot.alive = Arc::new(AtomicBool::new(false));
+        drop(state);
+        self.shared.trace(format_args!("leave {name}"));
+    }
+
     /// A replica's run returned by itself (its manager stopped, e.g. on losing its Lease): as
     /// the kubelet restarts an exited container, it starts again a little later.
     fn exited(&self, name: &str) {
         self.shared.trace(format_args!("exit {name}"));
+        self.schedule_restart(name);
+    }
+
+    /// Restarts replica `name` after a seeded pause of one to five seconds, unless a restart
+    /// is already due (two would start two incarnations, the first running on unseen).
+    pub(super) fn schedule_restart(&self, name: &str) {
         let back = self.elapsed() + Duration::from_secs(1) + self.shared.draw(STEP * 40);
-        self.state.lock().restarts.push((back, name.to_string()));
+        let mut state = self.state.lock();
+        if !state.restarts.iter().any(|(_, n)| n == name) {
+            state.restarts.push((back, name.to_string()));
+        }
     }
 
     /// Starts replica `name` again (a new incarnation, with nothing in memory).

@@ -28,6 +28,10 @@ pub const TRACE_DIR_VAR: &str = "SIM_TRACE_DIR";
 /// `info` or `ctrl_runtime=debug`) to stderr, stamped with the virtual wall clock.
 pub const LOG_VAR: &str = "SIM_LOG";
 
+/// The environment variable setting how many seeds [`check`] runs at once (default: the
+/// machine's cores).
+pub const THREADS_VAR: &str = "SIM_THREADS";
+
 /// How many trace lines a failure shows.
 const WINDOW: usize = 40;
 
@@ -90,26 +94,84 @@ pub struct CheckReport {
 }
 
 /// Runs `scenario` for each seed (only `SIM_SEED`'s when it is set) and returns the first
-/// failure. `build` makes each seed's [`SimulationBuilder`].
+/// failure, in seed order. `build` makes each seed's [`SimulationBuilder`].
+///
+/// Seeds run on [`SIM_THREADS`](THREADS_VAR) threads at once (default: the machine's
+/// cores), each seed alone on its own current-thread runtime, so a seed's run is the same
+/// whichever thread runs it. Threads take seeds in order and none starts a seed after one
+/// that failed, so the failure reported is the first failing seed, as a sequential run
+/// would find it.
 pub fn check<B, S, Fut>(
     seeds: impl IntoIterator<Item = u64>,
     build: B,
     scenario: S,
 ) -> Result<CheckReport, Failure>
 where
-    B: Fn(u64) -> SimulationBuilder,
-    S: Fn(Simulation) -> Fut,
+    B: Fn(u64) -> SimulationBuilder + Sync,
+    S: Fn(Simulation) -> Fut + Sync,
     Fut: Future<Output = Result<(), String>>,
 {
     let seeds: Vec<u64> = match std::env::var(SEED_VAR).ok().and_then(|s| s.parse().ok()) {
         Some(seed) => vec![seed],
         None => seeds.into_iter().collect(),
     };
+    let results = run_all(&seeds, threads(), &|seed| build(seed).run(&scenario));
     let mut report = CheckReport::default();
-    for seed in seeds {
-        report.outcomes.push(build(seed).run(&scenario)?);
+    for result in results.into_iter().map_while(|r| r) {
+        report.outcomes.push(result?);
     }
     Ok(report)
+}
+
+/// How many seeds [`check`] runs at once: [`THREADS_VAR`], else the machine's cores.
+fn threads() -> usize {
+    let from_env = std::env::var(THREADS_VAR).ok().and_then(|s| s.parse().ok());
+    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get());
+    from_env.unwrap_or_else(cores).max(1)
+}
+
+type SeedResult = Result<Outcome, Failure>;
+
+/// Runs `one` for each seed on up to `threads` threads, taking seeds in order; after a
+/// failure no later seed starts. Every seed up to the first failure has its result (a
+/// `None` is a seed after it that was skipped). The caller's thread is one of the threads;
+/// the others carry its name, which the replay command names as the test.
+fn run_all(
+    seeds: &[u64],
+    threads: usize,
+    one: &(dyn Fn(u64) -> SeedResult + Sync),
+) -> Vec<Option<SeedResult>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let results: Mutex<Vec<Option<SeedResult>>> = Mutex::new(vec![None; seeds.len()]);
+    let (next, first_failure) = (AtomicUsize::new(0), AtomicUsize::new(usize::MAX));
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= seeds.len() || i > first_failure.load(Ordering::Acquire) {
+                return;
+            }
+            let result = one(seeds[i]);
+            if result.is_err() {
+                first_failure.fetch_min(i, Ordering::AcqRel);
+            }
+            results.lock()[i] = Some(result);
+        }
+    };
+    let name = std::thread::current().name().map(str::to_string);
+    std::thread::scope(|s| {
+        // This thread is one of them.
+        for _ in 1..threads.min(seeds.len()) {
+            let mut b = std::thread::Builder::new();
+            if let Some(name) = &name {
+                b = b.name(name.clone());
+            }
+            if let Err(e) = b.spawn_scoped(s, work) {
+                tracing::warn!(error = %e, "starting a simulation thread; fewer run at once");
+            }
+        }
+        work();
+    });
+    results.into_inner()
 }
 
 /// Runs `scenario` under the builder's seed on a fresh current-thread runtime with a paused
@@ -200,6 +262,8 @@ async fn start_simulation(
         lease: Mutex::new(None),
         identities: Mutex::new(Default::default()),
         last_write: Mutex::new(start),
+        checked: u64::MAX.into(),
+        holder_cache: Mutex::new(None),
     });
     let test = transport::SimLayer {
         shared: shared.clone(),

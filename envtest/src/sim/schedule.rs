@@ -1,7 +1,8 @@
 //! Faults as a schedule: a [`FaultPlan`] names which [`FaultKind`]s may happen and how often;
 //! the seed picks when and which. Each fault is one of ctrl-envtest's existing
 //! [`Faults`](crate::Faults) (watch drops, 410 relists, 409s, 429s, 5xx) or a replica's fate
-//! (crash and restart, leader loss), played by the simulation at its virtual time.
+//! (crash and restart, leave and join, leader loss), played by the simulation at its virtual
+//! time.
 
 use std::time::Duration;
 
@@ -29,6 +30,11 @@ pub enum FaultKind {
     LeaderLoss,
     /// A replica crashes (its memory is gone, the store is kept) and restarts a little later.
     Crash,
+    /// A replica leaves gracefully — it is stopped while its client still works, so it
+    /// releases what it holds (its leader-election or shard Lease), as a rolling update's
+    /// old pod does — and a new incarnation joins a little later (a shard leaving its ring
+    /// and one joining).
+    Leave,
 }
 
 /// Which faults a run may see, and how often.
@@ -44,7 +50,7 @@ pub struct FaultPlan {
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::WatchDrop,
         FaultKind::Relist,
         FaultKind::ConflictStorm,
@@ -52,6 +58,7 @@ impl FaultKind {
         FaultKind::ServerError,
         FaultKind::LeaderLoss,
         FaultKind::Crash,
+        FaultKind::Leave,
     ];
 }
 
@@ -95,7 +102,7 @@ impl FaultPlan {
 }
 
 /// Plays a fault that ctrl-envtest's [`Faults`] can inject; `n` is how many requests it hits.
-/// Returns false for the kinds the simulation plays itself (crash, leader loss).
+/// Returns false for the kinds the simulation plays itself (crash, leave).
 pub(crate) fn inject(faults: &Faults, kind: FaultKind, n: usize, server_error: bool) -> bool {
     match kind {
         FaultKind::WatchDrop => faults.close_watches(),
@@ -125,7 +132,7 @@ pub(crate) fn inject(faults: &Faults, kind: FaultKind, n: usize, server_error: b
             let leases = FaultMatch::any().resource("leases").verb(Verb::Update);
             faults.fail_next(12, leases, FaultStatus::internal_error());
         }
-        FaultKind::Crash => return false,
+        FaultKind::Crash | FaultKind::Leave => return false,
     }
     true
 }

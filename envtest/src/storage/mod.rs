@@ -105,6 +105,22 @@ pub(crate) fn partial_metadata(obj: &Value) -> Value {
     })
 }
 
+/// How often a collection was listed and watched, and how many of its watchers were dropped for
+/// falling behind ([`Environment::watch_stats`](crate::Environment::watch_stats)): what tells a
+/// client's relists and watch restarts apart from its steady state. The server's own controllers
+/// (namespaces, garbage collection) open their watches once, at start; everything else counted
+/// is a client's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WatchStats {
+    /// Lists started (first pages: a paginated list counts once).
+    pub lists: u64,
+    /// Watches opened.
+    pub watches: u64,
+    /// Watchers dropped because their buffer was full (the `watch_buffer` events they had not
+    /// taken yet): their stream ends and the client resumes from the history or relists.
+    pub dropped: u64,
+}
+
 #[derive(Default)]
 struct Collection {
     objects: BTreeMap<ObjKey, Bytes>,
@@ -112,10 +128,13 @@ struct Collection {
     /// Lists and watches from below this resourceVersion are expired.
     floor: u64,
     watchers: Vec<mpsc::Sender<Arc<Event>>>,
+    stats: WatchStats,
 }
 
 struct Inner {
     rv: u64,
+    /// Lists started per collection (kept apart: a list does not create its collection).
+    lists: BTreeMap<StoreKey, u64>,
     /// Ordered, so that closing every watch (a fault) ends them in one order every run
     /// (the simulation replays it).
     cols: BTreeMap<StoreKey, Collection>,
@@ -129,12 +148,47 @@ pub(crate) enum Change {
     Remove,
 }
 
+/// An object as a write left it: parsed, and, when the write stored it, the bytes the store
+/// holds (its exact JSON, the same bytes its watch event carries), which a response copies instead
+/// of serializing the object again. `None` for a dry run and a no-op write.
+#[derive(Clone, Debug)]
+pub(crate) struct Committed {
+    pub obj: Arc<Value>,
+    pub bytes: Option<Bytes>,
+}
+
+impl Committed {
+    fn unstored(v: Value) -> Self {
+        Committed {
+            obj: Arc::new(v),
+            bytes: None,
+        }
+    }
+}
+
 /// The result of a write.
 pub(crate) enum Outcome {
-    Created(Arc<Value>),
-    Updated(Arc<Value>),
-    Unchanged(Arc<Value>),
-    Deleted(Arc<Value>),
+    Created(Committed),
+    Updated(Committed),
+    Unchanged(Committed),
+    Deleted(Committed),
+}
+
+impl Outcome {
+    /// The object, whatever the write came to.
+    pub fn into_committed(self) -> Committed {
+        match self {
+            Outcome::Created(c)
+            | Outcome::Updated(c)
+            | Outcome::Unchanged(c)
+            | Outcome::Deleted(c) => c,
+        }
+    }
+
+    /// Whether the write removed the object.
+    pub fn removed(&self) -> bool {
+        matches!(self, Outcome::Deleted(_))
+    }
 }
 
 /// Where a watch starts.
@@ -186,11 +240,11 @@ fn decide(
                     None => meta::remove_meta(&mut v, "resourceVersion"),
                 }
                 if *c == v {
-                    return Ok(Decision::Done(Outcome::Unchanged(Arc::new(v))));
+                    return Ok(Decision::Done(Outcome::Unchanged(Committed::unstored(v))));
                 }
             }
             if dry_run {
-                let v = Arc::new(v);
+                let v = Committed::unstored(v);
                 return Ok(Decision::Done(if cur.is_some() {
                     Outcome::Updated(v)
                 } else {
@@ -210,7 +264,7 @@ fn decide(
                 return Err(ApiError::internal("no object to remove"));
             };
             if dry_run {
-                return Ok(Decision::Done(Outcome::Deleted(Arc::new(v))));
+                return Ok(Decision::Done(Outcome::Deleted(Committed::unstored(v))));
             }
             meta::set_meta(&mut v, "resourceVersion", json!(next_rv.to_string()));
             Ok(Decision::Write(EventType::Deleted, v))
@@ -228,7 +282,17 @@ impl Collection {
                 self.floor = old.rv;
             }
         }
-        self.watchers.retain(|tx| tx.try_send(ev.clone()).is_ok());
+        let dropped = &mut self.stats.dropped;
+        self.watchers.retain(|tx| match tx.try_send(ev.clone()) {
+            Ok(()) => true,
+            // Behind by the whole buffer: dropped (counted); a closed one is only forgotten.
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::debug!(rv = ev.rv, "dropping a watcher that fell behind");
+                *dropped += 1;
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
     }
 }
 
@@ -237,6 +301,7 @@ impl Store {
         Store {
             inner: Mutex::new(Inner {
                 rv: 1,
+                lists: BTreeMap::new(),
                 cols: BTreeMap::new(),
             }),
             window: window.max(1),
@@ -299,16 +364,19 @@ impl Store {
             ty,
             rv: next_rv,
             key: okey.clone(),
-            obj: bytes,
+            obj: bytes.clone(),
             old: cur_bytes,
         });
         col.record(ev, self.window);
         drop(guard);
-        let obj = Arc::new(obj);
+        let c = Committed {
+            obj: Arc::new(obj),
+            bytes: Some(bytes),
+        };
         Ok(match ty {
-            EventType::Added => Outcome::Created(obj),
-            EventType::Modified => Outcome::Updated(obj),
-            EventType::Deleted => Outcome::Deleted(obj),
+            EventType::Added => Outcome::Created(c),
+            EventType::Modified => Outcome::Updated(c),
+            EventType::Deleted => Outcome::Deleted(c),
         })
     }
 
@@ -408,12 +476,26 @@ impl Store {
         };
         let (tx, rx) = mpsc::channel(self.watch_buffer);
         col.watchers.push(tx);
+        col.stats.watches += 1;
         Ok(Subscription {
             rv,
             initial,
             backlog,
             rx,
         })
+    }
+
+    /// The list and watch counts of a collection (zero for one never touched).
+    pub fn watch_stats(&self, key: &StoreKey) -> WatchStats {
+        let inner = self.inner.lock();
+        let stats = inner
+            .cols
+            .get(key)
+            .map_or_else(WatchStats::default, |c| c.stats);
+        WatchStats {
+            lists: inner.lists.get(key).copied().unwrap_or(0),
+            ..stats
+        }
     }
 
     /// Ends every open watch (each stream ends after what it already received).

@@ -131,7 +131,10 @@ impl Store {
         q: &PageQuery<'_>,
         keep: &dyn Fn(&Bytes) -> bool,
     ) -> Result<Page, u64> {
-        let inner = self.inner.lock();
+        let mut inner = self.inner.lock();
+        if q.after.is_none() {
+            *inner.lists.entry(key.clone()).or_default() += 1;
+        }
         let Some(col) = inner.cols.get(key) else {
             let rv = match q.at {
                 Some(at) if at < inner.rv && at != 0 => at,

@@ -4,6 +4,7 @@
 //! | reconcile returned | queue | `controller_runtime_reconcile_total{result}` |
 //! |---|---|---|
 //! | error | rate-limited re-add, no forget | `error` (+ `reconcile_errors_total`) |
+//! | error that is a 409 Conflict | the same; logged at INFO as one line, not as an error | the same |
 //! | terminal error | nothing | `error` (+ errors and `terminal_reconcile_errors_total`) |
 //! | `requeue_after(d)` | forget, re-add after `d` | `requeue_after` |
 //! | `requeue()` | rate-limited re-add | `requeue` |
@@ -59,6 +60,34 @@ fn reconcile_span<R: TypedRequest>(
         triggers = triggers.map(tracing::field::display),
         queue_wait_seconds = triggers.and_then(Triggers::waited).map(|d| d.as_secs_f64()),
     )
+}
+
+/// The write that lost a race on `resourceVersion`, when `err` is (or wraps) a 409
+/// Conflict: the client's "verb kind key", or the Status's "resource[.group] name". Such a
+/// reconcile read a stale object; it is retried through the rate limiter like any error,
+/// but logged as one short line instead of an error with the Status dump (knative's
+/// `handleErr` does the same; controller-runtime's `reconcileHandler` logs every error).
+fn conflict(err: &Error) -> Option<String> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err.inner());
+    while let Some(e) = cause {
+        if let Some(c) = e.downcast_ref::<crate::client::Error>() {
+            return c
+                .is_conflict()
+                .then(|| format!("{} {} {}", c.verb, c.kind, c.key));
+        }
+        if let Some(kube::Error::Api(s)) = e.downcast_ref::<kube::Error>() {
+            let d = s.details.as_ref();
+            let what = d.map(|d| match d.group.is_empty() {
+                true => format!("{} {}", d.kind, d.name),
+                false => format!("{}.{} {}", d.kind, d.group, d.name),
+            });
+            return s
+                .is_conflict()
+                .then(|| what.unwrap_or_else(|| s.message.clone()));
+        }
+        cause = e.source();
+    }
+    None
 }
 
 /// A requeue's options: after `after`, or through the rate limiter, at `priority`.
@@ -126,7 +155,10 @@ impl<R: TypedRequest> Inner<R> {
                 }
                 m.errors.inc();
                 m.error.inc();
-                tracing::error!(error = %err, "Reconciler error");
+                match conflict(&err).filter(|_| !err.is_terminal()) {
+                    Some(write) => tracing::info!(%write, "Reconcile conflict, requeued"),
+                    None => tracing::error!(error = %err, "Reconciler error"),
+                }
                 return;
             }
             Ok(action) => action,

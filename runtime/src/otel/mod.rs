@@ -10,6 +10,7 @@
 //! [`inject`] without touching an OpenTelemetry type. Like `log`, this module sits low and
 //! knows nothing of controllers or objects beyond their metadata.
 
+pub mod file;
 mod propagate;
 
 use std::collections::{BTreeMap, HashMap};
@@ -22,8 +23,12 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanExporter};
 use tracing::Subscriber;
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::registry::LookupSpan;
 
+pub use file::FileExporter;
 pub use propagate::{Traceparent, TraceparentLayer};
 
 /// The OpenTelemetry API and SDK crates this module is built on, for exporters, span data
@@ -53,12 +58,15 @@ where
 }
 
 /// The layer the `OTEL_*` environment asks for, or `None` (the OpenTelemetry SDK
-/// environment spec): `OTEL_TRACES_EXPORTER=console` prints every span to stdout as it ends
-/// (to see a trace without a collector: redirect stdout to a file); unset or `otlp`, with
+/// environment spec): `OTEL_TRACES_EXPORTER=console` prints every span to stdout as it ends;
+/// `otlp_file` (or `otlp_file/development`) appends every span as it ends to the file
+/// `OTEL_EXPORTER_OTLP_FILE_PATH` (default [`file::DEFAULT_PATH`]) as an OTLP/JSON line
+/// ([`FileExporter`]: a trace to read or check without a collector); unset or `otlp`, with
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set, exports OTLP
 /// over HTTP/protobuf in batches (the exporter reads the endpoint, headers, timeout and
-/// `OTEL_SERVICE_NAME` itself); `none`, or no endpoint, exports nothing.
-pub fn layer_from_env<S>() -> Option<OpenTelemetryLayer<S, SdkTracer>>
+/// `OTEL_SERVICE_NAME` itself); `none`, or no endpoint, exports nothing. Only the spans
+/// [`EXPORT_FILTER`] lets through are exported.
+pub fn layer_from_env<S>() -> Option<Filtered<OpenTelemetryLayer<S, SdkTracer>, EnvFilter, S>>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -66,6 +74,17 @@ where
     let provider = match var("OTEL_TRACES_EXPORTER").as_deref() {
         Some("console") => SdkTracerProvider::builder()
             .with_simple_exporter(opentelemetry_stdout::SpanExporter::default()),
+        Some("otlp_file" | "otlp_file/development") => {
+            let path = var("OTEL_EXPORTER_OTLP_FILE_PATH");
+            let path = path.as_deref().unwrap_or(file::DEFAULT_PATH);
+            match FileExporter::create(path) {
+                Ok(e) => SdkTracerProvider::builder().with_simple_exporter(e),
+                Err(error) => {
+                    tracing::error!(%error, path, "trace file not opened");
+                    return None;
+                }
+            }
+        }
         None | Some("otlp") => {
             var("OTEL_EXPORTER_OTLP_ENDPOINT").or(var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))?;
             let built = opentelemetry_otlp::SpanExporter::builder()
@@ -81,8 +100,13 @@ where
         }
         Some(_) => return None,
     };
-    Some(layer_of(provider.build()))
+    Some(layer_of(provider.build()).with_filter(EnvFilter::new(EXPORT_FILTER)))
 }
+
+/// What [`layer_from_env`] exports: spans at `info` and above (ctrl's `reconcile`, `webhook`
+/// and `leader_election`, and the events inside them) and the kube client's `HTTP` request
+/// spans (`debug`), not the `trace`-level spans of the HTTP and HTTP/2 stacks below them.
+pub const EXPORT_FILTER: &str = "info,kube_client=debug";
 
 /// The layer over `provider`, which becomes the global one and is kept for [`flush`].
 fn layer_of<S>(provider: SdkTracerProvider) -> OpenTelemetryLayer<S, SdkTracer>

@@ -31,7 +31,8 @@ pub(crate) struct Entry<S> {
     pub(crate) ready_tick: Option<NonZeroU64>,
     /// Its entry in `Core::in_flight` while processing (metrics only).
     in_flight: u32,
-    /// When the key was queued, a [`now_ticks`] stamp (metrics only; 0 = unset).
+    /// When the key became ready (added with no delay, or its delay ended), a [`now_ticks`]
+    /// stamp (with metrics, or for triggers: [`Core::stamp_ready`]; 0 = unset).
     queued_at: u64,
     /// The queue's own per-key state.
     pub(crate) own: S,
@@ -49,6 +50,9 @@ pub(crate) struct Core<T, S> {
     pub(crate) shutting_down: bool,
     draining: bool,
     pub(crate) metrics: Option<QueueMetrics>,
+    /// Whether keys are stamped with when they became ready even without metrics: set
+    /// once a handle keeps triggers, whose [`super::Triggers::waited`] is measured from it.
+    pub(crate) stamp_ready: bool,
 }
 
 /// A queue's state as the shared machinery (`super::shared`) sees it.
@@ -79,6 +83,7 @@ impl<T: QueueKey, S: Default> Core<T, S> {
             shutting_down: false,
             draining: false,
             metrics,
+            stamp_ready: false,
         }
     }
 
@@ -103,8 +108,11 @@ impl<T: QueueKey, S: Default> Core<T, S> {
     /// only on a miss, under the lock; reading it before the lock would cost every dedup hit
     /// a clock read (S2 with metrics went from 0.84x to 0.75x of metrics off).
     pub(crate) fn count_add(&mut self, idx: u32, prio: i32, at: u64) {
-        let Some(m) = &mut self.metrics else { return };
-        m.note_add(prio);
+        match &mut self.metrics {
+            Some(m) => m.note_add(prio),
+            None if !self.stamp_ready => return,
+            None => {}
+        }
         if let Some(n) = self.table.get_mut(idx)
             && n.val.queued_at == 0
         {
@@ -120,23 +128,24 @@ impl<T: QueueKey, S: Default> Core<T, S> {
     }
 
     /// Hands out the item in `idx` (already taken off its ready list, at priority `prio`):
-    /// marks it processing and returns its key; records its queue latency (metrics only).
-    /// `now` (a [`now_ticks`] timestamp read by `get` before it took the lock, 0 without
-    /// metrics) is both the end of the item's wait and the start of its work.
-    pub(crate) fn start_processing(&mut self, idx: u32, prio: i32, now: u64) -> Option<T> {
+    /// marks it processing and returns its key and when it became ready (a [`now_ticks`]
+    /// stamp, 0 if unstamped); records its queue latency (metrics only). `now` (a
+    /// [`now_ticks`] timestamp read by `get` before it took the lock, 0 without metrics) is
+    /// both the end of the item's wait and the start of its work.
+    pub(crate) fn start_processing(&mut self, idx: u32, prio: i32, now: u64) -> Option<(T, u64)> {
         let n = self.table.get_mut(idx)?;
         n.val.flags |= PROCESSING;
         self.processing += 1;
+        let e = &mut n.val;
+        let ready_at = std::mem::take(&mut e.queued_at);
         if let Some(m) = &mut self.metrics {
             m.note_depth(prio, -1);
-            let e = &mut n.val;
-            if e.queued_at != 0 {
-                m.note_latency(e.queued_at, now);
-                e.queued_at = 0;
+            if ready_at != 0 {
+                m.note_latency(ready_at, now);
             }
             e.in_flight = self.in_flight.insert(now);
         }
-        Some(n.key.clone())
+        Some((n.key.clone(), ready_at))
     }
 
     /// `done` for `key` at `now` (a [`now_ticks`] timestamp read before the lock, 0 without

@@ -15,11 +15,13 @@
 //!
 //! Triggers: a handle from [`PriorityQueue::keeping_triggers`] (what `super::Triggered`
 //! picks for a priority queue) records each add's [`Trigger`] in the key's own slot, in the
-//! same lookup under the same lock as the add; a key that has none costs one pointer. As
-//! the queue keeps one ready time per key, every trigger of a key, delayed or not, joins
-//! the set taken at its next hand-out.
+//! same lookup under the same lock as the add; the first cause is held inline, so a key
+//! queued for one cause allocates nothing for it. As the queue keeps one ready time per key,
+//! every trigger of a key, delayed or not, joins the set taken at its next hand-out. The
+//! set's [`Triggers::waited`] counts from when the key became ready (the ready stamp its
+//! metrics use, kept without metrics too once a handle keeps triggers).
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::hash::Hash;
@@ -33,10 +35,11 @@ use tokio::time::Instant;
 use super::core::{Core, PROCESSING, QueueState};
 use super::fair::{Bucket, FairnessFn};
 use super::metrics::QueueMetrics;
+use super::metrics::{now_ticks, secs_between};
 use super::rate_limiter::default_item_rate_limiter;
 use super::shared::Shared;
 use super::table::{Borrowed, KeyArg, Owned};
-use super::triggers::{Recorded, Trigger, Triggers};
+use super::triggers::{Kept, Trigger, Triggers};
 use super::{AddOpts, Queue, QueueConfig, QueueKey};
 
 /// The item is queued (ready or waiting for its ready time).
@@ -51,7 +54,7 @@ struct Prio {
     /// Identifies the valid bucket element of this slot.
     ticket: u64,
     /// The triggers recorded since the key was last taken (trigger-keeping handles only).
-    triggers: Option<Box<Recorded>>,
+    triggers: Kept,
 }
 
 struct State<T> {
@@ -121,7 +124,7 @@ impl<T: QueueKey> State<T> {
         hash: u64,
         key: K,
         (prio, ready_at): (i32, Option<Instant>),
-        trigger: Option<Trigger>,
+        trigger: Option<Cow<'_, Trigger>>,
     ) -> (Option<K>, AddResult) {
         if self.core.shutting_down {
             return (Some(key), (0, (false, false)));
@@ -139,14 +142,14 @@ impl<T: QueueKey> State<T> {
         &mut self,
         idx: u32,
         (prio, ready): (i32, Option<NonZeroU64>),
-        trigger: Option<Trigger>,
+        trigger: Option<Cow<'_, Trigger>>,
     ) -> AddResult {
         let Some(n) = self.core.table.get_mut(idx) else {
             return (0, (false, false));
         };
         let e = &mut n.val;
         if let Some(t) = trigger {
-            Recorded::push(&mut e.own.triggers, t);
+            e.own.triggers.push(t);
         }
         if e.flags & QUEUED == 0 {
             e.flags |= QUEUED;
@@ -187,18 +190,19 @@ impl<T: QueueKey> State<T> {
     }
 
     fn pop(&mut self, now: u64) -> Option<(T, i32)> {
-        self.pop_slot(now).map(|(_, key, prio)| (key, prio))
+        self.pop_slot(now).map(|(_, key, prio, _)| (key, prio))
     }
 
-    /// [`Self::pop`], with the triggers recorded in the key's slot.
-    fn pop_triggered(&mut self, now: u64) -> Option<(T, i32, Option<Box<Recorded>>)> {
-        let (idx, key, prio) = self.pop_slot(now)?;
-        let triggers = self.core.table.get_mut(idx)?.val.own.triggers.take();
-        Some((key, prio, triggers))
+    /// [`Self::pop`], with the triggers recorded in the key's slot and when the key became
+    /// ready (a `now_ticks` stamp, 0 if unknown).
+    fn pop_triggered(&mut self, now: u64) -> Option<(T, i32, Kept, u64)> {
+        let (idx, key, prio, ready_at) = self.pop_slot(now)?;
+        let triggers = std::mem::take(&mut self.core.table.get_mut(idx)?.val.own.triggers);
+        Some((key, prio, triggers, ready_at))
     }
 
-    /// Hands out the next ready item: its slot, key and priority.
-    fn pop_slot(&mut self, now: u64) -> Option<(u32, T, i32)> {
+    /// Hands out the next ready item: its slot, key, priority and ready stamp.
+    fn pop_slot(&mut self, now: u64) -> Option<(u32, T, i32, u64)> {
         let mut found = None;
         let mut emptied = None;
         for (prio, bucket) in self.buckets.iter_mut() {
@@ -228,14 +232,17 @@ impl<T: QueueKey> State<T> {
         n.val.flags &= !(IN_BUCKET | QUEUED);
         let prio = n.val.own.priority;
         self.ready -= 1;
-        let key = self.core.start_processing(idx, prio, now)?;
-        Some((idx, key, prio))
+        let (key, ready_at) = self.core.start_processing(idx, prio, now)?;
+        Some((idx, key, prio, ready_at))
     }
 
     /// Takes the triggers recorded for `key` out of its slot.
-    fn take_triggers(&mut self, hash: u64, key: &T) -> Option<Box<Recorded>> {
-        let idx = self.core.table.find(hash, key)?;
-        self.core.table.get_mut(idx)?.val.own.triggers.take()
+    fn take_triggers(&mut self, hash: u64, key: &T) -> Kept {
+        let slot = self.core.table.find(hash, key);
+        let Some(n) = slot.and_then(|idx| self.core.table.get_mut(idx)) else {
+            return Kept::None;
+        };
+        std::mem::take(&mut n.val.own.triggers)
     }
 
     fn done(&mut self, hash: u64, key: &T, now: u64) -> (usize, bool, Option<T>) {
@@ -348,6 +355,7 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// [`take_triggers`](Queue::take_triggers) hands the set over. Other handles drop
     /// triggers, as a queue that keeps none does.
     pub fn keeping_triggers(&self) -> Self {
+        self.inner.state.lock().core.stamp_ready = true;
         Self {
             inner: Arc::clone(&self.inner),
             triggers: true,
@@ -384,20 +392,22 @@ impl<T: QueueKey> PriorityQueue<T> {
         let prio = (opts.priority.unwrap_or(0), ready_at);
         // The guard is a temporary: a key the queue did not store is dropped after the lock
         // is released.
+        let trigger = trigger.map(Cow::Owned);
         let (rejected, res) = self.inner.state.lock().add(hash, Owned(key), prio, trigger);
         drop(rejected);
         res
     }
 
     /// [`add_ref`](Self::add_ref) with `trigger`, recorded when this handle keeps triggers
-    /// ([`keeping_triggers`](Self::keeping_triggers)): a dedup hit allocates nothing.
-    pub fn add_ref_triggered<Q>(&self, item: &Q, trigger: Trigger)
+    /// ([`keeping_triggers`](Self::keeping_triggers)): a dedup hit allocates nothing, and
+    /// the trigger is cloned only when the key's set stores it or takes its newer object.
+    pub fn add_ref_triggered<Q>(&self, item: &Q, trigger: &Trigger)
     where
         T: Borrow<Q>,
         Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
     {
         let hash = self.inner.hash(item);
-        let trigger = self.triggers.then_some(trigger);
+        let trigger = self.triggers.then_some(Cow::Borrowed(trigger));
         let (_, (n, _)) = self
             .inner
             .state
@@ -458,8 +468,16 @@ impl<T: QueueKey> PriorityQueue<T> {
             let (key, prio) = self.get_with_priority().await?;
             return Some((key, prio, None));
         }
-        let (key, prio, triggers) = self.inner.get(State::pop_triggered).await?;
-        Some((key, prio, triggers.map(|r| r.into_triggers())))
+        let (key, prio, mut kept, ready_at) = self.inner.get(State::pop_triggered).await?;
+        // Outside the lock: a boxed set is freed here, and the clock read.
+        let triggers = kept.take().map(|mut set| {
+            if ready_at != 0 {
+                let secs = secs_between(ready_at, now_ticks());
+                set.set_waited(Duration::try_from_secs_f64(secs).unwrap_or_default());
+            }
+            set
+        });
+        Some((key, prio, triggers))
     }
 
     /// Like [`get_with_priority`](Self::get_with_priority) without the priority.
@@ -540,8 +558,8 @@ impl<T: QueueKey> Queue<T> for PriorityQueue<T> {
             return None;
         }
         let hash = self.inner.hash(item);
-        let taken = self.inner.state.lock().take_triggers(hash, item);
-        taken.map(|r| r.into_triggers())
+        let mut taken = self.inner.state.lock().take_triggers(hash, item);
+        taken.take()
     }
     fn keeping_triggers(&self) -> Option<Arc<dyn Queue<T>>> {
         Some(Arc::new(PriorityQueue::keeping_triggers(self)))

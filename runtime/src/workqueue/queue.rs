@@ -113,7 +113,7 @@ impl<T: QueueKey> State<T> {
         let idx = self.fifo.pop_front()?;
         let node = self.core.table.get_mut(idx)?;
         node.val.flags &= !DIRTY;
-        self.core.start_processing(idx, 0, now)
+        self.core.start_processing(idx, 0, now).map(|(key, _)| key)
     }
 
     /// `Done`: the key is no longer processed; queued again if it was re-added.

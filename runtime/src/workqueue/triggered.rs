@@ -35,7 +35,9 @@ use super::{AddOpts, Queue, QueueKey};
 /// A key's triggers: those that count now, and those waiting for their delay.
 #[derive(Default)]
 struct Pending {
-    /// When the first trigger of this round was recorded.
+    /// When the first trigger of this round with no delay was recorded: when the key
+    /// became ready, as far as this decorator can tell (a delayed trigger's key became
+    /// ready at its deadline).
     since: Option<Instant>,
     ready: Triggers,
     delayed: Vec<(Instant, Trigger)>,
@@ -87,17 +89,17 @@ fn record<T: QueueKey>(
         Some(p) => p,
         None => map.entry(item.clone()).or_default(),
     };
-    let delay = delay.filter(|d| !d.is_zero());
     // One clock read, and only when needed: a ready trigger of a round already started
     // reads none.
-    let now = (p.since.is_none() || delay.is_some()).then(Instant::now);
-    if let Some(now) = now {
-        p.since.get_or_insert(now);
-    }
-    match delay.zip(now) {
-        None => p.ready.push(trigger),
+    match delay.filter(|d| !d.is_zero()) {
+        None => {
+            if p.since.is_none() {
+                p.since = Some(Instant::now());
+            }
+            p.ready.push(trigger)
+        }
         Some(_) if p.delayed.len() >= MAX_TRIGGERS => p.ready.push_dropped(trigger),
-        Some((d, now)) => p.delayed.push((now + d, trigger)),
+        Some(d) => p.delayed.push((Instant::now() + d, trigger)),
     }
 }
 
@@ -113,20 +115,23 @@ fn take<T: QueueKey>(
     let p = map.get_mut(item)?;
     let now = Instant::now();
     let mut taken = std::mem::take(&mut p.ready);
+    // The key became ready at its first undelayed trigger or its first deadline passed.
+    let mut ready = p.since.take();
     for (due, t) in std::mem::take(&mut p.delayed) {
         if all || due <= now {
             taken.push(t);
+            if due <= now {
+                ready = Some(ready.map_or(due, |r| r.min(due)));
+            }
         } else {
             p.delayed.push((due, t));
         }
     }
-    if let Some(since) = p.since.take() {
-        taken.set_waited(now.saturating_duration_since(since));
+    if let Some(ready) = ready {
+        taken.set_waited(now.saturating_duration_since(ready));
     }
     if p.delayed.is_empty() {
         map.remove(item);
-    } else {
-        p.since = Some(now);
     }
     Some(taken)
 }

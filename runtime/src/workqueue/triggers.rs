@@ -9,20 +9,18 @@
 //! count up and its resourceVersion the newest), and it holds at most [`MAX_TRIGGERS`]
 //! entries, counting the rest as dropped.
 //!
-//! The priority queue keeps a key's set in the key's own slot (a [`Recorded`], boxed:
-//! one pointer for a key without triggers, one allocation for a key with one, the first
-//! trigger held inline); [`super::Triggered`] keeps them beside any other
-//! [`super::Queue`]. Sources stamp their adds with [`super::Stamped`]. The controller
+//! The priority queue keeps a key's set in the key's own slot (a [`Kept`]: the first cause
+//! inline, no allocation until a second distinct cause joins); [`super::Triggered`] keeps
+//! them beside any other [`super::Queue`]. Sources stamp their adds with [`super::Stamped`]. The controller
 //! hands the set of each key it takes to the reconcile, which reads it with
 //! `reconcile::triggers()`.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use smallvec::SmallVec;
-
-use super::metrics::{now_ticks, secs_between};
 
 /// The most distinct triggers a queued key keeps; further ones are counted in
 /// [`Triggers::dropped`].
@@ -219,9 +217,20 @@ impl Trigger {
     /// Merges `newer`, the same cause seen again: counts it, keeps its view of the object
     /// (the newer resourceVersion and trace context).
     fn merge(&mut self, newer: Trigger) {
+        self.merge_from(Cow::Owned(newer))
+    }
+
+    /// [`Self::merge`] of a trigger owned or borrowed: a borrowed one's object is cloned
+    /// only if it is not the one kept already.
+    fn merge_from(&mut self, newer: Cow<'_, Trigger>) {
         self.count = self.count.saturating_add(newer.count);
-        if newer.object.is_some() {
-            self.object = newer.object;
+        let same = match (&self.object, &newer.object) {
+            (_, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, Some(_)) => false,
+        };
+        if !same {
+            self.object = newer.into_owned().object;
         }
     }
 }
@@ -314,8 +323,10 @@ impl Triggers {
         self.items.is_empty() && self.dropped == 0
     }
 
-    /// How long the key waited in the queue: from the first add of this set to the `get`
-    /// that took it.
+    /// How long the key waited in the queue: from when it became ready (added with no
+    /// delay, or the delay of a `requeue_after` or a back-off ended) to the `get` that took
+    /// it, as client-go's `workqueue_queue_duration_seconds` counts. `None` when the queue
+    /// did not measure it.
     pub fn waited(&self) -> Option<Duration> {
         self.waited
     }
@@ -346,35 +357,53 @@ impl Triggers {
     }
 }
 
-/// The triggers a queue holds for one key until the key is taken: the set, and when its
-/// first trigger was recorded (a `now_ticks` stamp: a counter read, no system call), for
-/// [`Triggers::waited`]. The priority queue keeps one boxed in each key's slot.
-pub(crate) struct Recorded {
-    since: u64,
-    set: Triggers,
+/// The triggers a queue holds for one key until the key is taken, as the priority queue
+/// keeps them in each key's slot: nothing, the first trigger inline (most keys are queued
+/// for one cause, or for one cause many times over: no allocation), or a boxed set once a
+/// second cause joins.
+#[derive(Default)]
+pub(crate) enum Kept {
+    /// No trigger since the key was last taken.
+    #[default]
+    None,
+    /// One cause (merged adds included).
+    One(Trigger),
+    /// Two causes or more.
+    Many(Box<Triggers>),
 }
 
-impl Recorded {
-    /// Records `t` in `slot`, starting a set (and its wait) if there is none.
-    pub(crate) fn push(slot: &mut Option<Box<Recorded>>, t: Trigger) {
-        match slot {
-            Some(r) => r.set.push(t),
-            None => {
+impl Kept {
+    /// Records `t`: merged into the cause it repeats, else added to the set. A borrowed
+    /// trigger is cloned only when it is stored or brings a newer object: a repeat of the
+    /// same add (the same object) touches no reference count.
+    pub(crate) fn push(&mut self, t: Cow<'_, Trigger>) {
+        match self {
+            Kept::None => *self = Kept::One(t.into_owned()),
+            Kept::One(first) if first.same_cause(&t) => first.merge_from(t),
+            Kept::One(_) => {
+                let Kept::One(first) = std::mem::take(self) else {
+                    return;
+                };
                 let mut set = Triggers::new();
-                set.items.push(t);
-                let since = now_ticks();
-                *slot = Some(Box::new(Recorded { since, set }));
+                set.items.push(first);
+                set.items.push(t.into_owned());
+                *self = Kept::Many(Box::new(set));
             }
+            Kept::Many(set) => set.push(t.into_owned()),
         }
     }
 
-    /// The set, with how long it waited until now (called once the queue's lock is
-    /// released, so the box is freed outside it).
-    pub(crate) fn into_triggers(self) -> Triggers {
-        let Recorded { since, mut set } = self;
-        let secs = secs_between(since, now_ticks());
-        set.set_waited(Duration::try_from_secs_f64(secs).unwrap_or_default());
-        set
+    /// The set recorded (`None` if nothing was), taken out: the slot is left empty.
+    pub(crate) fn take(&mut self) -> Option<Triggers> {
+        match std::mem::take(self) {
+            Kept::None => None,
+            Kept::One(t) => {
+                let mut set = Triggers::new();
+                set.items.push(t);
+                Some(set)
+            }
+            Kept::Many(set) => Some(*set),
+        }
     }
 }
 

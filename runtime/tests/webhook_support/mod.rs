@@ -95,11 +95,26 @@ pub async fn tls_connect(
 
 /// POSTs `body` to `path` over HTTP/1.1 + TLS; returns the status and body.
 pub async fn post(r: &Running, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+    post_with(r, path, content_type, &[], body).await
+}
+
+/// [`post`] with extra request headers (`name`, `value`).
+pub async fn post_with(
+    r: &Running,
+    path: &str,
+    content_type: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
     let mut tls = tls_connect(r.addr, client_config(&r.ca_pem, &[b"http/1.1"]))
         .await
         .expect("tls connect");
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         body.len()
     );
     tls.write_all(head.as_bytes()).await.expect("write head");

@@ -29,5 +29,5 @@ pub(crate) fn create(
     };
     let obj = super::body(state, r, req, admitted)?;
     let stored = create_object(state, &r.rt, r.namespace.as_deref(), obj, w)?;
-    Ok(super::respond(201, &stored, &r.rt, req))
+    Ok(super::respond_committed(201, &stored, &r.rt, req))
 }

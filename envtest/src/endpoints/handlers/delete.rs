@@ -172,14 +172,14 @@ pub(crate) fn delete(
     let opts = options(req)?;
     let (obj, removed) = delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
     if removed && !crate::registry::builtins::returns_deleted_object(&r.rt) {
-        let uid = meta::meta_str(&obj, "uid").unwrap_or("");
+        let uid = meta::meta_str(&obj.obj, "uid").unwrap_or("");
         return Ok(endpoints::object(
             200,
             &status::success(&r.rt.group, &r.rt.plural, name, uid),
             req,
         ));
     }
-    Ok(super::respond(200, &obj, &r.rt, req))
+    Ok(super::respond_committed(200, &obj, &r.rt, req))
 }
 
 pub(crate) fn delete_collection(
@@ -200,7 +200,7 @@ pub(crate) fn delete_collection(
             continue;
         }
         match delete_object(state, rt, Some(ns), name, &opts) {
-            Ok((v, _)) => out.push(crate::registry::objects::served(&v, rt).into_owned()),
+            Ok((v, _)) => out.push(crate::registry::objects::served(&v.obj, rt).into_owned()),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }

@@ -64,7 +64,7 @@ pub(crate) fn handle(
     };
     let opts = delete::options(&del)?;
     let (pod, _) = hooks::delete_object(state, &r.rt, r.namespace.as_deref(), name, &opts)?;
-    let uid = meta::meta_str(&pod, "uid").unwrap_or("");
+    let uid = meta::meta_str(&pod.obj, "uid").unwrap_or("");
     let mut out = status::success(&r.rt.group, &r.rt.plural, name, uid);
     out["code"] = json!(201);
     Ok(endpoints::object(201, &out, req))

@@ -33,7 +33,7 @@ use crate::endpoints::router::{Query, ResourceRoute};
 use crate::endpoints::{self, Body, Req};
 use crate::registry::ResourceType;
 use crate::registry::rest::WriteOpts;
-use crate::storage::partial_metadata;
+use crate::storage::{Committed, partial_metadata};
 
 /// Serves one resource request at the type it routed to.
 pub(crate) async fn dispatch(
@@ -255,6 +255,26 @@ pub(crate) fn respond(code: u16, obj: &Arc<Value>, rt: &ResourceType, req: &Req)
     )
 }
 
+/// A written object as a response: from the bytes the write stored when it stored them and they
+/// need no reshaping (the same bytes `respond` would serialize), else as [`respond`].
+pub(crate) fn respond_committed(
+    code: u16,
+    c: &Committed,
+    rt: &ResourceType,
+    req: &Req,
+) -> Response<Body> {
+    match &c.bytes {
+        Some(b) if as_stored(rt, req) => endpoints::bytes(code, "application/json", b.clone()),
+        _ => respond(code, &c.obj, rt, req),
+    }
+}
+
+/// Whether the answer is the stored JSON as it is (not metadata only, not at another version or
+/// view, not protobuf).
+fn as_stored(rt: &ResourceType, req: &Req) -> bool {
+    !(req.meta_only() || rt.rewrites() || req.protobuf())
+}
+
 /// A stored object's bytes as a response (parsed only when it must be reshaped).
 pub(crate) fn respond_bytes(
     code: u16,
@@ -262,7 +282,7 @@ pub(crate) fn respond_bytes(
     rt: &ResourceType,
     req: &Req,
 ) -> Response<Body> {
-    if req.meta_only() || rt.rewrites() || req.protobuf() {
+    if !as_stored(rt, req) {
         return respond(code, &Arc::new(crate::storage::parse(obj)), rt, req);
     }
     endpoints::bytes(code, "application/json", obj.clone())

@@ -160,7 +160,7 @@ pub(crate) fn write_parent(
 ) -> Result<Arc<Value>, ApiError> {
     let ns = r.namespace.as_deref();
     let (out, _) = update_object(state, &r.rt, ns, name, None, w, false, make)?;
-    Ok(out)
+    Ok(out.obj)
 }
 
 /// Sets the field at JSON pointer `ptr`, creating the maps on the way.

@@ -44,7 +44,7 @@ pub(crate) fn put(
         true,
         move |_| Ok(body),
     )?;
-    Ok(super::respond(200, &out, &r.rt, req))
+    Ok(super::respond_committed(200, &out, &r.rt, req))
 }
 
 pub(crate) fn patch(
@@ -101,5 +101,5 @@ pub(crate) fn patch(
             Ok(new)
         },
     )?;
-    Ok(super::respond(200, &out, &r.rt, req))
+    Ok(super::respond_committed(200, &out, &r.rt, req))
 }

@@ -161,6 +161,21 @@ fn built_in(rt: &ResourceType) -> bool {
     rt.crd.is_none() && rt.view.is_none()
 }
 
+/// `table`'s entry for `rt`, found by hashing (group, plural): every create and update of a
+/// built-in asks, and a scan of the table's string pairs showed in the create profile.
+fn lookup<T: Copy + Send + Sync + 'static>(
+    index: &'static Index<T>,
+    table: &'static [(&'static str, &'static str, T)],
+    rt: &ResourceType,
+) -> Option<T> {
+    let index = index.get_or_init(|| table.iter().map(|(g, p, f)| ((*g, *p), *f)).collect());
+    index.get(&(rt.group.as_str(), rt.plural.as_str())).copied()
+}
+
+type Index<T> = std::sync::OnceLock<std::collections::HashMap<(&'static str, &'static str), T>>;
+static DEFAULTERS_BY_TYPE: Index<Defaulter> = std::sync::OnceLock::new();
+static CREATE_STATUS_BY_TYPE: Index<ZeroStatus> = std::sync::OnceLock::new();
+
 /// Upstream's defaulting of a decoded built-in object (`scheme.Default`): fills what the
 /// client left out. Idempotent; custom resources are defaulted from their schema instead
 /// (`super::schema`).
@@ -168,10 +183,7 @@ pub(crate) fn apply(rt: &ResourceType, obj: &mut Value) {
     if !built_in(rt) || !obj.is_object() {
         return;
     }
-    if let Some((_, _, f)) = DEFAULTERS
-        .iter()
-        .find(|(g, p, _)| *g == rt.group && *p == rt.plural)
-    {
+    if let Some(f) = lookup(&DEFAULTERS_BY_TYPE, DEFAULTERS, rt) {
         f(obj);
     }
 }
@@ -190,7 +202,7 @@ pub(crate) fn prepare_for_create(
         return Ok(());
     }
     let key = (rt.group.as_str(), rt.plural.as_str());
-    if let Some((_, _, zero)) = CREATE_STATUS.iter().find(|(g, p, _)| (*g, *p) == key) {
+    if let Some(zero) = lookup(&CREATE_STATUS_BY_TYPE, CREATE_STATUS, rt) {
         obj["status"] = zero();
     }
     match key {

@@ -19,10 +19,21 @@ pub const CRDS: &[fn() -> CustomResourceDefinition] = &[api::v1alpha1::memcached
 
 /// The operator's manager on `client` with `opts`: every controller and webhook set up.
 pub fn manager(client: kube::Client, opts: ctrl::manager::Options) -> Result<Manager, BoxError> {
+    // Cached reads wait for the client's own writes (read-your-own-writes, docs/cache-and-client.md
+    // in ctrl): a reconcile after a create or update sees it, not a stale cache.
+    let mut opts = opts;
+    opts.client.cache.read_your_writes_consistency_enabled = true;
     let mgr = Manager::new(client, opts)?;
     controller::memcached::setup(&mgr)?;
     webhook::memcached::setup(&mgr)?;
     Ok(mgr)
+}
+
+/// The manager Deployment's environment (`cargo ctrl manifests`): for each controller of
+/// an image (`create api --image`), its `<KIND>_IMAGE` set to that image, as kubebuilder's
+/// deploy-image plugin sets it in `config/manager/manager.yaml`.
+pub fn env() -> Vec<(String, String)> {
+    vec![(controller::memcached::IMAGE_ENV.into(), controller::memcached::DEFAULT_IMAGE.into())]
 }
 
 /// Creates one sample of each kind (`config/samples/`) in namespace `default`: the

@@ -34,6 +34,10 @@ impl Operator for Cli {
         Some(memcached_operator::manager(client, opts))
     }
 
+    fn env(&self) -> Vec<(String, String)> {
+        memcached_operator::env()
+    }
+
     async fn demo(&self, client: kube::Client) -> Result<(), kube::Error> {
         memcached_operator::create_samples(client).await
     }

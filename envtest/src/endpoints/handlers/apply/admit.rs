@@ -19,6 +19,7 @@ use crate::endpoints::handlers::admit;
 use crate::endpoints::router::ResourceRoute;
 use crate::registry::hooks;
 use crate::registry::rest::WriteOpts;
+use crate::storage::Committed;
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -65,7 +66,7 @@ pub(crate) fn store(
     mut obj: Value,
     create: bool,
     w: WriteOpts,
-) -> Result<(u16, Arc<Value>), ApiError> {
+) -> Result<(u16, Committed), ApiError> {
     crate::registry::objects::check_type(&mut obj, &r.rt, &state.registry.siblings(&r.rt))?;
     let ns = r.namespace.as_deref();
     if create {

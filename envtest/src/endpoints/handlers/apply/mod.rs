@@ -31,6 +31,7 @@ use crate::registry::fieldmanager::fieldset::{self, Shape};
 use crate::registry::fieldmanager::managed::{self, Entry};
 use crate::registry::hooks;
 use crate::registry::rest::WriteOpts;
+use crate::storage::Committed;
 
 /// Handles an apply patch of item `name` (or its `/status`): the applied result goes through
 /// the admission webhooks (`admit`) like any other write, then is stored.
@@ -45,16 +46,16 @@ pub(crate) async fn patch(
     if admit::configured(state) {
         let dry = WriteOpts { dry_run: true, ..w };
         let (code, out) = apply.run(state, dry)?;
-        if let Some(mutated) = admit::review(state, r, req, code == 201, &out).await? {
+        if let Some(mutated) = admit::review(state, r, req, code == 201, &out.obj).await? {
             let (code, out) = admit::store(state, r, name, mutated, code == 201, w)?;
-            return Ok(verbs::respond(code, &out, &r.rt, req));
+            return Ok(verbs::respond_committed(code, &out, &r.rt, req));
         }
         if w.dry_run {
-            return Ok(verbs::respond(code, &out, &r.rt, req));
+            return Ok(verbs::respond_committed(code, &out, &r.rt, req));
         }
     }
     let (code, out) = apply.run(state, w)?;
-    Ok(verbs::respond(code, &out, &r.rt, req))
+    Ok(verbs::respond_committed(code, &out, &r.rt, req))
 }
 
 /// A checked apply request: who applies what, with which field set.
@@ -118,7 +119,7 @@ impl<'a> Apply<'a> {
     }
 
     /// Creates the object (201) or applies to the stored one (200).
-    fn run(&self, state: &Arc<State>, w: WriteOpts) -> Result<(u16, Arc<Value>), ApiError> {
+    fn run(&self, state: &Arc<State>, w: WriteOpts) -> Result<(u16, Committed), ApiError> {
         let (rt, ns, name) = (self.rt, self.ns, self.name);
         let exists = state
             .store

@@ -34,8 +34,10 @@ use crate::api::v1alpha1::memcached::{CONDITION_AVAILABLE, Memcached};
 pub const FINALIZER: &str = "cache.example.com/finalizer";
 /// The condition set while a Memcached is being deleted.
 pub const CONDITION_DEGRADED: &str = "Degraded";
-/// The image the Deployment runs, unless `MEMCACHED_IMAGE` names another (kubebuilder
-/// sets it in the manager's Deployment).
+/// The environment variable naming the image the Deployment runs (kubebuilder's
+/// deploy-image plugin: the manager's Deployment sets it, `src/lib.rs`'s `env`).
+pub const IMAGE_ENV: &str = "MEMCACHED_IMAGE";
+/// The image the Deployment runs when [`IMAGE_ENV`] is unset.
 pub const DEFAULT_IMAGE: &str = "memcached:1.6";
 /// The container port of the image.
 pub const DEFAULT_PORT: i32 = 11211;
@@ -204,7 +206,7 @@ fn desired_deployment(obj: &Memcached) -> Result<Deployment, reconcile::Error> {
         ("app.kubernetes.io/instance".to_string(), obj.name_any()),
         ("app.kubernetes.io/managed-by".to_string(), "memcached-operator".to_string()),
     ]);
-    let image = std::env::var("MEMCACHED_IMAGE").unwrap_or_else(|_| DEFAULT_IMAGE.into());
+    let image = std::env::var(IMAGE_ENV).unwrap_or_else(|_| DEFAULT_IMAGE.into());
     let container = Container {
         name: "memcached".into(),
         image: Some(image),
