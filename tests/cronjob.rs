@@ -59,7 +59,7 @@ fn simulation(seed: u64) -> SimulationBuilder {
 /// events its own way).
 fn check<S, Fut>(scenario: S)
 where
-    S: Fn(Simulation) -> Fut,
+    S: Fn(Simulation) -> Fut + Sync,
     Fut: Future<Output = Result<(), String>>,
 {
     let run = |sim: Simulation| {

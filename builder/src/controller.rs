@@ -554,8 +554,8 @@ impl<R: TypedRequest, F> ControllerBuilder<R, F> {
         self,
         reconciler: impl Reconciler<I>,
     ) -> Result<Controller<R>, Error> {
-        let cache = self.mgr.cache();
-        self.build_inner(I::into_reconciler(reconciler, &cache))
+        let client = self.mgr.client();
+        self.build_inner(I::into_reconciler(reconciler, &client))
     }
 
     /// Builds the controller and adds it to the manager, which starts it (on the

@@ -1,8 +1,9 @@
 //! What [`ControllerBuilder::build`](crate::ControllerBuilder::build) and `complete`
 //! accept: a [`Reconciler<I>`](Reconciler) whose input `I` is either the controller's
 //! request type (`Request`, or a typed controller's own) or `Arc<K>` of the `For` type
-//! `K` (controller-runtime's `reconcile.AsReconciler`: the object is read from the
-//! manager's cache and a request for an object that is gone is skipped).
+//! `K` (controller-runtime's `reconcile.AsReconciler`: the object is read through the
+//! manager's client, from its cache, and a request for an object that is gone is skipped;
+//! with read-your-own-writes on, the read waits for the client's own writes of it).
 //!
 //! The choice is the reconciler's own type parameter, and [`ReconcilerInput`] says
 //! which inputs a builder accepts: since the builder's type carries the `For` type
@@ -12,7 +13,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ctrl_runtime::cache::{Cache, CacheObject};
+use ctrl_runtime::cache::CacheObject;
+use ctrl_runtime::client::Client;
 use ctrl_runtime::reconcile::{
     self, Action, Func, Reconciler, Request, TypedRequest, as_reconciler,
 };
@@ -52,15 +54,18 @@ use tokio_util::sync::CancellationToken;
     note = "a reconciler of objects (`Reconciler<Arc<K>>`) needs `.for_::<K>()` of the same `K` (for `for_metadata::<K>()`, `Arc<PartialObjectMeta<K>>`); a typed controller's reconciler takes its request type"
 )]
 pub trait ReconcilerInput<R: TypedRequest, F>: Send + Sized + 'static {
-    /// The request reconciler running `reconciler`, reading objects from `cache` if it
-    /// needs them.
-    fn into_reconciler(reconciler: impl Reconciler<Self>, cache: &Cache) -> Arc<dyn Reconciler<R>>;
+    /// The request reconciler running `reconciler`, reading objects through `client` if
+    /// it needs them.
+    fn into_reconciler(
+        reconciler: impl Reconciler<Self>,
+        client: &Client,
+    ) -> Arc<dyn Reconciler<R>>;
 }
 
 impl<R: TypedRequest, F> ReconcilerInput<R, F> for R {
     fn into_reconciler(
         reconciler: impl Reconciler<Self>,
-        _cache: &Cache,
+        _client: &Client,
     ) -> Arc<dyn Reconciler<R>> {
         Arc::new(reconciler)
     }
@@ -69,9 +74,9 @@ impl<R: TypedRequest, F> ReconcilerInput<R, F> for R {
 impl<K: CacheObject<DynamicType = ()>> ReconcilerInput<Request, K> for Arc<K> {
     fn into_reconciler(
         reconciler: impl Reconciler<Self>,
-        cache: &Cache,
+        client: &Client,
     ) -> Arc<dyn Reconciler<Request>> {
-        Arc::new(as_reconciler::<K, _, _>(cache.clone(), reconciler))
+        Arc::new(as_reconciler::<K, _, _>(client.clone(), reconciler))
     }
 }
 

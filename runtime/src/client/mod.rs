@@ -40,6 +40,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::cache::{Cache, CacheObject, ListOptions, Reader, gvk_string, object_key};
+use crate::reconcile::{self, ObjectGetter, Request};
 
 pub use api_reader::ApiReader;
 pub use consistency::{
@@ -146,6 +147,24 @@ impl Client {
     /// Writes to the status subresource.
     pub fn status(&self) -> StatusClient<'_> {
         Writer::subresource(self, "status")
+    }
+}
+
+/// The object a reconcile reads ([`crate::reconcile::as_reconciler`]): the cached object, read
+/// as [`Reader::get`] reads it, so that with read-your-own-writes on, a reconcile that
+/// follows this client's own write of the object sees that write (no 409 from a stale
+/// copy). NotFound is `None`.
+#[async_trait::async_trait]
+impl<K> ObjectGetter<K> for Client
+where
+    K: CacheObject<DynamicType = ()>,
+{
+    async fn get(&self, req: &Request) -> Result<Option<Arc<K>>, reconcile::Error> {
+        match Reader::get_with::<K>(self, &(), &req.namespace, &req.name).await {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
