@@ -386,9 +386,11 @@ async fn the_rotator_fills_the_shipped_secret_and_injects_the_generated_configur
         );
         carries_ca(&env, kind, &format!("{name}-webhook-configuration"), &ca).await;
     }
-    assert!(rotator.is_injected());
-    // Written right after the injection, before the webhook server (a later group) starts.
+    // The rotator marks itself injected after its writes return (the watch above may see
+    // them first) and writes the files next, before the webhook server (a later group)
+    // starts: once the manager is elected, both are done.
     mgr.elected().await;
+    assert!(rotator.is_injected());
     assert!(dir.path().join("certs/tls.crt").exists());
     stop.cancel();
     running.await.expect("task").expect("manager");
