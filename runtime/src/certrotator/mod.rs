@@ -21,8 +21,9 @@
 //!   watcher's change check instead of the kubelet's sync period, and the bundle is injected
 //!   *before* the files change ([`run`]): an API server never meets a certificate its bundle
 //!   does not trust.
-//! - It runs in the manager's first group ([`Group::HttpServers`]) and reports ready once
-//!   the files exist, so the webhook server (next group) finds them when it loads them.
+//! - It runs in the manager's first group
+//!   ([`Group::HttpServers`](crate::manager::Group::HttpServers)) and reports ready once the
+//!   files exist, so the webhook server (next group) finds them when it loads them.
 //!
 //! The Secret must exist (the generated manifests ship it empty, as Gatekeeper's do): the
 //! rotator only gets and updates it, so its RBAC names it and nothing else.

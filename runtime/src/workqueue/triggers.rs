@@ -9,7 +9,7 @@
 //! count up and its resourceVersion the newest), and it holds at most [`MAX_TRIGGERS`]
 //! entries, counting the rest as dropped.
 //!
-//! The priority queue keeps a key's set in the key's own slot (a [`Kept`]: the first cause
+//! The priority queue keeps a key's set in the key's own slot (a `Kept`: the first cause
 //! inline, no allocation until a second distinct cause joins); [`super::Triggered`] keeps
 //! them beside any other [`super::Queue`]. Sources stamp their adds with [`super::Stamped`]. The controller
 //! hands the set of each key it takes to the reconcile, which reads it with
