@@ -7,8 +7,9 @@
 //! The log capture is a minimal `tracing::Subscriber`, the global default of this test
 //! binary (see `controller_span.rs` for why not a thread-scoped one).
 
+mod field_capture;
+
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -20,11 +21,11 @@ use ctrl_runtime::controller::{Controller, Options};
 use ctrl_runtime::handler::EnqueueRequestForObject;
 use ctrl_runtime::reconcile::{self, Action, Request};
 use ctrl_runtime::source::Kind;
+use field_capture::Visitor;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
-use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
@@ -35,18 +36,6 @@ type Line = (Level, BTreeMap<String, String>);
 struct LogCapture {
     next: AtomicU64,
     lines: Mutex<Vec<Line>>,
-}
-
-struct Visitor<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Visitor<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
-        self.0
-            .insert(field.name().to_string(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_string(), value.to_string());
-    }
 }
 
 impl Subscriber for LogCapture {

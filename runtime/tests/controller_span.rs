@@ -10,8 +10,8 @@
 //! cached process-wide, and a test running without the subscriber on another thread
 //! can switch the `reconcile` span off); the span test picks its spans by namespace.
 
-use std::collections::BTreeMap;
-use std::fmt::Debug;
+mod field_capture;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -23,17 +23,15 @@ use ctrl_runtime::handler::EnqueueRequestForObject;
 use ctrl_runtime::reconcile::{self, Action, Request};
 use ctrl_runtime::source::Kind;
 use ctrl_runtime::workqueue::{AddOpts, PriorityQueue, Queue, QueueConfig};
+use field_capture::{Fields, Visitor};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
-use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
-
-type Fields = BTreeMap<String, String>;
 
 /// Each reconcile's request and the `reconcile_id()` it saw.
 type Seen = Vec<(Request, Option<uuid::Uuid>)>;
@@ -43,18 +41,6 @@ type Seen = Vec<(Request, Option<uuid::Uuid>)>;
 struct SpanCapture {
     next: AtomicU64,
     reconciles: Mutex<Vec<Fields>>,
-}
-
-struct Visitor<'a>(&'a mut Fields);
-
-impl Visit for Visitor<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
-        self.0
-            .insert(field.name().to_string(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_string(), value.to_string());
-    }
 }
 
 impl Subscriber for SpanCapture {
