@@ -409,3 +409,97 @@ async fn old_update_managers_merge_into_ancient_changes() {
     let owned = fields(ancient)["f:data"].as_object().unwrap().len();
     assert!(owned >= 2, "{ancient:?}");
 }
+
+/// A custom resource with an associative list (keyed by `name`), a set, an atomic map, an
+/// empty map and a status subresource.
+const GADGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.fm.example.com}
+spec:
+  group: fm.example.com
+  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items: {type: object, required: [name], properties: {name: {type: string}, port: {type: integer}}}
+              tags: {type: array, x-kubernetes-list-type: set, items: {type: string}}
+              selector: {type: object, x-kubernetes-map-type: atomic, additionalProperties: {type: string}}
+              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+"#;
+
+/// A custom resource's create (custom resources are compared as unstructured JSON upstream:
+/// every new map and list is itself owned, `.`), then a status patch: keyed list elements are
+/// `k:{...}` with their key fields owned, set elements `v:<json>`, an atomic map and an empty map
+/// are leaves, the status the create sent is dropped (`/status` owns it) and the status writer's
+/// entry names its subresource and leaves the creator's alone.
+#[tokio::test]
+async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
+    let env = ctrl_envtest::Environment::builder()
+        .crd_yaml(GADGET_CRD)
+        .start()
+        .await
+        .unwrap();
+    let ar = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("fm.example.com", "v1", "Gadget"),
+        "gadgets",
+    );
+    let api: Api<kube::core::DynamicObject> = Api::namespaced_with(env.client(), "default", &ar);
+    let gadget: kube::core::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "fm.example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g", "labels": {"a": "1"}},
+        "spec": {"ports": [{"name": "http", "port": 80}, {"name": "dns"}],
+            "tags": ["x", "y"], "selector": {"k": "v"}, "extra": {}},
+        "status": {"phase": "Ignored"},
+    }))
+    .unwrap();
+    let created = api.create(&post("creator"), &gadget).await.unwrap();
+    let creator = json!({
+        "f:metadata": {"f:labels": {".": {}, "f:a": {}}},
+        "f:spec": {
+            ".": {},
+            "f:extra": {},
+            "f:ports": {
+                ".": {},
+                "k:{\"name\":\"dns\"}": {".": {}, "f:name": {}},
+                "k:{\"name\":\"http\"}": {".": {}, "f:name": {}, "f:port": {}},
+            },
+            "f:selector": {},
+            "f:tags": {".": {}, "v:\"x\"": {}, "v:\"y\"": {}},
+        },
+    });
+    let all = entries(&created.metadata);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(fields(entry(&all, "creator")), creator);
+    assert!(created.data.get("status").is_none(), "{created:?}");
+
+    let st = Patch::Merge(json!({"status": {"phase": "Up"}}));
+    let patched = api
+        .patch_status("g", &pp("status-writer"), &st)
+        .await
+        .unwrap();
+    let all = entries(&patched.metadata);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let e = entry(&all, "status-writer");
+    assert_eq!(e.subresource.as_deref(), Some("status"));
+    assert_eq!(fields(e), json!({"f:status": {".": {}, "f:phase": {}}}));
+    assert_eq!(fields(entry(&all, "creator")), creator);
+}

@@ -31,9 +31,9 @@ const POD_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContaine
 
 /// The strategy of list field `field` reached through the map keys `path` (list indices
 /// omitted), for a built-in kind.
-pub(crate) fn list_strategy(path: &[String], field: &str) -> ListStrategy {
-    let parent = path.last().map(String::as_str).unwrap_or("");
-    let in_container = path.iter().any(|p| POD_LISTS.contains(&p.as_str()));
+pub(crate) fn list_strategy<S: AsRef<str>>(path: &[S], field: &str) -> ListStrategy {
+    let parent = path.last().map(AsRef::as_ref).unwrap_or("");
+    let in_container = path.iter().any(|p| POD_LISTS.contains(&p.as_ref()));
     use ListStrategy::*;
     let map = |k: &[&str]| Map(k.iter().map(|s| s.to_string()).collect());
     match field {
@@ -47,7 +47,7 @@ pub(crate) fn list_strategy(path: &[String], field: &str) -> ListStrategy {
         "ports" if parent == "spec" => map(&["port"]),
         "volumeMounts" if in_container => map(&["mountPath"]),
         "volumeDevices" if in_container => map(&["devicePath"]),
-        "conditions" if path.iter().any(|p| p == "status") => map(&["type"]),
+        "conditions" if path.iter().any(|p| p.as_ref() == "status") => map(&["type"]),
         "addresses" if parent == "status" => map(&["type"]),
         _ => Atomic,
     }

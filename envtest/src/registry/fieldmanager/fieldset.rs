@@ -40,13 +40,28 @@ pub(crate) struct Shape<'a> {
     pub rt: &'a ResourceType,
 }
 
-impl Shape<'_> {
+impl<'a> Shape<'a> {
     /// The strategy of list `field` under the field names `names` (with `[]` for list items).
     /// Built-ins use the strategic-merge table, except that ports are keyed by
     /// (port, protocol) as upstream's `x-kubernetes-list-map-keys` declare.
     pub fn list(&self, names: &[String], field: &str) -> ListStrategy {
+        self.list_at(names, field, self.schema_of(names, field))
+    }
+
+    /// [`Shape::list`] for a walk that carries the field's schema node (`schema`, from
+    /// [`Shape::child`]) instead of finding it from the root.
+    pub fn list_at<S: AsRef<str>>(
+        &self,
+        names: &[S],
+        field: &str,
+        schema: Option<&Value>,
+    ) -> ListStrategy {
         if self.rt.schema.is_none() {
-            let plain: Vec<String> = names.iter().filter(|n| *n != ITEM).cloned().collect();
+            let plain: Vec<&str> = names
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(|n| *n != ITEM)
+                .collect();
             return match strategic::list_strategy(&plain, field) {
                 ListStrategy::Map(mut keys) if field == "ports" => {
                     keys.push("protocol".into());
@@ -55,7 +70,7 @@ impl Shape<'_> {
                 other => other,
             };
         }
-        match self.schema_of(names, field) {
+        match schema {
             Some(s) => list_type(s),
             None => ListStrategy::Atomic,
         }
@@ -65,14 +80,22 @@ impl Shape<'_> {
     /// (`structType: atomic` upstream) of a built-in, or a CRD field with
     /// `x-kubernetes-map-type: atomic`.
     pub fn atomic_map(&self, names: &[String], field: &str) -> bool {
+        self.atomic_map_at(
+            names.last().map(String::as_str),
+            field,
+            self.schema_of(names, field),
+        )
+    }
+
+    /// [`Shape::atomic_map`] for a walk that carries the field's schema node (`schema`) and
+    /// the name of the map it is in (`parent`).
+    pub fn atomic_map_at(&self, parent: Option<&str>, field: &str, schema: Option<&Value>) -> bool {
         if self.rt.schema.is_none() {
             let plain_selector = self.rt.group.is_empty()
                 && matches!(self.rt.kind.as_str(), "Service" | "ReplicationController");
-            return field == "selector"
-                && names.last().is_some_and(|n| n == "spec")
-                && !plain_selector;
+            return field == "selector" && parent == Some("spec") && !plain_selector;
         }
-        self.schema_of(names, field)
+        schema
             .and_then(|s| s.get("x-kubernetes-map-type"))
             .and_then(Value::as_str)
             == Some("atomic")
@@ -99,21 +122,30 @@ impl Shape<'_> {
             )
     }
 
-    /// The CRD schema node of `field` under `names`.
-    fn schema_of(&self, names: &[String], field: &str) -> Option<&Value> {
-        let mut s: Option<&Value> = self.rt.schema.as_deref();
-        for n in names.iter().map(String::as_str).chain([field]) {
-            s = s.and_then(|s| {
-                if n == ITEM {
-                    s.get("items")
-                } else {
-                    s.get("properties")
-                        .and_then(|p| p.get(n))
-                        .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
-                }
-            });
+    /// The CRD schema of the object itself (`None` for built-ins), where a walk with
+    /// [`Shape::child`] starts.
+    pub fn root(&self) -> Option<&'a Value> {
+        self.rt.schema.as_deref()
+    }
+
+    /// The schema node of `field` (`[]` for a list's items) inside schema node `s`.
+    pub fn child<'v>(s: Option<&'v Value>, field: &str) -> Option<&'v Value> {
+        let s = s?;
+        if field == ITEM {
+            return s.get("items");
         }
-        s
+        s.get("properties")
+            .and_then(|p| p.get(field))
+            .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
+    }
+
+    /// The CRD schema node of `field` under `names`.
+    fn schema_of(&self, names: &[String], field: &str) -> Option<&'a Value> {
+        names
+            .iter()
+            .map(String::as_str)
+            .chain([field])
+            .fold(self.root(), Self::child)
     }
 }
 

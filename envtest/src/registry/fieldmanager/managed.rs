@@ -24,9 +24,14 @@ pub(crate) struct Entry {
 
 impl Entry {
     fn to_json(&self) -> Value {
+        self.json_with(fieldset::to_fields_v1(&self.set))
+    }
+
+    /// The entry as stored, with `fields` as its `fieldsV1` (not `self.set`'s).
+    fn json_with(&self, fields: Value) -> Value {
         let mut v = json!({
             "manager": self.manager, "operation": self.operation, "apiVersion": self.api_version,
-            "fieldsType": "FieldsV1", "fieldsV1": fieldset::to_fields_v1(&self.set),
+            "fieldsType": "FieldsV1", "fieldsV1": fields,
         });
         // `time` is omitted when unknown (a client-supplied entry without one), as upstream's
         // omitempty does: an empty string is not a valid Time.
@@ -94,7 +99,16 @@ pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
                 &b.subresource,
             ))
     });
-    let list: Vec<Value> = kept.into_iter().map(Entry::to_json).collect();
+    store(obj, kept.into_iter().map(Entry::to_json).collect());
+}
+
+/// Stores one entry, `e` with `fieldsV1` `fields` built already, or none; as [`write`] would
+/// store `e` with the set `fields` describes.
+pub(crate) fn write_fields(obj: &mut Value, one: Option<(Entry, Value)>) {
+    store(obj, one.map(|(e, f)| e.json_with(f)).into_iter().collect());
+}
+
+fn store(obj: &mut Value, list: Vec<Value>) {
     let m = crate::api::meta::meta_mut(obj);
     if list.is_empty() {
         m.remove("managedFields");

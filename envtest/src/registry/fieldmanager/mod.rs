@@ -3,11 +3,12 @@
 //! `metadata.managedFields`. [`fieldset`] holds the field paths and their `fieldsV1` form,
 //! [`managed`] the entries and the apply step (conflicts, merge, removal of dropped fields),
 //! [`compare`] the difference of two objects, and [`update`] the `Update` entries of non-apply
-//! writes ([`record_update`], called by [`super::rest`]). Server-side apply
-//! ([`endpoints::handlers::apply`](crate::endpoints::handlers::apply)) drives `managed`. Calls
-//! `api` and the registry's types only.
+//! writes ([`record_update`], called by [`super::rest`]; a create's is built in one walk by
+//! [`create`]). Server-side apply ([`endpoints::handlers::apply`](crate::endpoints::handlers::apply))
+//! drives `managed`. Calls `api` and the registry's types only.
 
 pub(crate) mod compare;
+mod create;
 pub(crate) mod fieldset;
 pub(crate) mod managed;
 pub(crate) mod update;

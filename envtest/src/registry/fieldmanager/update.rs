@@ -14,6 +14,7 @@
 use serde_json::Value;
 
 use super::compare;
+use super::create::{self, STRIPPED_META};
 use super::fieldset::{self, Path, Shape};
 use super::managed::{self, Entry};
 use crate::api::meta;
@@ -34,19 +35,6 @@ pub(crate) struct Writer<'a> {
 const MAX_UPDATE_MANAGERS: usize = 10;
 /// The bucket older `Update` entries are merged into.
 const ANCIENT: &str = "ancient-changes";
-/// Metadata fields nobody owns (upstream's `stripSet`).
-const STRIPPED_META: [&str; 9] = [
-    "name",
-    "namespace",
-    "creationTimestamp",
-    "selfLink",
-    "uid",
-    "clusterName",
-    "generation",
-    "managedFields",
-    "resourceVersion",
-];
-
 /// Records the write of `new` over `cur` (`None` for a create) by `who` in `new`'s
 /// managedFields. `given` is the `metadata.managedFields` the client sent, if any.
 pub(crate) fn record_update(
@@ -58,6 +46,13 @@ pub(crate) fn record_update(
 ) {
     let shape = Shape { rt };
     let mut entries = base_entries(cur, given, who.subresource.is_some());
+    if cur.is_none() && entries.is_empty() {
+        // A create that starts from no entries: its own entry is every field, in one walk.
+        let fields = create::fields_v1(&shape, new);
+        let entry = (!fields.is_empty()).then(|| entry_of(who, meta::now()));
+        managed::write_fields(new, entry.map(|e| (e, Value::Object(fields))));
+        return;
+    }
     let mut cmp = compare::compare(&shape, cur, new);
     for s in [&mut cmp.added, &mut cmp.modified, &mut cmp.removed] {
         s.retain(|p| !stripped(p));
@@ -78,18 +73,26 @@ pub(crate) fn record_update(
                 e.time = now;
             }
             None => entries.push(Entry {
-                manager: who.manager.to_string(),
-                operation: "Update".into(),
-                api_version: who.api_version.to_string(),
-                time: now,
-                subresource: who.subresource.map(String::from),
                 set: changed,
+                ..entry_of(who, now)
             }),
         }
     }
     entries.retain(|e| !e.set.is_empty());
     cap_update_managers(&mut entries);
     managed::write(new, &entries);
+}
+
+/// `who`'s `Update` entry at `time`, with no fields yet.
+fn entry_of(who: &Writer, time: String) -> Entry {
+    Entry {
+        manager: who.manager.to_string(),
+        operation: "Update".into(),
+        api_version: who.api_version.to_string(),
+        time,
+        subresource: who.subresource.map(String::from),
+        set: Default::default(),
+    }
 }
 
 /// The entries the write starts from: the client's when it sent valid ones, none when it asked
@@ -122,7 +125,8 @@ fn base_entries(cur: Option<&Value>, given: Option<&Value>, subresource: bool) -
     }
 }
 
-fn stripped(p: &Path) -> bool {
+/// Whether nobody owns `p` (upstream's `stripSet`).
+pub(super) fn stripped(p: &Path) -> bool {
     match p.first().map(String::as_str) {
         Some("f:apiVersion" | "f:kind") => p.len() == 1,
         Some("f:metadata") => match p.get(1).map(String::as_str) {
