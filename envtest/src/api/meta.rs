@@ -17,6 +17,12 @@ use serde_json::{Map, Value, json};
 /// `namespace` do not). Callers turn the error into upstream's status: 400 for a body, 422 for
 /// the result of a patch.
 pub(crate) fn check_types(obj: &Value) -> Result<(), String> {
+    check_types_unless(obj, None)
+}
+
+/// [`check_types`], except that a `metadata` equal to `decoded` (metadata known to decode, as a
+/// stored object's does) is not decoded again.
+pub(crate) fn check_types_unless(obj: &Value, decoded: Option<&Value>) -> Result<(), String> {
     for field in ["apiVersion", "kind"] {
         match obj.get(field) {
             None | Some(Value::Null | Value::String(_)) => {}
@@ -24,6 +30,7 @@ pub(crate) fn check_types(obj: &Value) -> Result<(), String> {
         }
     }
     match obj.get("metadata") {
+        Some(m) if decoded == Some(m) => Ok(()),
         None | Some(Value::Null) => Ok(()),
         Some(m) => ObjectMeta::deserialize(m)
             .map(drop)
@@ -97,9 +104,21 @@ pub(crate) fn normalize(obj: &mut Value) {
     }
 }
 
-/// RFC 3339, second precision, `Z`.
+/// RFC 3339, second precision, `Z`. The text of the current second is kept per thread, since
+/// every write asks (a create twice: creationTimestamp, its managedFields entry).
 pub(crate) fn now() -> String {
-    ctrl_clock::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    thread_local! {
+        static LAST: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
+    let t = ctrl_clock::now();
+    let second = t.as_second();
+    LAST.with_borrow_mut(|(at, text)| {
+        if *at != second {
+            *text = t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+            *at = second;
+        }
+        text.clone()
+    })
 }
 
 /// Sets the server-owned fields of a new object.
@@ -121,7 +140,7 @@ pub(crate) fn init_create(obj: &mut Value, generation: bool) {
 
 /// Restores the fields an update may not touch from the stored object.
 pub(crate) fn keep_immutable(new: &mut Value, old: &Value) {
-    let om = old.get("metadata").cloned().unwrap_or_default();
+    let om = old.get("metadata").unwrap_or(&Value::Null);
     let nm = meta_mut(new);
     for f in [
         "uid",

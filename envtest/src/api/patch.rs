@@ -87,14 +87,18 @@ impl Patch {
 
     /// The patched copy of `doc`.
     pub(crate) fn apply(&self, doc: &Value) -> Result<Value, ApiError> {
+        self.apply_to(doc.clone())
+    }
+
+    /// `doc` patched (a copy the caller no longer needs, so the patch is applied in place).
+    pub(crate) fn apply_to(&self, mut doc: Value) -> Result<Value, ApiError> {
         match self {
-            Self::Json(p) => apply_json(doc, p),
+            Self::Json(p) => patch_json(doc, p),
             Self::Merge(p) => {
-                let mut out = doc.clone();
-                json_patch::merge(&mut out, p);
-                Ok(out)
+                json_patch::merge(&mut doc, p);
+                Ok(doc)
             }
-            Self::Strategic(p) => super::strategic::apply(doc, p),
+            Self::Strategic(p) => super::strategic::apply(&doc, p),
         }
     }
 }
@@ -104,7 +108,11 @@ impl Patch {
 /// copied value as JSON), so a short patch cannot double a document into gigabytes. Mutating
 /// webhooks' patches go through here too.
 pub(crate) fn apply_json(cur: &Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
-    let mut doc = cur.clone();
+    patch_json(cur.clone(), p)
+}
+
+/// [`apply_json`] in place, on a copy the caller no longer needs.
+fn patch_json(mut doc: Value, p: &json_patch::Patch) -> Result<Value, ApiError> {
     let mut copied = 0usize;
     let rejected = |e: &dyn std::fmt::Display| {
         ApiError::new(

@@ -218,12 +218,16 @@ fn condition_timestamps(csr: &mut Value) {
 fn status_rules(cur: &Value, mut new: Value, rt: &ResourceType, status_write: bool) -> Value {
     if status_write {
         let mut merged = cur.clone();
-        // managedFields follow the write (server-side apply to /status records its entry).
-        if let Some(mf) = new.get("metadata").and_then(|m| m.get("managedFields")) {
-            meta::set_meta(&mut merged, "managedFields", mf.clone());
+        // managedFields follow the write (server-side apply to /status records its entry); both
+        // are moved out of `new`, which `merged` replaces.
+        if let Some(mf) = new
+            .get_mut("metadata")
+            .and_then(|m| m.get_mut("managedFields"))
+        {
+            meta::set_meta(&mut merged, "managedFields", mf.take());
         }
-        match new.get("status") {
-            Some(s) => merged["status"] = s.clone(),
+        match new.get_mut("status") {
+            Some(s) => merged["status"] = s.take(),
             None => {
                 if let Some(o) = merged.as_object_mut() {
                     o.remove("status");

@@ -6,7 +6,7 @@
 //! ([`endpoints::handlers::apply`](crate::endpoints::handlers::apply)) runs this inside the store's
 //! update path so that it sees exactly the committed state.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::fieldset::{self, FieldSet, Shape};
 use crate::api::strategic::ListStrategy;
@@ -28,20 +28,24 @@ impl Entry {
     }
 
     /// The entry as stored, with `fields` as its `fieldsV1` (not `self.set`'s).
+    /// (Built by hand: `json!` would copy `fields` by serializing it.)
     fn json_with(&self, fields: Value) -> Value {
-        let mut v = json!({
-            "manager": self.manager, "operation": self.operation, "apiVersion": self.api_version,
-            "fieldsType": "FieldsV1", "fieldsV1": fields,
-        });
+        let mut v = Map::new();
+        let s = |s: &str| Value::String(s.to_string());
+        v.insert("manager".into(), s(&self.manager));
+        v.insert("operation".into(), s(&self.operation));
+        v.insert("apiVersion".into(), s(&self.api_version));
+        v.insert("fieldsType".into(), s("FieldsV1"));
+        v.insert("fieldsV1".into(), fields);
         // `time` is omitted when unknown (a client-supplied entry without one), as upstream's
         // omitempty does: an empty string is not a valid Time.
         if !self.time.is_empty() {
-            v["time"] = json!(self.time);
+            v.insert("time".into(), s(&self.time));
         }
-        if let Some(s) = &self.subresource {
-            v["subresource"] = json!(s);
+        if let Some(sub) = &self.subresource {
+            v.insert("subresource".into(), s(sub));
         }
-        v
+        Value::Object(v)
     }
 
     /// Same manager, operation and subresource.
@@ -52,6 +56,18 @@ impl Entry {
 
 /// The entries of an object.
 pub(crate) fn read(obj: &Value) -> Vec<Entry> {
+    read_unparsed(obj)
+        .into_iter()
+        .map(|(mut e, fields)| {
+            e.set = fields.map(fieldset::from_fields_v1).unwrap_or_default();
+            e
+        })
+        .collect()
+}
+
+/// The entries of an object with their `fieldsV1` not yet read into `set` (left empty), for a
+/// write that reads only the entries it changes ([`write_parts`] stores the others as they were).
+pub(crate) fn read_unparsed(obj: &Value) -> Vec<(Entry, Option<&Value>)> {
     let Some(items) = obj
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
@@ -62,19 +78,19 @@ pub(crate) fn read(obj: &Value) -> Vec<Entry> {
     let s = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     items
         .iter()
-        .map(|e| Entry {
-            manager: s(e, "manager"),
-            operation: s(e, "operation"),
-            api_version: s(e, "apiVersion"),
-            time: s(e, "time"),
-            subresource: e
-                .get("subresource")
-                .and_then(Value::as_str)
-                .map(String::from),
-            set: e
-                .get("fieldsV1")
-                .map(fieldset::from_fields_v1)
-                .unwrap_or_default(),
+        .map(|e| {
+            let entry = Entry {
+                manager: s(e, "manager"),
+                operation: s(e, "operation"),
+                api_version: s(e, "apiVersion"),
+                time: s(e, "time"),
+                subresource: e
+                    .get("subresource")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+                set: FieldSet::new(),
+            };
+            (entry, e.get("fieldsV1"))
         })
         .collect()
 }
@@ -82,24 +98,40 @@ pub(crate) fn read(obj: &Value) -> Vec<Entry> {
 /// Stores `entries` (empty ones dropped) in `obj`, ordered as upstream encodes them: by
 /// operation (`Apply` first), time, manager, apiVersion, subresource.
 pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
-    let mut kept: Vec<&Entry> = entries.iter().filter(|e| !e.set.is_empty()).collect();
-    kept.sort_by(|a, b| {
+    write_parts(obj, entries.iter().map(|e| (e, None)).collect());
+}
+
+/// [`write`] for entries of which some still hold their stored `fieldsV1` (`Some`, as
+/// [`read_unparsed`] gave it), written back as stored: the same text `write` would make of the
+/// set read from it, since every stored `fieldsV1` was written by `fieldset::to_fields_v1`.
+pub(crate) fn write_parts(obj: &mut Value, mut parts: Vec<(&Entry, Option<&Value>)>) {
+    parts.retain(|(e, fields)| holds_fields(e, *fields));
+    fn order(e: &Entry) -> (&str, &str, &str, &str, Option<&str>) {
         (
-            &a.operation,
-            &a.time,
-            &a.manager,
-            &a.api_version,
-            &a.subresource,
+            &e.operation,
+            &e.time,
+            &e.manager,
+            &e.api_version,
+            e.subresource.as_deref(),
         )
-            .cmp(&(
-                &b.operation,
-                &b.time,
-                &b.manager,
-                &b.api_version,
-                &b.subresource,
-            ))
-    });
-    store(obj, kept.into_iter().map(Entry::to_json).collect());
+    }
+    parts.sort_by(|(a, _), (b, _)| order(a).cmp(&order(b)));
+    let list = parts
+        .into_iter()
+        .map(|(e, fields)| match fields {
+            Some(f) => e.json_with(f.clone()),
+            None => e.to_json(),
+        })
+        .collect();
+    store(obj, list);
+}
+
+/// Whether an entry owns any field: its set, or the `fieldsV1` it was stored with when unread.
+pub(crate) fn holds_fields(e: &Entry, unread: Option<&Value>) -> bool {
+    match unread {
+        Some(f) => f.as_object().is_some_and(|m| !m.is_empty()),
+        None => !e.set.is_empty(),
+    }
 }
 
 /// Stores one entry, `e` with `fieldsV1` `fields` built already, or none; as [`write`] would

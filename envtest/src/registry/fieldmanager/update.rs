@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::compare;
 use super::create::{self, STRIPPED_META};
-use super::fieldset::{self, Path, Shape};
+use super::fieldset::{self, FieldSet, Path, Shape};
 use super::managed::{self, Entry};
 use crate::api::meta;
 use crate::registry::ResourceType;
@@ -36,7 +36,8 @@ const MAX_UPDATE_MANAGERS: usize = 10;
 /// The bucket older `Update` entries are merged into.
 const ANCIENT: &str = "ancient-changes";
 /// Records the write of `new` over `cur` (`None` for a create) by `who` in `new`'s
-/// managedFields. `given` is the `metadata.managedFields` the client sent, if any.
+/// managedFields. `given` is the `metadata.managedFields` the client sent, if any. Stored entries
+/// the write takes no field from are written back as they were, without reading their sets.
 pub(crate) fn record_update(
     rt: &ResourceType,
     cur: Option<&Value>,
@@ -58,29 +59,72 @@ pub(crate) fn record_update(
         s.retain(|p| !stripped(p));
     }
     let changed = cmp.changed();
-    for e in &mut entries {
+    for (e, unread) in &mut entries {
+        if unread.is_some_and(|f| !owns_any(f, &changed) && !owns_any(f, &cmp.removed)) {
+            continue;
+        }
+        read_set(e, unread);
         fieldset::subtract(&mut e.set, &changed);
         fieldset::subtract(&mut e.set, &cmp.removed);
     }
     if !changed.is_empty() {
         let now = meta::now();
-        let slot = entries.iter_mut().find(|e| {
+        let slot = entries.iter_mut().find(|(e, _)| {
             e.same_slot(who.manager, "Update", who.subresource) && e.api_version == who.api_version
         });
         match slot {
-            Some(e) => {
+            Some((e, unread)) => {
+                read_set(e, unread);
                 e.set.extend(changed);
                 e.time = now;
             }
-            None => entries.push(Entry {
-                set: changed,
-                ..entry_of(who, now)
-            }),
+            None => entries.push((
+                Entry {
+                    set: changed,
+                    ..entry_of(who, now)
+                },
+                None,
+            )),
         }
     }
-    entries.retain(|e| !e.set.is_empty());
-    cap_update_managers(&mut entries);
-    managed::write(new, &entries);
+    let updates = entries
+        .iter()
+        .filter(|(e, f)| e.operation == "Update" && managed::holds_fields(e, *f));
+    if updates.count() > MAX_UPDATE_MANAGERS {
+        let mut all: Vec<Entry> = entries
+            .into_iter()
+            .map(|(mut e, mut unread)| {
+                read_set(&mut e, &mut unread);
+                e
+            })
+            .collect();
+        all.retain(|e| !e.set.is_empty());
+        cap_update_managers(&mut all);
+        managed::write(new, &all);
+        return;
+    }
+    managed::write_parts(new, entries.iter().map(|(e, f)| (e, *f)).collect());
+}
+
+/// Reads an entry's stored `fieldsV1` into its set, once.
+fn read_set(e: &mut Entry, unread: &mut Option<&Value>) {
+    if let Some(f) = unread.take() {
+        e.set = fieldset::from_fields_v1(f);
+    }
+}
+
+/// Whether the set stored as `fields` (`fieldsV1`) holds a path [`fieldset::subtract`] would
+/// take for one of `gone`: the path itself, or it with or without its `.`.
+fn owns_any(fields: &Value, gone: &FieldSet) -> bool {
+    let leaf = |v: &Value| !matches!(v, Value::Object(m) if !m.is_empty());
+    gone.iter().any(|g| {
+        let dot_less = match g.last().map(String::as_str) {
+            Some(".") => &g[..g.len() - 1],
+            _ => &g[..],
+        };
+        let node = dot_less.iter().try_fold(fields, |n, t| n.get(t));
+        node.is_some_and(|n| leaf(n) || n.get(".").is_some_and(leaf))
+    })
 }
 
 /// `who`'s `Update` entry at `time`, with no fields yet.
@@ -96,9 +140,13 @@ fn entry_of(who: &Writer, time: String) -> Entry {
 }
 
 /// The entries the write starts from: the client's when it sent valid ones, none when it asked
-/// for a reset, else the stored ones.
-fn base_entries(cur: Option<&Value>, given: Option<&Value>, subresource: bool) -> Vec<Entry> {
-    let stored = || cur.map(managed::read).unwrap_or_default();
+/// for a reset, else the stored ones (their sets unread: `Some` holds the stored `fieldsV1`).
+fn base_entries<'c>(
+    cur: Option<&'c Value>,
+    given: Option<&Value>,
+    subresource: bool,
+) -> Vec<(Entry, Option<&'c Value>)> {
+    let stored = || cur.map(managed::read_unparsed).unwrap_or_default();
     let Some(Value::Array(list)) = given.filter(|_| !subresource) else {
         return stored();
     };
@@ -119,7 +167,7 @@ fn base_entries(cur: Option<&Value>, given: Option<&Value>, subresource: bool) -
     meta::set_meta(&mut holder, "managedFields", Value::Array(list.clone()));
     let entries = managed::read(&holder);
     if valid && entries.iter().any(|e| !e.set.is_empty()) {
-        entries
+        entries.into_iter().map(|e| (e, None)).collect()
     } else {
         stored()
     }
@@ -225,5 +273,48 @@ mod record_tests {
             obj["metadata"]["managedFields"][0]["fieldsV1"],
             json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
         );
+    }
+
+    /// Updates that leave stored entries unread write what reading every entry would: the same
+    /// write with the stored entries given as the client's (which are read eagerly).
+    #[test]
+    fn unread_entries_match_read_ones() {
+        let rt = crate::registry::builtins::builtin_types()
+            .into_iter()
+            .find(|t| t.plural == "configmaps")
+            .unwrap();
+        let who = |m: &'static str| Writer {
+            manager: m,
+            api_version: "v1",
+            subresource: None,
+        };
+        let mut cur = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"app": "w"}}, "data": {"a": "1", "b": "2"}});
+        record_update(&rt, None, &mut cur, None, &who("m0"));
+        let writes = [
+            ("m1", json!({"c": "3"})),
+            ("m2", json!({"a": "9"})),
+            ("m1", json!({"a": "9", "c": "4"})),
+            ("m3", json!({})),
+        ];
+        for (m, data) in writes {
+            let mut lazy = cur.clone();
+            lazy["data"] = data;
+            let mut eager = lazy.clone();
+            let given = cur["metadata"]["managedFields"].clone();
+            record_update(&rt, Some(&cur), &mut lazy, None, &who(m));
+            record_update(&rt, Some(&cur), &mut eager, Some(&given), &who(m));
+            let fields = |v: &Value| {
+                let mut list = v["metadata"]["managedFields"].clone();
+                for e in list.as_array_mut().into_iter().flatten() {
+                    e.as_object_mut().unwrap().remove("time");
+                }
+                list
+            };
+            assert_eq!(fields(&lazy), fields(&eager), "{m}");
+            cur = lazy;
+        }
+        // The last write removed every field but the creator's `data` and labels.
+        let left = cur["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(left.len(), 1, "{cur}");
     }
 }
