@@ -15,14 +15,9 @@ use serde_json::{Map, Value, json};
 /// `ObjectMeta`), and returns the first type error: `apiVersion` and `kind` must be strings,
 /// `metadata` must decode as `ObjectMeta` (`finalizers: "x"`, a numeric `resourceVersion` or
 /// `namespace` do not). Callers turn the error into upstream's status: 400 for a body, 422 for
-/// the result of a patch.
-pub(crate) fn check_types(obj: &Value) -> Result<(), String> {
-    check_types_unless(obj, None)
-}
-
-/// [`check_types`], except that a `metadata` equal to `decoded` (metadata known to decode, as a
-/// stored object's does) is not decoded again.
-pub(crate) fn check_types_unless(obj: &Value, decoded: Option<&Value>) -> Result<(), String> {
+/// the result of a patch. A `metadata` equal to `decoded` (metadata known to decode, as a stored
+/// object's does, for an update) is not decoded again.
+pub(crate) fn check_types(obj: &Value, decoded: Option<&Value>) -> Result<(), String> {
     for field in ["apiVersion", "kind"] {
         match obj.get(field) {
             None | Some(Value::Null | Value::String(_)) => {}

@@ -20,7 +20,18 @@ pub(crate) fn check_type(
     rt: &ResourceType,
     served: &[Arc<ResourceType>],
 ) -> Result<(), ApiError> {
-    meta::check_types(obj).map_err(|e| {
+    check_type_unless(obj, rt, served, None)
+}
+
+/// [`check_type`] of an update's new object, whose `metadata`, when equal to `decoded` (the
+/// stored object's), is not decoded again ([`meta::check_types`]).
+pub(crate) fn check_type_unless(
+    obj: &mut Value,
+    rt: &ResourceType,
+    served: &[Arc<ResourceType>],
+    decoded: Option<&Value>,
+) -> Result<(), ApiError> {
+    meta::check_types(obj, decoded).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version {:?} cannot be handled as a {}: {e}",
             rt.kind, rt.version, rt.kind

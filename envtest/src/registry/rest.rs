@@ -194,7 +194,7 @@ pub(crate) fn update(
             .get("metadata")
             .and_then(|m| m.get("managedFields"))
             .cloned();
-        objects::check_type(&mut new, rt, &sibs)?;
+        objects::check_type_unless(&mut new, rt, &sibs, cur.get("metadata"))?;
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);

@@ -92,7 +92,7 @@ pub(crate) fn patch(
             }
             // As upstream's patcher: a patched object that does not decode is 422 on `patch`.
             // Metadata the patch left as stored decoded when it was stored (most status patches).
-            meta::check_types_unless(&new, cur.get("metadata")).map_err(|e| {
+            meta::check_types(&new, cur.get("metadata")).map_err(|e| {
                 let cause = FieldCause::invalid("patch", &json!(new.to_string()), &e);
                 ApiError::invalid("", "", "", &[cause])
             })?;
