@@ -126,7 +126,8 @@ const TRIGGER_POOL: usize = 4096;
 /// source stamps on an update (origin, event, the object's kind, namespace, name and
 /// resourceVersion), and every `get` takes the key's trigger set (`get_triggered`, what a
 /// controller's worker calls through `Queue::get_triggered_boxed`). Adds go through the
-/// `Queue` trait as a controller's do; `add_ref` and `get` are inherent calls as in the
+/// `Queue` trait as a controller's do, lending the trigger (`add_triggered_ref`, what a
+/// source's `Stamped` view passes for each add of its event); `add_ref` and `get` are inherent calls as in the
 /// plain `PriorityQueue` row, so the two rows differ by the triggers alone.
 ///
 /// The triggers are built before the clock starts, as the keys are (a source builds one per
@@ -181,8 +182,8 @@ impl WithTriggers {
     }
 
     fn add_opts(&self, opts: AddOpts, k: String) {
-        let t = self.trigger(&k).clone();
-        Queue::add_triggered(&self.q, opts, k, t)
+        let t = self.trigger(&k);
+        Queue::add_triggered_ref(&self.q, opts, k, t)
     }
 }
 

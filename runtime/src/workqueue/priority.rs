@@ -421,6 +421,28 @@ impl<T: QueueKey> PriorityQueue<T> {
         self.inner.wake_getters(n);
     }
 
+    /// [`Queue::add_triggered`] of an owned or a borrowed trigger (recorded when this handle
+    /// keeps triggers): a source's add, with no delay, goes straight to the slot.
+    fn add_cow(&self, opts: AddOpts, item: T, trigger: Cow<'_, Trigger>) {
+        let trigger = self.triggers.then_some(trigger);
+        if opts.rate_limited || opts.after.is_some_and(|d| !d.is_zero()) {
+            let trigger = trigger.map(Cow::into_owned);
+            let (n, timer) = self.add_one(opts, item, trigger);
+            self.inner.wake_getters(n);
+            self.inner.timer(timer);
+            return;
+        }
+        let hash = self.inner.hash(&item);
+        let prio = (opts.priority.unwrap_or(0), None);
+        let (rejected, (n, _)) = self
+            .inner
+            .state
+            .lock()
+            .add(hash, Owned(item), prio, trigger);
+        drop(rejected);
+        self.inner.wake_getters(n);
+    }
+
     /// Adds `item` now with priority 0.
     pub fn add(&self, item: T) {
         self.inner.add(self.inner.hash(&item), Owned(item));
@@ -550,24 +572,10 @@ impl<T: QueueKey> Queue<T> for PriorityQueue<T> {
         PriorityQueue::add_with_opts(self, opts, [item])
     }
     fn add_triggered(&self, opts: AddOpts, item: T, trigger: Trigger) {
-        let now = !opts.rate_limited && opts.after.is_none_or(|d| d.is_zero());
-        if now {
-            // What a source's add is: no delay to compute, no timer to start.
-            let hash = self.inner.hash(&item);
-            let trigger = self.triggers.then_some(Cow::Owned(trigger));
-            let prio = (opts.priority.unwrap_or(0), None);
-            let (rejected, (n, _)) = self
-                .inner
-                .state
-                .lock()
-                .add(hash, Owned(item), prio, trigger);
-            drop(rejected);
-            self.inner.wake_getters(n);
-            return;
-        }
-        let (n, timer) = self.add_one(opts, item, self.triggers.then_some(trigger));
-        self.inner.wake_getters(n);
-        self.inner.timer(timer);
+        self.add_cow(opts, item, Cow::Owned(trigger))
+    }
+    fn add_triggered_ref(&self, opts: AddOpts, item: T, trigger: &Trigger) {
+        self.add_cow(opts, item, Cow::Borrowed(trigger))
     }
     fn records_triggers(&self) -> bool {
         self.triggers
