@@ -10,11 +10,11 @@
 
 use serde_json::{Map, Value};
 
-use super::fieldset::{self, ITEM, Shape};
+use super::fieldset::{self, ITEM, Path, Shape};
 use crate::api::strategic::ListStrategy;
 
 /// Metadata fields nobody owns (upstream's `stripSet`).
-pub(super) const STRIPPED_META: [&str; 9] = [
+const STRIPPED_META: [&str; 9] = [
     "name",
     "namespace",
     "creationTimestamp",
@@ -25,6 +25,20 @@ pub(super) const STRIPPED_META: [&str; 9] = [
     "managedFields",
     "resourceVersion",
 ];
+
+/// Whether nobody owns `p` (upstream's `stripSet`).
+pub(super) fn stripped(p: &Path) -> bool {
+    match p.first().map(String::as_str) {
+        Some("f:apiVersion" | "f:kind") => p.len() == 1,
+        Some("f:metadata") => match p.get(1).map(String::as_str) {
+            None | Some(".") => true,
+            Some(f) => f
+                .strip_prefix("f:")
+                .is_some_and(|f| STRIPPED_META.contains(&f)),
+        },
+        _ => false,
+    }
+}
 
 /// The `fieldsV1` of every field of `obj` but the ones nobody owns (empty when it has none).
 pub(super) fn fields_v1(shape: &Shape, obj: &Value) -> Map<String, Value> {
@@ -186,7 +200,7 @@ mod tests {
     /// What the general path records for a create: compare with nothing, strip, fold.
     fn by_compare(shape: &Shape, obj: &Value) -> Value {
         let mut added = compare::compare(shape, None, obj).added;
-        added.retain(|p| !super::super::update::stripped(p));
+        added.retain(|p| !super::stripped(p));
         fieldset::to_fields_v1(&added)
     }
 

@@ -14,8 +14,8 @@
 use serde_json::Value;
 
 use super::compare;
-use super::create::{self, STRIPPED_META};
-use super::fieldset::{self, FieldSet, Path, Shape};
+use super::create::{self, stripped};
+use super::fieldset::{self, FieldSet, Shape};
 use super::managed::{self, Entry};
 use crate::api::meta;
 use crate::registry::ResourceType;
@@ -173,20 +173,6 @@ fn base_entries<'c>(
     }
 }
 
-/// Whether nobody owns `p` (upstream's `stripSet`).
-pub(super) fn stripped(p: &Path) -> bool {
-    match p.first().map(String::as_str) {
-        Some("f:apiVersion" | "f:kind") => p.len() == 1,
-        Some("f:metadata") => match p.get(1).map(String::as_str) {
-            None | Some(".") => true,
-            Some(f) => f
-                .strip_prefix("f:")
-                .is_some_and(|f| STRIPPED_META.contains(&f)),
-        },
-        _ => false,
-    }
-}
-
 /// Keeps at most [`MAX_UPDATE_MANAGERS`] `Update` entries: the oldest merge into
 /// `ancient-changes`.
 fn cap_update_managers(entries: &mut Vec<Entry>) {
@@ -235,6 +221,7 @@ fn set_of(paths: &[&[&str]]) -> fieldset::FieldSet {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fieldset::Path;
     use super::*;
 
     #[test]
@@ -256,19 +243,27 @@ mod record_tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn create_of_a_configmap() {
-        let rt = crate::registry::builtins::builtin_types()
+    fn configmaps() -> ResourceType {
+        crate::registry::builtins::builtin_types()
             .into_iter()
             .find(|t| t.plural == "configmaps")
-            .unwrap();
-        let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"app": "w"}}, "data": {"a": "1"}});
-        let who = Writer {
-            manager: "m",
+            .unwrap()
+    }
+
+    /// A write of a `v1` object by manager `m`.
+    fn by(m: &str) -> Writer<'_> {
+        Writer {
+            manager: m,
             api_version: "v1",
             subresource: None,
-        };
-        record_update(&rt, None, &mut obj, None, &who);
+        }
+    }
+
+    #[test]
+    fn create_of_a_configmap() {
+        let rt = configmaps();
+        let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"app": "w"}}, "data": {"a": "1"}});
+        record_update(&rt, None, &mut obj, None, &by("m"));
         assert_eq!(
             obj["metadata"]["managedFields"][0]["fieldsV1"],
             json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
@@ -279,17 +274,9 @@ mod record_tests {
     /// write with the stored entries given as the client's (which are read eagerly).
     #[test]
     fn unread_entries_match_read_ones() {
-        let rt = crate::registry::builtins::builtin_types()
-            .into_iter()
-            .find(|t| t.plural == "configmaps")
-            .unwrap();
-        let who = |m: &'static str| Writer {
-            manager: m,
-            api_version: "v1",
-            subresource: None,
-        };
+        let rt = configmaps();
         let mut cur = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"app": "w"}}, "data": {"a": "1", "b": "2"}});
-        record_update(&rt, None, &mut cur, None, &who("m0"));
+        record_update(&rt, None, &mut cur, None, &by("m0"));
         let writes = [
             ("m1", json!({"c": "3"})),
             ("m2", json!({"a": "9"})),
@@ -301,8 +288,8 @@ mod record_tests {
             lazy["data"] = data;
             let mut eager = lazy.clone();
             let given = cur["metadata"]["managedFields"].clone();
-            record_update(&rt, Some(&cur), &mut lazy, None, &who(m));
-            record_update(&rt, Some(&cur), &mut eager, Some(&given), &who(m));
+            record_update(&rt, Some(&cur), &mut lazy, None, &by(m));
+            record_update(&rt, Some(&cur), &mut eager, Some(&given), &by(m));
             let fields = |v: &Value| {
                 let mut list = v["metadata"]["managedFields"].clone();
                 for e in list.as_array_mut().into_iter().flatten() {
