@@ -1,11 +1,14 @@
 //! A generated project compiles what it uses (issue 32, build time): `cargo tree` of a project
-//! from `init` + `create api --image` (ctrl by path: this checkout) names none of the crates
+//! from `init` + `create api --image` + `create webhook` (ctrl by path: this checkout) names none of the crates
 //! that ctrl's optional parts, its own tests and benches, or ctrl-envtest's own checks pull in,
 //! neither in the default build (what `cargo build` / `cargo run` compile) nor in the test build;
 //! and names the profiler once the project turns on `ctrl/pprof` (so the check can fail).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+mod support;
+use support::{scaffold, workspace};
 
 /// Crates no generated project's build compiles unless it asks for them: the CPU profiler
 /// and its symbolizer (`ctrl/pprof`), OpenTelemetry (`ctrl/otel`), the protobuf crates that
@@ -23,62 +26,12 @@ const LEFT_OUT: &[&str] = &[
     "cap",
 ];
 
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_path_buf()
-}
-
-/// Runs the binary under test in `dir`.
-fn cargo_ctrl(dir: &Path, args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-ctrl"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run cargo-ctrl");
-    assert!(
-        out.status.success(),
-        "cargo-ctrl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// `init` + `create api --image` in a temp dir, ctrl by path, with this checkout's lock file
-/// (so that the versions are the ones ctrl is tested with and no index is needed).
+/// The issue's project (`init` + `create api --image` + `create webhook`) in a temp dir, ctrl by
+/// path, with this checkout's lock file (so that the versions are the ones ctrl is tested with
+/// and no index is needed).
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    let ctrl = workspace();
-    let ctrl = ctrl.to_str().expect("utf-8 path");
-    cargo_ctrl(
-        dir.path(),
-        &[
-            "ctrl",
-            "init",
-            "--domain",
-            "example.com",
-            "--name",
-            "memcached-operator",
-            "--ctrl-path",
-            ctrl,
-        ],
-    );
-    cargo_ctrl(
-        dir.path(),
-        &[
-            "ctrl",
-            "create",
-            "api",
-            "--group",
-            "cache",
-            "--version",
-            "v1alpha1",
-            "--kind",
-            "Memcached",
-            "--image",
-            "memcached:1.6",
-        ],
-    );
+    scaffold(dir.path(), Some(&workspace()));
     std::fs::copy(
         workspace().join("Cargo.lock"),
         dir.path().join("Cargo.lock"),
