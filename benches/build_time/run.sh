@@ -14,7 +14,7 @@
 #
 # Usage: benches/build_time/run.sh [WORKDIR]
 #   WORKDIR               where the projects and their target dirs go (default: a new temp
-#                         dir, removed at the end unless KEEP=1); about 6 GB
+#                         dir, removed at the end unless KEEP=1); about 3 GB
 #   BUILD_TIME_QUICK=1    reuse WORKDIR's target dirs from an earlier run and measure the
 #                         rebuild only (a minute: shows the script works)
 #   CARGO_INCREMENTAL     passed through (cargo's dev default is on: the rebuild a user sees;
