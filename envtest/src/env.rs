@@ -641,6 +641,30 @@ impl Environment {
             .collect()
     }
 
+    /// The labels of the stored object `namespace/name` of `group/version/plural` (`None` when
+    /// there is no such object), read with no request: for the simulation's checkers.
+    pub(crate) fn stored_labels(
+        &self,
+        (group, version, plural): (&str, &str, &str),
+        namespace: &str,
+        name: &str,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
+        let rt = self
+            .state
+            .registry
+            .snapshot()
+            .get(group, version, plural)?
+            .clone();
+        let key = (namespace.to_string(), name.to_string());
+        let bytes = self.state.store.get(&rt.store_key(), &key)?;
+        #[derive(serde::Deserialize)]
+        struct Labelled {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        }
+        let obj: Labelled = serde_json::from_slice(&bytes).ok()?;
+        Some(obj.metadata.labels.unwrap_or_default())
+    }
+
     /// The store's revision (the last resourceVersion written): unchanged means nothing was
     /// written.
     pub(crate) fn store_revision(&self) -> u64 {

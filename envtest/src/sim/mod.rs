@@ -8,10 +8,13 @@
 //! the server through the in-memory transport ([`Environment::in_memory_client`]) wrapped by
 //! `transport`: the seed delays each request and each watch frame (interleavings, stale
 //! caches), picks when each replica starts (who wins an election), and draws the fault
-//! schedule (`schedule`: watch drops, 410 relists, 409 storms, 429s, 5xx, leader loss, replica
-//! crash and restart, a replica leaving and joining). Every request, reconcile and fault goes into a trace (`trace`) whose
+//! schedule (`schedule`: watch drops, 410 relists, 409 storms, 429s, 5xx, slow webhooks, leader
+//! loss, replica crash and restart, a replica leaving and joining). A replica's webhook server
+//! is called by the API server in memory too (`webhooks`, [`Replica::serve_webhooks`]): no
+//! socket, the same review JSON, a seeded delay in virtual time. Every request, reconcile and fault goes into a trace (`trace`) whose
 //! hash is printed; the checkers run at every step: no two workers hold one key, no write by a
-//! replica that does not hold the named Lease, the user's invariants over the store, and
+//! replica that does not hold the named Lease, no write by a shard to an object of another
+//! shard (`shards`), the user's invariants over the store, and
 //! [`Simulation::run_until_steady`]'s deadline. A failing seed prints a one-line replay command
 //! and the last steps of the trace.
 //!
@@ -37,8 +40,10 @@
 mod replicas;
 mod run;
 mod schedule;
+mod shards;
 mod trace;
 mod transport;
+mod webhooks;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -58,7 +63,7 @@ use replicas::Slot;
 pub use run::{
     CheckReport, Failure, LOG_VAR, Outcome, SEED_VAR, THREADS_VAR, TRACE_DIR_VAR, check,
 };
-pub use schedule::{FaultKind, FaultPlan};
+pub use schedule::{FaultKind, FaultPlan, SLOW_WEBHOOK};
 
 /// How far one [`Simulation::tick`] moves virtual time.
 pub const STEP: Duration = Duration::from_millis(100);
@@ -73,6 +78,7 @@ pub struct SimulationBuilder {
     faults: FaultPlan,
     request_delay: Duration,
     watch_delay: Duration,
+    webhook_delay: Duration,
 }
 
 impl SimulationBuilder {
@@ -102,6 +108,14 @@ impl SimulationBuilder {
         self
     }
 
+    /// The longest seeded delay of a webhook call served in memory
+    /// ([`Replica::serve_webhooks`]; default 10 ms). A [`FaultKind::SlowWebhook`] makes a few
+    /// calls take up to [`SLOW_WEBHOOK`] instead.
+    pub fn webhook_delay(mut self, max: Duration) -> Self {
+        self.webhook_delay = max;
+        self
+    }
+
     /// Runs `scenario` under this seed, once: on a fresh current-thread runtime with a paused
     /// clock, the fake wall clock (seeded) current on this thread, and the trace's `tracing`
     /// layer as this thread's subscriber (so the scenario's own logs are not printed). Prints
@@ -124,6 +138,15 @@ pub(crate) struct Shared {
     env: Environment,
     request_delay: Duration,
     watch_delay: Duration,
+    webhook_delay: Duration,
+    /// The webhook servers replicas serve in memory, current on the seed's thread: one
+    /// router per `host:port` over its backends.
+    endpoints: crate::webhook_client::Endpoints,
+    backends: Mutex<HashMap<String, Vec<webhooks::Backend>>>,
+    /// How many webhook calls are still to be slow ([`FaultKind::SlowWebhook`]).
+    slow_webhooks: std::sync::atomic::AtomicUsize,
+    /// The shard-ownership checker's configuration (`shards`).
+    shards: Mutex<shards::ShardCheck>,
     /// The leader-election Lease whose holder alone may write, and the replica of each
     /// leader-election identity.
     lease: Mutex<Option<(String, String)>>,
@@ -240,7 +263,8 @@ struct State {
 }
 
 impl Simulation {
-    /// A builder for the run of `seed`: no faults, 20 ms request and 50 ms watch delays.
+    /// A builder for the run of `seed`: no faults, 20 ms request, 50 ms watch and 10 ms
+    /// webhook delays.
     pub fn builder(seed: u64) -> SimulationBuilder {
         SimulationBuilder {
             seed,
@@ -248,6 +272,7 @@ impl Simulation {
             faults: FaultPlan::default(),
             request_delay: Duration::from_millis(20),
             watch_delay: Duration::from_millis(50),
+            webhook_delay: Duration::from_millis(10),
         }
     }
 
@@ -407,6 +432,10 @@ impl Simulation {
             (rng.random_range(1..=5), rng.random_bool(0.5))
         };
         self.shared.trace(format_args!("fault {kind:?} x{n}"));
+        if kind == FaultKind::SlowWebhook {
+            self.shared.slow_webhooks.fetch_add(n, Ordering::AcqRel);
+            return;
+        }
         if schedule::inject(&self.shared.env.faults(), kind, n, five_hundred) {
             return;
         }

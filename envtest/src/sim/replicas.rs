@@ -27,6 +27,8 @@ pub struct Replica {
     pub(super) shared: Arc<Shared>,
     /// False once this incarnation's run returned.
     pub(super) running: Arc<AtomicBool>,
+    /// False once this incarnation crashed.
+    pub(super) alive: Arc<AtomicBool>,
 }
 
 /// A leader-election identity: the replica and the incarnation that told it.
@@ -117,6 +119,7 @@ impl Simulation {
             shutdown: slot.shutdown.clone(),
             shared: self.shared.clone(),
             running: Arc::new(AtomicBool::new(true)),
+            alive: slot.alive.clone(),
         };
         let running = replica.running.clone();
         let run = (slot.factory)(replica);

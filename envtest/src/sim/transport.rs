@@ -6,7 +6,8 @@
 //! * delays each frame of a watch stream by a seeded amount (a watcher's cache lags the store,
 //!   and watchers see one change at different times);
 //! * writes a trace line (`replica VERB path -> status`);
-//! * checks that a write comes from the holder of the leader-election Lease, if one is named;
+//! * checks that a write comes from the holder of the leader-election Lease, if one is named,
+//!   and that a shard writes only its own objects (`shards`);
 //! * fails every request, and ends every watch, once its replica has crashed: a dead process
 //!   sends nothing more, and what was left running of it (tasks its manager spawned) unwinds
 //!   on the error instead of holding a key forever.
@@ -80,10 +81,17 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
             if !layer.alive.load(Ordering::Acquire) {
                 return Err(format!("{} crashed", layer.replica).into());
             }
+            let mut foreign = None;
             if is_write(&method) && !housekeeping(&path) {
                 shared.note_write(&layer.replica, &method, &path);
+                let content_type = req.headers().get(http::header::CONTENT_TYPE);
+                let content_type = content_type.and_then(|v| v.to_str().ok());
+                foreign = shared.shard_violation(&layer.replica, &method, &path, content_type);
             }
             let Ok(resp) = tower::Service::call(&mut inner, req).await;
+            if let Some(v) = foreign.filter(|_| resp.status().is_success()) {
+                shared.trace.violation(v);
+            }
             let what = if watch { "WATCH" } else { method.as_str() };
             shared.trace(format_args!(
                 "{} {what} {path} -> {}",
