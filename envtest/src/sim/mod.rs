@@ -133,7 +133,8 @@ impl SimulationBuilder {
 pub(crate) struct Shared {
     seed: u64,
     start: Instant,
-    rng: Mutex<StdRng>,
+    /// The seed's streams of choices, by key ([`Shared::stream`]).
+    streams: Mutex<HashMap<String, StdRng>>,
     trace: trace::Trace,
     env: Environment,
     request_delay: Duration,
@@ -202,17 +203,34 @@ impl Shared {
             .is_some_and(|id| id.is_running())
     }
 
-    fn draw(&self, max: Duration) -> Duration {
+    /// Runs `f` on the seed's stream of choices named `key`. Each kind of choice (a replica's
+    /// requests to one path, the faults, a webhook's calls, ...) draws from a stream of its
+    /// own, seeded from the seed and the key: what one draws does not depend on how two tasks
+    /// ready at one virtual instant were ordered (tokio's `select!` is not seeded), only on
+    /// how many choices of that kind came before.
+    pub(super) fn stream<T>(&self, key: &str, f: impl FnOnce(&mut StdRng) -> T) -> T {
+        use rand::SeedableRng;
+        use std::hash::{Hash, Hasher};
+        let mut streams = self.streams.lock();
+        let rng = streams.entry(key.to_string()).or_insert_with(|| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (self.seed, key).hash(&mut h);
+            StdRng::seed_from_u64(h.finish())
+        });
+        f(rng)
+    }
+
+    /// A delay of up to `max` from stream `key`.
+    fn draw(&self, key: &str, max: Duration) -> Duration {
         use rand::Rng;
-        transport::millis(max, |m| self.rng.lock().random_range(0..=m))
+        transport::millis(max, |m| self.stream(key, |r| r.random_range(0..=m)))
     }
 
-    fn request_delay(&self) -> Duration {
-        self.draw(self.request_delay)
-    }
-
-    fn watch_delay(&self) -> Duration {
-        self.draw(self.watch_delay)
+    fn request_delay(&self, replica: &str, method: &http::Method, path: &str) -> Duration {
+        self.draw(
+            &format!("request {replica} {method} {path}"),
+            self.request_delay,
+        )
     }
 
     fn trace(&self, what: impl std::fmt::Display) {
@@ -427,10 +445,9 @@ impl Simulation {
     /// Plays one fault now.
     fn play(&self, kind: FaultKind) {
         use rand::Rng;
-        let (n, five_hundred) = {
-            let mut rng = self.shared.rng.lock();
+        let (n, five_hundred) = (self.shared).stream("faults", |rng| {
             (rng.random_range(1..=5), rng.random_bool(0.5))
-        };
+        });
         self.shared.trace(format_args!("fault {kind:?} x{n}"));
         if kind == FaultKind::SlowWebhook {
             self.shared.slow_webhooks.fetch_add(n, Ordering::AcqRel);
@@ -448,7 +465,7 @@ impl Simulation {
             if alive.is_empty() {
                 return;
             }
-            let i = self.shared.rng.lock().random_range(0..alive.len());
+            let i = (self.shared).stream("victims", |rng| rng.random_range(0..alive.len()));
             alive[i].clone()
         };
         if kind == FaultKind::Leave {

@@ -255,7 +255,7 @@ async fn start_simulation(
     let shared = Arc::new(Shared {
         seed: b.seed,
         start,
-        rng: Mutex::new(rng),
+        streams: Default::default(),
         trace,
         env,
         request_delay: b.request_delay,

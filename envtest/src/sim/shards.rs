@@ -5,8 +5,10 @@
 //! [`Simulation::check_shards`] names the shard label and the ring's resources;
 //! [`Replica::shard`] says which shard a replica is. Every successful write by a shard (not a
 //! create: the object does not exist yet) to an existing object of those resources is checked
-//! against the object's label in the store as the write reaches the server: naming another
-//! shard, or none (the object was let go), is a violation. The sharder writes labels of
+//! against the shard label in the store as the write reaches the server — the object's own,
+//! or for an object with a controller its controller's (the ring hashes a controlled object by
+//! its controller and moves the two together) — naming another shard, or none (the object was
+//! let go), is a violation. The sharder writes labels of
 //! objects it does not own — that is its job — so a metadata merge patch by the holder of the
 //! sharder's Lease is not checked.
 
@@ -47,6 +49,9 @@ impl Replica {
         check.shards.insert(self.name.clone(), id.to_string());
     }
 }
+
+/// Labels, as stored.
+type Labels = std::collections::BTreeMap<String, String>;
 
 /// The object a request path names: (group, version, plural), namespace, name, subresource.
 struct Target<'a> {
@@ -109,15 +114,42 @@ impl Shared {
                 return None;
             }
         }
-        let labels = self.env.stored_labels(t.gvr, t.namespace, t.name)?;
+        let meta = self.env.stored_meta(t.gvr, t.namespace, t.name)?;
+        let labels = self.owning_labels(&t, meta);
         let owner = labels.get(&check.label);
         if owner == Some(shard) {
             return None;
         }
         Some(format!(
-            "shard {shard} ({replica}) wrote ({method} {path}) an object of shard {}",
+            "shard {shard} ({replica}) wrote ({method} {path}, {}) an object of shard {}",
+            content_type.unwrap_or("no body"),
             owner.map_or("none", String::as_str)
         ))
+    }
+}
+
+impl Shared {
+    /// The labels that say who owns the object `t` names (its metadata `meta`): its controller's
+    /// when it has one that is stored (a controlled object belongs to its controller's shard,
+    /// as the ring hashes it by its controller's key, and moves with it), else its own.
+    fn owning_labels(
+        &self,
+        t: &Target<'_>,
+        meta: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    ) -> Labels {
+        let mut owners = meta.owner_references.iter().flatten();
+        let controller = owners.find(|o| o.controller == Some(true));
+        let controller_labels = controller.and_then(|c| {
+            let plural = self.env.plural_of(&c.api_version, &c.kind)?;
+            let (group, version) =
+                (c.api_version.split_once('/')).unwrap_or(("", c.api_version.as_str()));
+            let gvr = (group, version, plural.as_str());
+            self.env.stored_meta(gvr, t.namespace, &c.name)
+        });
+        match controller_labels {
+            Some(owner) => owner.labels.unwrap_or_default(),
+            None => meta.labels.unwrap_or_default(),
+        }
     }
 }
 

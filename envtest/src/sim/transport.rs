@@ -21,6 +21,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use http::{Method, Request, Response};
 use http_body_util::BodyExt;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 use super::Shared;
 use crate::endpoints::Body;
@@ -77,7 +79,8 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
             let shared = &layer.shared;
             let (method, path) = (req.method().clone(), req.uri().path().to_string());
             let watch = req.uri().query().is_some_and(|q| q.contains("watch=true"));
-            tokio::time::sleep(shared.request_delay()).await;
+            let replica = &*layer.replica;
+            tokio::time::sleep(shared.request_delay(replica, &method, &path)).await;
             if !layer.alive.load(Ordering::Acquire) {
                 return Err(format!("{} crashed", layer.replica).into());
             }
@@ -99,7 +102,10 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
                 resp.status().as_u16()
             ));
             Ok(if watch {
-                delayed_frames(resp, shared.clone(), layer.alive.clone())
+                let key = format!("watch {replica} {path}");
+                let frames = shared.stream(&key, |r| StdRng::seed_from_u64(r.random()));
+                let max = shared.watch_delay;
+                delayed_frames(resp, (frames, max), layer.alive.clone())
             } else {
                 resp
             })
@@ -107,18 +113,19 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
     }
 }
 
-/// A watch response whose frames each arrive after a seeded delay, and that ends once the
-/// replica crashed.
+/// A watch response whose frames each arrive after a delay of up to `max` drawn from
+/// `frames` (the stream's own choices, seeded from the seed), and that ends once the replica
+/// crashed.
 fn delayed_frames(
     resp: Response<Body>,
-    shared: Arc<Shared>,
+    (mut frames, max): (StdRng, Duration),
     alive: Arc<AtomicBool>,
 ) -> Response<Body> {
     let (parts, body) = resp.into_parts();
     let frames = body
         .into_data_stream()
         .then(move |frame| {
-            let delay = shared.watch_delay();
+            let delay = millis(max, |m| frames.random_range(0..=m));
             async move {
                 tokio::time::sleep(delay).await;
                 frame.map(http_body::Frame::data)

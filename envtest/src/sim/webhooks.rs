@@ -106,11 +106,12 @@ impl Shared {
         let path = req.uri().path().to_string();
         let refused =
             || -> BoxError { format!("dial tcp {authority}: connect: connection refused").into() };
-        let Some(backend) = self.pick(authority) else {
+        let Some(backend) = self.pick(authority, &path) else {
             self.trace(format_args!("WEBHOOK {path} -> refused (no server)"));
             return Err(refused());
         };
-        let (name, delay) = (&backend.replica, self.webhook_delay());
+        let name = &backend.replica;
+        let delay = self.webhook_delay(name, &path);
         self.trace(format_args!("{name} WEBHOOK {path} after {delay:?}"));
         tokio::time::sleep(delay).await;
         if !backend.is_up() {
@@ -123,8 +124,9 @@ impl Shared {
         Ok(resp)
     }
 
-    /// A running backend of `authority`, picked by the seed.
-    fn pick(&self, authority: &str) -> Option<Backend> {
+    /// A running backend of `authority`, picked by the seed (streams are keyed by path, not
+    /// authority: a server's port may be the operating system's pick).
+    fn pick(&self, authority: &str, path: &str) -> Option<Backend> {
         use rand::Rng;
         let backends = self.backends.lock();
         let up: Vec<&Backend> = (backends.get(authority)?.iter())
@@ -133,23 +135,28 @@ impl Shared {
         if up.is_empty() {
             return None;
         }
-        let i = self.rng.lock().random_range(0..up.len());
+        let key = format!("webhook backend {path}");
+        let i = self.stream(&key, |rng| rng.random_range(0..up.len()));
         Some(up[i].clone())
     }
 
     /// How long the next webhook call takes: a slow one while a
     /// [`SlowWebhook`](super::FaultKind::SlowWebhook) fault lasts, else up to the builder's
     /// webhook delay.
-    fn webhook_delay(&self) -> Duration {
+    fn webhook_delay(&self, replica: &str, path: &str) -> Duration {
         let slow = self
             .slow_webhooks
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .is_ok();
-        if slow {
-            self.draw(super::SLOW_WEBHOOK)
-        } else {
-            self.draw(self.webhook_delay)
-        }
+        let key = format!("webhook {replica} {path}");
+        self.draw(
+            &key,
+            if slow {
+                super::SLOW_WEBHOOK
+            } else {
+                self.webhook_delay
+            },
+        )
     }
 
     /// Forgets the webhook servers at the end of a run (they hold clients that hold this).
