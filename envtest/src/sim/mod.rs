@@ -32,10 +32,11 @@
 //! ```
 //!
 //! What is not simulated: tokio's `select!` draws its branch order from a per-runtime random
-//! seed (seeding it needs `tokio_unstable`), object UIDs and reconcile IDs are random, and
-//! `spawn_blocking` threads run outside the virtual clock. None of these is in the trace, and
-//! the tests check that one seed gives one trace; a scenario that makes one of them matter
-//! would show it as two hashes for one seed.
+//! seed (seeding it needs `tokio_unstable`), and `spawn_blocking` threads run outside the
+//! virtual clock. So that the first matters as little as it can, each kind of seeded choice
+//! draws from a stream of its own (`Shared::stream`): which of two tasks ready at one virtual
+//! instant runs first does not change what either draws. The tests check that one seed gives
+//! one trace; a scenario where the order still matters shows as two hashes for one seed.
 
 mod replicas;
 mod run;
@@ -133,7 +134,7 @@ impl SimulationBuilder {
 pub(crate) struct Shared {
     seed: u64,
     start: Instant,
-    /// The seed's streams of choices, by key ([`Shared::stream`]).
+    /// The seed's streams of choices, by key (`Shared::stream`).
     streams: Mutex<HashMap<String, StdRng>>,
     trace: trace::Trace,
     env: Environment,
