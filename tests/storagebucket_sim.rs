@@ -12,6 +12,7 @@
 #[allow(dead_code)]
 #[path = "../examples/storagebucket/mod.rs"]
 mod operator;
+mod sim_support;
 
 use std::time::Duration;
 
@@ -33,16 +34,8 @@ const SERVICE: &str = "storagebucket-webhook-service.storagebucket-system.svc:44
 /// when nothing writes.
 async fn replica(r: Replica) {
     let opts = Options {
-        metrics_bind_address: "0".into(),
-        leader_election: true,
-        leader_election_id: LEASE.into(),
-        leader_election_namespace: Some("default".into()),
         webhook_server: Some(webhook::Server::in_memory(Default::default())),
-        controller: ctrl::config::Controller {
-            skip_name_validation: Some(true),
-            ..Default::default()
-        },
-        ..Default::default()
+        ..sim_support::options(Some(LEASE))
     };
     let cfg = operator::controller::Config {
         probe_interval: Duration::from_secs(3600),
@@ -147,18 +140,17 @@ fn bucket(name: &str, endpoint: &str) -> StorageBucket {
 /// finding or the webhooks' denial.
 async fn create(sim: &Simulation, b: &StorageBucket) -> Result<Result<(), String>, String> {
     let api: Api<StorageBucket> = Api::default_namespaced(sim.client());
-    loop {
+    sim_support::retried(sim, || async {
         match api.create(&PostParams::default(), b).await {
-            Ok(_) => return Ok(Ok(())),
-            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
-                return Ok(Ok(()));
-            }
+            Ok(_) => Ok(Ok(())),
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => Ok(Ok(())),
             Err(kube::Error::Api(s)) if s.message.contains("denied the request") => {
-                return Ok(Err(s.message));
+                Ok(Err(s.message))
             }
-            Err(e) => sim.tick().await.map_err(|v| format!("{v} (after {e})"))?,
+            Err(e) => Err(e),
         }
-    }
+    })
+    .await
 }
 
 async fn scenario(sim: Simulation) -> Result<(), String> {
