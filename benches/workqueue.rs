@@ -8,8 +8,8 @@
 //! Implementations: ctrl `RateLimitingQueue` (metrics off / on), ctrl `PriorityQueue`
 //! (metrics off / on, and triggers on: the trigger-keeping handle a controller's queue has
 //! by default, every add stamped as a `Kind` source stamps it and every `get` taking the
-//! key's set; the row next to the plain `PriorityQueue` row is the triggers off / on
-//! comparison), kube-runtime's `scheduler` (a single-consumer stream: one consumer
+//! key's set; `+triggers` against the plain row and `+metrics +triggers` against `+metrics`,
+//! the configuration a controller's queue runs, are the triggers off / on comparisons), kube-runtime's `scheduler` (a single-consumer stream: one consumer
 //! task in every scenario), a bare `Mutex<(VecDeque, HashSet)>` + `Notify` baseline, and
 //! an unbounded tokio mpsc channel as the floor (no dedup). Every run gets a fresh 2-worker
 //! multi-thread tokio runtime; keys are `default/obj-{i}` Strings built before the clock
@@ -46,17 +46,19 @@ enum Impl {
     Pq,
     PqTriggers,
     PqMetrics,
+    PqMetricsTriggers,
     Kube,
     Bare,
     Chan,
 }
 
-const IMPLS: [Impl; 8] = [
+const IMPLS: [Impl; 9] = [
     Impl::Rlq,
     Impl::RlqMetrics,
     Impl::Pq,
     Impl::PqTriggers,
     Impl::PqMetrics,
+    Impl::PqMetricsTriggers,
     Impl::Kube,
     Impl::Bare,
     Impl::Chan,
@@ -70,6 +72,7 @@ impl Impl {
             Impl::Pq => "ctrl PriorityQueue",
             Impl::PqTriggers => "ctrl PriorityQueue +triggers",
             Impl::PqMetrics => "ctrl PriorityQueue +metrics",
+            Impl::PqMetricsTriggers => "ctrl PriorityQueue +metrics +triggers",
             Impl::Kube => "kube-runtime 5 scheduler",
             Impl::Bare => "bare Mutex+HashSet+Notify",
             Impl::Chan => "tokio mpsc unbounded (floor)",
@@ -471,7 +474,8 @@ fn run(imp: Impl, sc: Scenario) -> Option<Sample> {
             Impl::Rlq => run_queue(ctrl_queue(false), sc, ks, ds).await,
             Impl::RlqMetrics => run_queue(ctrl_queue(true), sc, ks, ds).await,
             Impl::Pq => run_queue(ctrl_priority(false), sc, ks, ds).await,
-            Impl::PqTriggers => run_queue(WithTriggers::new(), sc, ks, ds).await,
+            Impl::PqTriggers => run_queue(WithTriggers::new(false), sc, ks, ds).await,
+            Impl::PqMetricsTriggers => run_queue(WithTriggers::new(true), sc, ks, ds).await,
             Impl::PqMetrics => run_queue(ctrl_priority(true), sc, ks, ds).await,
             Impl::Bare => run_queue(Bare::new(), sc, ks, ds).await,
             Impl::Chan => run_queue(Chan::new(), sc, ks, ds).await,
@@ -518,8 +522,8 @@ fn memory(imp: Impl, n: usize) -> usize {
                 }
                 Box::new(q)
             }
-            Impl::PqTriggers => {
-                let q = WithTriggers::with_pool(n);
+            Impl::PqTriggers | Impl::PqMetricsTriggers => {
+                let q = WithTriggers::with_pool(n, imp == Impl::PqMetricsTriggers);
                 for k in ks {
                     q.add(k);
                 }
@@ -577,7 +581,7 @@ fn print_hit_cost(nkeys: usize, adds: usize) {
         (Impl::Pq.label(), hits(ctrl_priority(false), &ks, adds)),
         (
             Impl::PqTriggers.label(),
-            hits(WithTriggers::new(), &ks, adds),
+            hits(WithTriggers::new(false), &ks, adds),
         ),
         (Impl::Bare.label(), hits(Bare::new(), &ks, adds)),
     ] {
@@ -653,7 +657,15 @@ fn print_rows(title: &str, unit: &str, higher_is_better: bool, rows: &[Row]) {
             None
         }
     };
-    let triggers = |l: &str| (l == Impl::PqTriggers.label()).then(|| Impl::Pq.label().to_string());
+    let triggers = |l: &str| {
+        if l == Impl::PqTriggers.label() {
+            Some(Impl::Pq.label().to_string())
+        } else if l == Impl::PqMetricsTriggers.label() {
+            Some(Impl::PqMetrics.label().to_string())
+        } else {
+            None
+        }
+    };
     let columns = [
         Column {
             header: "vs bare",

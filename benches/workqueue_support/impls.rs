@@ -126,7 +126,8 @@ const TRIGGER_POOL: usize = 4096;
 /// source stamps on an update (origin, event, the object's kind, namespace, name and
 /// resourceVersion), and every `get` takes the key's trigger set (`get_triggered`, what a
 /// controller's worker calls through `Queue::get_triggered_boxed`). Adds go through the
-/// `Queue` trait as a controller's do; `add_ref` and `get` are inherent calls as in the
+/// `Queue` trait as a controller's do, lending the trigger (`add_triggered_ref`, what a
+/// source's `Stamped` view passes for each add of its event); `add_ref` and `get` are inherent calls as in the
 /// plain `PriorityQueue` row, so the two rows differ by the triggers alone.
 ///
 /// The triggers are built before the clock starts, as the keys are (a source builds one per
@@ -141,13 +142,14 @@ pub struct WithTriggers {
 }
 
 impl WithTriggers {
-    pub fn new() -> Self {
-        Self::with_pool(TRIGGER_POOL)
+    /// With metrics on or off (a controller's queue has them: the `+metrics +triggers` row).
+    pub fn new(metrics: bool) -> Self {
+        Self::with_pool(TRIGGER_POOL, metrics)
     }
 
     /// With `size` distinct triggers (the memory column: one per key, as a controller's
     /// queue holds one object per queued key).
-    pub fn with_pool(size: usize) -> Self {
+    pub fn with_pool(size: usize, metrics: bool) -> Self {
         let pool = (0..size.max(1))
             .map(|i| {
                 let object = ObjectRef {
@@ -161,25 +163,27 @@ impl WithTriggers {
             })
             .collect();
         Self {
-            q: ctrl_priority(false).keeping_triggers(),
+            q: ctrl_priority(metrics).keeping_triggers(),
             pool,
         }
     }
 
-    /// The trigger of key `k`: one of the pool's, picked from the key's last bytes (a few
-    /// multiplies, so the row pays next to nothing for the pick: consecutive keys
-    /// `default/obj-{i}` get distinct ones).
+    /// The trigger of key `k`: one of the pool's, picked from the key's last eight bytes
+    /// read as one word and mixed by one multiply (so the row pays next to nothing for the
+    /// pick, and consecutive keys `default/obj-{i}` get distinct ones).
     fn trigger(&self, k: &str) -> &Trigger {
-        let tail = &k.as_bytes()[k.len().saturating_sub(8)..];
-        let h = tail.iter().fold(0usize, |h, &b| {
-            h.wrapping_mul(10).wrapping_add(usize::from(b))
-        });
-        &self.pool[h % self.pool.len()]
+        let b = k.as_bytes();
+        let tail = b.len().checked_sub(8).and_then(|at| b.get(at..));
+        let word = tail
+            .and_then(|t| <[u8; 8]>::try_from(t).ok())
+            .map_or(0, u64::from_le_bytes);
+        let mixed = word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        &self.pool[mixed as usize % self.pool.len()]
     }
 
     fn add_opts(&self, opts: AddOpts, k: String) {
-        let t = self.trigger(&k).clone();
-        Queue::add_triggered(&self.q, opts, k, t)
+        let t = self.trigger(&k);
+        Queue::add_triggered_ref(&self.q, opts, k, t)
     }
 }
 

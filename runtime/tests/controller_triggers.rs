@@ -28,6 +28,7 @@ use ctrl_runtime::source::{Channel, Kind};
 use ctrl_runtime::workqueue::triggers::{Event, MAX_TRIGGERS, ObjectRef, Origin};
 use ctrl_runtime::workqueue::{
     AddOpts, PriorityQueue, Queue, QueueConfig, RateLimitingQueue, Trigger, Triggered, Triggers,
+    prometheus_metrics_provider,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -367,7 +368,10 @@ async fn a_requeue_after_delay_is_not_counted_as_queue_wait() {
     // ends, not at the add (the key was taken the moment it became ready, so its wait is
     // far below the delay it sat out).
     let delay = Duration::from_millis(500);
-    let pq: Arc<dyn Queue<String>> = Arc::new(PriorityQueue::new(QueueConfig::new("")));
+    // The priority queue reads the wait from its metrics' stamps (a controller's queue has
+    // metrics); without them it reads no clock and leaves the wait unmeasured.
+    let cfg = QueueConfig::new("wait-after-delay").with_metrics(prometheus_metrics_provider());
+    let pq: Arc<dyn Queue<String>> = Arc::new(PriorityQueue::new(cfg));
     let waited = wait_after_delay(pq, delay).await;
     assert!(waited < delay, "priority queue: waited {waited:?}");
     let rlq: Arc<dyn Queue<String>> = Arc::new(RateLimitingQueue::new(QueueConfig::new("")));

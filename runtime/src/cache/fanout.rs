@@ -160,10 +160,12 @@ pub(crate) struct Sink<K> {
     synced: watch::Sender<bool>,
     coalesced: AtomicU64,
     pub(crate) id: u64,
+    /// The handler never blocks: its batches run without handing the worker off.
+    quick: bool,
 }
 
 impl<K: Send + Sync + 'static> Sink<K> {
-    pub(crate) fn new(id: u64, capacity: usize) -> Arc<Self> {
+    pub(crate) fn new(id: u64, capacity: usize, quick: bool) -> Arc<Self> {
         Arc::new(Self {
             buf: Mutex::new(Buffer {
                 queue: VecDeque::new(),
@@ -177,6 +179,7 @@ impl<K: Send + Sync + 'static> Sink<K> {
             synced: watch::channel(false).0,
             coalesced: AtomicU64::new(0),
             id,
+            quick,
         })
     }
 
@@ -261,8 +264,9 @@ impl<K: Send + Sync + 'static> Sink<K> {
         handler: Arc<dyn InformerHandler<K>>,
         ctx: CancellationToken,
     ) {
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let hand_off = !self.quick
+            && tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         loop {
             let notified = self.notify.notified();
             let Some(batch) = self.take() else { return };
@@ -294,8 +298,9 @@ impl<K: Send + Sync + 'static> Sink<K> {
             };
             // A handler that blocks would also hold the tasks queued on its worker
             // thread (tokio's LIFO slot cannot be stolen); on a multi-threaded runtime
-            // hand the worker's queue to another thread while handlers run.
-            if multi_thread {
+            // hand the worker's queue to another thread while handlers run, unless the
+            // handler was registered as quick.
+            if hand_off {
                 tokio::task::block_in_place(deliver);
             } else {
                 deliver();
@@ -361,7 +366,7 @@ mod tests {
 
     #[test]
     fn overflow_coalesces_per_object() {
-        let s = Sink::<u32>::new(1, 1);
+        let s = Sink::<u32>::new(1, 1, false);
         let (a, b) = (key("a"), key("b"));
         s.push(&a, Notification::Create(CreateEvent::new(Arc::new(1))));
         // Buffer full: b is created then updated twice, a is updated then deleted.

@@ -208,10 +208,27 @@ impl<K: CacheObject> Informer<K> {
     }
 
     /// Registers a handler. It first receives a Create (`is_in_initial_list`) for
-    /// every object already stored, then every later event, in order per object.
+    /// every object already stored, then every later event, in order per object. On a
+    /// multi-threaded runtime its batches run inside `block_in_place`, so a handler that
+    /// blocks cannot trap the tasks queued on its worker thread.
     pub fn add_event_handler(&self, handler: impl InformerHandler<K>) -> HandlerRegistration<K> {
+        self.register(handler, false)
+    }
+
+    /// [`add_event_handler`](Self::add_event_handler) for a handler that never blocks (a
+    /// source's enqueue, which is what controllers register): its batches run on the
+    /// delivery task itself. Handing a worker off costs ~5 us of CPU and 10-25 us of
+    /// latency per batch, and a quick handler often gets batches of one event.
+    pub fn add_quick_event_handler(
+        &self,
+        handler: impl InformerHandler<K>,
+    ) -> HandlerRegistration<K> {
+        self.register(handler, true)
+    }
+
+    fn register(&self, handler: impl InformerHandler<K>, quick: bool) -> HandlerRegistration<K> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let sink = Sink::new(id, self.inner.settings.handler_buffer);
+        let sink = Sink::new(id, self.inner.settings.handler_buffer, quick);
         let handler: Arc<dyn InformerHandler<K>> = Arc::new(handler);
         {
             let mut handlers = self.inner.handlers.write();

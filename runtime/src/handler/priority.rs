@@ -48,6 +48,12 @@ impl<R: TypedRequest> Queue<R> for DefaultPriority<'_, R> {
         }
         self.inner.add_triggered(opts, item, trigger)
     }
+    fn add_triggered_ref(&self, mut opts: AddOpts, item: R, trigger: &Trigger) {
+        if opts.priority.is_none() {
+            opts.priority = self.priority;
+        }
+        self.inner.add_triggered_ref(opts, item, trigger)
+    }
     fn records_triggers(&self) -> bool {
         self.inner.records_triggers()
     }

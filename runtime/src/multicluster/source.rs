@@ -91,6 +91,10 @@ impl Queue<Request> for ClusterQueue {
     fn add_triggered(&self, opts: AddOpts, item: Request, trigger: Trigger) {
         self.inner.add_triggered(opts, self.stamp(item), trigger);
     }
+    fn add_triggered_ref(&self, opts: AddOpts, item: Request, trigger: &Trigger) {
+        self.inner
+            .add_triggered_ref(opts, self.stamp(item), trigger);
+    }
     fn records_triggers(&self) -> bool {
         self.inner.records_triggers()
     }

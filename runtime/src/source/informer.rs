@@ -54,9 +54,11 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Informer<K, R> {
         }
         let (handler, preds) = (self.handler.clone(), self.predicates.clone());
         let kind: Arc<str> = K::kind(self.informer.dynamic_type()).into();
-        let reg = self.informer.add_event_handler(move |n: Notification<K>| {
-            deliver(n, &preds, &*handler, &*queue, &kind)
-        });
+        let reg = self
+            .informer
+            .add_quick_event_handler(move |n: Notification<K>| {
+                deliver(n, &preds, &*handler, &*queue, &kind)
+            });
         self.registered.send_replace(Some(reg.clone()));
         let informer = self.informer.clone();
         tokio::spawn(async move {

@@ -161,7 +161,7 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Kind<K, R> {
                 return;
             }
             let informer = cache.get_informer_with::<K>(&dt);
-            let reg = informer.add_event_handler(move |n: Notification<K>| {
+            let reg = informer.add_quick_event_handler(move |n: Notification<K>| {
                 deliver(n, &preds, &*handler, &*queue, &kind)
             });
             registered.send_replace(Some(reg.clone()));

@@ -32,7 +32,7 @@ pub(crate) struct Entry<S> {
     /// Its entry in `Core::in_flight` while processing (metrics only).
     in_flight: u32,
     /// When the key became ready (added with no delay, or its delay ended), a [`now_ticks`]
-    /// stamp (with metrics, or for triggers: [`Core::stamp_ready`]; 0 = unset).
+    /// stamp (with metrics only; 0 = unset).
     queued_at: u64,
     /// The queue's own per-key state.
     pub(crate) own: S,
@@ -50,9 +50,6 @@ pub(crate) struct Core<T, S> {
     pub(crate) shutting_down: bool,
     draining: bool,
     pub(crate) metrics: Option<QueueMetrics>,
-    /// Whether keys are stamped with when they became ready even without metrics: set
-    /// once a handle keeps triggers, whose [`super::Triggers::waited`] is measured from it.
-    pub(crate) stamp_ready: bool,
 }
 
 /// A queue's state as the shared machinery (`super::shared`) sees it.
@@ -83,7 +80,6 @@ impl<T: QueueKey, S: Default> Core<T, S> {
             shutting_down: false,
             draining: false,
             metrics,
-            stamp_ready: false,
         }
     }
 
@@ -108,11 +104,10 @@ impl<T: QueueKey, S: Default> Core<T, S> {
     /// only on a miss, under the lock; reading it before the lock would cost every dedup hit
     /// a clock read (S2 with metrics went from 0.84x to 0.75x of metrics off).
     pub(crate) fn count_add(&mut self, idx: u32, prio: i32, at: u64) {
-        match &mut self.metrics {
-            Some(m) => m.note_add(prio),
-            None if !self.stamp_ready => return,
-            None => {}
-        }
+        let Some(m) = &mut self.metrics else {
+            return;
+        };
+        m.note_add(prio);
         if let Some(n) = self.table.get_mut(idx)
             && n.val.queued_at == 0
         {

@@ -217,6 +217,13 @@ pub trait Queue<T: QueueKey>: Send + Sync {
         let _ = trigger;
         self.add_with_opts(opts, item)
     }
+    /// [`Queue::add_triggered`] with a borrowed trigger (what a source's one trigger for
+    /// one event passes to each add): a queue that keeps triggers in its key slots clones it
+    /// only when the key's set stores it or takes its newer object, so a dedup hit touches
+    /// no reference count. By default: cloned, then [`Queue::add_triggered`].
+    fn add_triggered_ref(&self, opts: AddOpts, item: T, trigger: &Trigger) {
+        self.add_triggered(opts, item, trigger.clone())
+    }
     /// Whether the queue keeps triggers: sources build a [`Trigger`] only then.
     fn records_triggers(&self) -> bool {
         false

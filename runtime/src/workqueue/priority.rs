@@ -18,8 +18,9 @@
 //! same lookup under the same lock as the add; the first cause is held inline, so a key
 //! queued for one cause allocates nothing for it. As the queue keeps one ready time per key,
 //! every trigger of a key, delayed or not, joins the set taken at its next hand-out. The
-//! set's [`Triggers::waited`] counts from when the key became ready (the ready stamp its
-//! metrics use, kept without metrics too once a handle keeps triggers).
+//! set's [`Triggers::waited`] counts from when the key became ready, read from the ready
+//! stamp and hand-out time the queue's metrics take anyway (a controller's queue has
+//! metrics): without metrics the wait is not measured, so keeping triggers reads no clock.
 
 use std::borrow::{Borrow, Cow};
 use std::cmp::Reverse;
@@ -35,7 +36,7 @@ use tokio::time::Instant;
 use super::core::{Core, PROCESSING, QueueState};
 use super::fair::{Bucket, FairnessFn};
 use super::metrics::QueueMetrics;
-use super::metrics::{now_ticks, secs_between};
+use super::metrics::duration_between;
 use super::rate_limiter::default_item_rate_limiter;
 use super::shared::Shared;
 use super::table::{Borrowed, KeyArg, Owned};
@@ -67,6 +68,10 @@ struct State<T> {
     /// Queued items that are ready (handed out or not yet because processing).
     ready: usize,
 }
+
+/// A key handed out with its priority, its triggers and the (ready, hand-out) stamps of its
+/// queue wait, if measured.
+type Popped<T> = (T, i32, Kept, Option<(u64, u64)>);
 
 /// What an add asks for once the lock is released: waiters to wake, and (start, wake)
 /// for the timer task.
@@ -193,12 +198,13 @@ impl<T: QueueKey> State<T> {
         self.pop_slot(now).map(|(_, key, prio, _)| (key, prio))
     }
 
-    /// [`Self::pop`], with the triggers recorded in the key's slot and when the key became
-    /// ready (a `now_ticks` stamp, 0 if unknown).
-    fn pop_triggered(&mut self, now: u64) -> Option<(T, i32, Kept, u64)> {
+    /// [`Self::pop`], with the triggers recorded in the key's slot and the (ready, hand-out)
+    /// stamps of its queue wait when the metrics took them.
+    fn pop_triggered(&mut self, now: u64) -> Option<Popped<T>> {
         let (idx, key, prio, ready_at) = self.pop_slot(now)?;
         let triggers = std::mem::take(&mut self.core.table.get_mut(idx)?.val.own.triggers);
-        Some((key, prio, triggers, ready_at))
+        let wait = (ready_at != 0 && now != 0).then_some((ready_at, now));
+        Some((key, prio, triggers, wait))
     }
 
     /// Hands out the next ready item: its slot, key, priority and ready stamp.
@@ -355,7 +361,6 @@ impl<T: QueueKey> PriorityQueue<T> {
     /// [`take_triggers`](Queue::take_triggers) hands the set over. Other handles drop
     /// triggers, as a queue that keeps none does.
     pub fn keeping_triggers(&self) -> Self {
-        self.inner.state.lock().core.stamp_ready = true;
         Self {
             inner: Arc::clone(&self.inner),
             triggers: true,
@@ -416,6 +421,28 @@ impl<T: QueueKey> PriorityQueue<T> {
         self.inner.wake_getters(n);
     }
 
+    /// [`Queue::add_triggered`] of an owned or a borrowed trigger (recorded when this handle
+    /// keeps triggers): a source's add, with no delay, goes straight to the slot.
+    fn add_cow(&self, opts: AddOpts, item: T, trigger: Cow<'_, Trigger>) {
+        let trigger = self.triggers.then_some(trigger);
+        if opts.rate_limited || opts.after.is_some_and(|d| !d.is_zero()) {
+            let trigger = trigger.map(Cow::into_owned);
+            let (n, timer) = self.add_one(opts, item, trigger);
+            self.inner.wake_getters(n);
+            self.inner.timer(timer);
+            return;
+        }
+        let hash = self.inner.hash(&item);
+        let prio = (opts.priority.unwrap_or(0), None);
+        let (rejected, (n, _)) = self
+            .inner
+            .state
+            .lock()
+            .add(hash, Owned(item), prio, trigger);
+        drop(rejected);
+        self.inner.wake_getters(n);
+    }
+
     /// Adds `item` now with priority 0.
     pub fn add(&self, item: T) {
         self.inner.add(self.inner.hash(&item), Owned(item));
@@ -468,12 +495,11 @@ impl<T: QueueKey> PriorityQueue<T> {
             let (key, prio) = self.get_with_priority().await?;
             return Some((key, prio, None));
         }
-        let (key, prio, mut kept, ready_at) = self.inner.get(State::pop_triggered).await?;
-        // Outside the lock: a boxed set is freed here, and the clock read.
+        let (key, prio, mut kept, wait) = self.inner.get(State::pop_triggered).await?;
+        // Outside the lock: a boxed set is freed here.
         let triggers = kept.take().map(|mut set| {
-            if ready_at != 0 {
-                let secs = secs_between(ready_at, now_ticks());
-                set.set_waited(Duration::try_from_secs_f64(secs).unwrap_or_default());
+            if let Some((ready_at, now)) = wait {
+                set.set_waited(duration_between(ready_at, now));
             }
             set
         });
@@ -546,9 +572,10 @@ impl<T: QueueKey> Queue<T> for PriorityQueue<T> {
         PriorityQueue::add_with_opts(self, opts, [item])
     }
     fn add_triggered(&self, opts: AddOpts, item: T, trigger: Trigger) {
-        let (n, timer) = self.add_one(opts, item, self.triggers.then_some(trigger));
-        self.inner.wake_getters(n);
-        self.inner.timer(timer);
+        self.add_cow(opts, item, Cow::Owned(trigger))
+    }
+    fn add_triggered_ref(&self, opts: AddOpts, item: T, trigger: &Trigger) {
+        self.add_cow(opts, item, Cow::Borrowed(trigger))
     }
     fn records_triggers(&self) -> bool {
         self.triggers

@@ -158,6 +158,12 @@ impl<T: QueueKey> Queue<T> for Triggered<T> {
             None => self.inner.add_triggered(opts, item, trigger),
         }
     }
+    fn add_triggered_ref(&self, opts: AddOpts, item: T, trigger: &Trigger) {
+        match &self.pending {
+            Some(_) => self.add_triggered(opts, item, trigger.clone()),
+            None => self.inner.add_triggered_ref(opts, item, trigger),
+        }
+    }
     fn records_triggers(&self) -> bool {
         true
     }
@@ -230,10 +236,13 @@ where
         self.add_with_opts(opts, item)
     }
     fn add_with_opts(&self, opts: AddOpts, item: T) {
-        self.q().add_triggered(opts, item, self.trigger.clone())
+        self.q().add_triggered_ref(opts, item, &self.trigger)
     }
     fn add_triggered(&self, opts: AddOpts, item: T, trigger: Trigger) {
         self.q().add_triggered(opts, item, trigger)
+    }
+    fn add_triggered_ref(&self, opts: AddOpts, item: T, trigger: &Trigger) {
+        self.q().add_triggered_ref(opts, item, trigger)
     }
     fn records_triggers(&self) -> bool {
         self.q().records_triggers()

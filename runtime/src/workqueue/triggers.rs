@@ -200,6 +200,7 @@ impl Trigger {
     }
 
     /// Whether `other` is the same cause (it merges into this one).
+    #[inline]
     fn same_cause(&self, other: &Trigger) -> bool {
         self.origin == other.origin
             && self.event == other.event
@@ -222,6 +223,7 @@ impl Trigger {
 
     /// [`Self::merge`] of a trigger owned or borrowed: a borrowed one's object is cloned
     /// only if it is not the one kept already.
+    #[inline]
     fn merge_from(&mut self, newer: Cow<'_, Trigger>) {
         self.count = self.count.saturating_add(newer.count);
         let same = match (&self.object, &newer.object) {
@@ -326,7 +328,8 @@ impl Triggers {
     /// How long the key waited in the queue: from when it became ready (added with no
     /// delay, or the delay of a `requeue_after` or a back-off ended) to the `get` that took
     /// it, as client-go's `workqueue_queue_duration_seconds` counts. `None` when the queue
-    /// did not measure it.
+    /// did not measure it: the priority queue reads it from the stamps its metrics take
+    /// (a controller's queue has metrics), so without metrics it stays unmeasured.
     pub fn waited(&self) -> Option<Duration> {
         self.waited
     }
@@ -376,6 +379,7 @@ impl Kept {
     /// Records `t`: merged into the cause it repeats, else added to the set. A borrowed
     /// trigger is cloned only when it is stored or brings a newer object: a repeat of the
     /// same add (the same object) touches no reference count.
+    #[inline]
     pub(crate) fn push(&mut self, t: Cow<'_, Trigger>) {
         match self {
             Kept::None => *self = Kept::One(t.into_owned()),
@@ -394,14 +398,14 @@ impl Kept {
     }
 
     /// The set recorded (`None` if nothing was), taken out: the slot is left empty.
+    #[inline]
     pub(crate) fn take(&mut self) -> Option<Triggers> {
         match std::mem::take(self) {
             Kept::None => None,
-            Kept::One(t) => {
-                let mut set = Triggers::new();
-                set.items.push(t);
-                Some(set)
-            }
+            Kept::One(t) => Some(Triggers {
+                items: SmallVec::from_buf([t]),
+                ..Triggers::default()
+            }),
             Kept::Many(set) => Some(*set),
         }
     }

@@ -31,3 +31,9 @@ pub(crate) fn secs_between(from: u64, to: u64) -> f64 {
     }
     (to - from) as f64 * secs_per_tick()
 }
+
+/// The time between two [`now_ticks`] timestamps as a `Duration` (zero if `to` is not
+/// after `from`): integer nanoseconds, no fallible float conversion on the hot path.
+pub(crate) fn duration_between(from: u64, to: u64) -> std::time::Duration {
+    std::time::Duration::from_nanos((secs_between(from, to) * 1e9) as u64)
+}

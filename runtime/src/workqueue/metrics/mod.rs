@@ -31,7 +31,7 @@ mod prometheus;
 mod queue;
 mod unfinished;
 
-pub(crate) use clock::{now_ticks, secs_between};
+pub(crate) use clock::{duration_between, now_ticks, secs_between};
 pub use histogram::{BucketCounts, DURATION_BUCKETS};
 pub use prometheus::prometheus_metrics_provider;
 pub(crate) use queue::QueueMetrics;
