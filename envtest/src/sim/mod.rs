@@ -155,6 +155,8 @@ pub(crate) struct Shared {
     identities: Mutex<HashMap<String, replicas::Identity>>,
     /// The last write that was not leader election or an Event.
     last_write: Mutex<Instant>,
+    /// The checked Lease's holder when steadiness was last asked about.
+    last_leader: Mutex<Option<String>>,
     /// The store's revision when the invariants last ran.
     checked: AtomicU64,
     /// The last Lease holder read: (store revision, Lease), holder.
@@ -196,10 +198,21 @@ impl Shared {
 
     /// Whether the checked Lease (if one is named) is held by a running incarnation: not one
     /// that crashed, left or exited, whose Lease the others wait out.
+    ///
+    /// A change of holder counts as a write: a new leader's controllers start, sync and
+    /// reconcile after it acquired the Lease, so the run is quiet only [`QUIET`] after that.
     fn led(&self) -> bool {
         let Some((ns, name)) = self.lease.lock().clone() else {
             return true;
         };
+        let holder = self.lease_holder(&ns, &name);
+        {
+            let mut last = self.last_leader.lock();
+            if *last != holder {
+                *last = holder;
+                *self.last_write.lock() = Instant::now();
+            }
+        }
         self.holder_identity(&ns, &name)
             .is_some_and(|id| id.is_running())
     }
@@ -396,12 +409,13 @@ impl Simulation {
     }
 
     fn is_steady(&self) -> bool {
+        // First: a change of leader counts as a write.
+        let led = self.shared.led();
         let state = self.state.lock();
-        state.schedule.is_empty()
+        led && state.schedule.is_empty()
             && state.restarts.is_empty()
             && self.shared.trace.reconciling() == 0
             && self.shared.last_write.lock().elapsed() >= QUIET
-            && self.shared.led()
     }
 
     /// The checkers: what the trace found, then the user's invariants — these only when the
