@@ -28,7 +28,8 @@
 //! `cargo test --all-targets` runs it) a quick mode uses 50 objects and 1 s of churn.
 //! Knobs: `CTRL_BENCH_E2E_SIZES=1000,10000`, `CTRL_BENCH_E2E_REPS`, `CTRL_BENCH_E2E_RATES`,
 //! `CTRL_BENCH_E2E_CHURN_SECS`, `CTRL_BENCH_E2E_CHURN_OBJECTS`, `CTRL_BENCH_E2E_CONCURRENCY`
-//! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn.
+//! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn;
+//! `CTRL_BENCH_E2E_ROWS=ctrl` runs (a) and (b) for the rows whose label contains it only.
 //! `CTRL_BENCH_E2E_SIZES=1000000` (never in the default run) holds a million objects and runs (a)
 //! only, not (b) (see `PATCH_MAX`). Charts go
 //! to `target/bench-plots/`; `docs/benchmarks.md` shows the latest run.
@@ -64,8 +65,11 @@ use table::{Column, Row};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// mimalloc for every row: with glibc's allocator the heap the in-process server's history
+/// fills fragments malloc's free lists, and a row's time then depended on how many runs came
+/// before it (ctrl's first run at 100,000 objects 1.7 CPU-s, its third 5.5; docs/benchmarks.md).
 #[global_allocator]
-static ALLOC: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
+static ALLOC: Cap<mimalloc::MiMalloc> = Cap::new(mimalloc::MiMalloc, usize::MAX);
 
 const NS: &str = "default";
 
@@ -533,6 +537,9 @@ struct Config {
     churn_secs: f64,
     churn_objects: usize,
     knobs: Knobs,
+    /// The rows (a) and (b) run: `CTRL_BENCH_E2E_ROWS=ctrl` (label substrings, comma
+    /// separated) keeps those whose label contains one; all by default.
+    rows: Vec<Imp>,
 }
 
 fn env_list(name: &str) -> Option<Vec<usize>> {
@@ -573,7 +580,19 @@ fn config() -> Config {
             concurrency: env_num("CTRL_BENCH_E2E_CONCURRENCY").unwrap_or(16).max(1),
         },
         sizes,
+        rows: rows_wanted(),
     }
+}
+
+fn rows_wanted() -> Vec<Imp> {
+    let wanted = std::env::var("CTRL_BENCH_E2E_ROWS").unwrap_or_default();
+    let keep = |i: &Imp| {
+        wanted.trim().is_empty()
+            || wanted
+                .split(',')
+                .any(|w| !w.trim().is_empty() && i.label().contains(w.trim()))
+    };
+    IMPS.into_iter().filter(keep).collect()
 }
 
 const IMPS: [Imp; 3] = [Imp::Ctrl, Imp::Kube, Imp::Floor];
@@ -680,8 +699,9 @@ async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
     for rep in 0..cfg.reps {
         // Each repetition starts with another row, so no row always runs first (right after
         // the previous repetition's last row freed its objects).
-        let mut order = IMPS;
-        order.rotate_left(rep % IMPS.len());
+        let mut order = cfg.rows.clone();
+        let rows = order.len().max(1);
+        order.rotate_left(rep % rows);
         for imp in order {
             let s = cold(imp, env, n, false, cfg.knobs).await;
             print_sample("(a)", rep, imp, &s);

@@ -24,6 +24,10 @@ fn project_files(p: &Project) -> Vec<(String, String)> {
             t(include_str!("../templates/Dockerfile.tmpl")),
         ),
         (
+            "examples/envtest.rs".into(),
+            t(include_str!("../templates/example_envtest.rs.tmpl")),
+        ),
+        (
             ".dockerignore".into(),
             t(include_str!("../templates/dockerignore.tmpl")),
         ),

@@ -12,53 +12,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-/// The binary under test.
-fn cargo_ctrl(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-ctrl"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run cargo-ctrl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "cargo-ctrl {args:?} failed:\n{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
-}
-
-/// `init` + `create api --image` + `create webhook` in `dir`, as the flow.
-fn scaffold(dir: &Path, ctrl_path: Option<&Path>) {
-    let mut init = vec![
-        "ctrl",
-        "init",
-        "--domain",
-        "example.com",
-        "--name",
-        "memcached-operator",
-    ];
-    if let Some(p) = ctrl_path {
-        init.extend(["--ctrl-path", p.to_str().expect("utf-8 path")]);
-    }
-    cargo_ctrl(dir, &init);
-    let gvk = [
-        "--group",
-        "cache",
-        "--version",
-        "v1alpha1",
-        "--kind",
-        "Memcached",
-    ];
-    let mut api = vec!["ctrl", "create", "api"];
-    api.extend(gvk);
-    api.extend(["--image", "memcached:1.6", "--port", "11211"]);
-    cargo_ctrl(dir, &api);
-    let mut webhook = vec!["create", "webhook"]; // invoked directly, without cargo's `ctrl`
-    webhook.extend(gvk);
-    webhook.extend(["--defaulting", "--validation"]);
-    cargo_ctrl(dir, &webhook);
-}
+mod support;
+use support::{cargo_ctrl, scaffold, workspace};
 
 /// Every file under `dir` (relative paths, sorted), `target/` left out.
 fn tree(dir: &Path) -> Vec<PathBuf> {
@@ -207,13 +162,6 @@ fn cargo(dir: &Path, args: &[&str]) -> Command {
         .env_remove("KUBECONFIG")
         .env_remove("RUST_LOG");
     cmd
-}
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
 }
 
 #[test]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Re-vendors the Kubernetes `generated.proto` files ctrl-envtest's protobuf codec compiles
-# (envtest/build.rs): the stable group versions, from a checkout of kube-rs/k8s-pb at the tag
+# Re-vendors the Kubernetes `generated.proto` files ctrl-envtest's protobuf codec reads, compiled
+# into `k8s.fds` (after vendoring: `UPDATE_GOLDEN=1 cargo test -p ctrl-envtest --test
+# protobuf_descriptors`): the stable group versions, from a checkout of kube-rs/k8s-pb at the tag
 # that matches the k8s-pb crate in Cargo.toml (its protos are Kubernetes' own, with packages
 # renamed after their import paths). Comment lines are dropped (the licence header stays):
 # the codec needs the messages, not their docs, which are in k8s-pb and upstream.

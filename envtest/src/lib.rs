@@ -22,6 +22,7 @@
 //! 80 lines, and this diagram and `docs/envtest.md`'s name exactly these modules in this order):
 //!
 //! ```text
+//! cli            `ctrl-envtest serve` (the binary's flags and main, as a library function)
 //! sim/           the deterministic simulation: seed, paused runtime, in-memory transport,
 //!                fault schedule, trace, checkers (runs an operator against `env`)
 //! env            builds every layer, seeds, starts the server and the controllers
@@ -174,6 +175,7 @@ mod storage;
 mod tls;
 mod webhook_client;
 
+pub mod cli;
 pub mod sim;
 pub mod wait;
 

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// envtest's top-level modules, highest layer first (the order of the diagram in `src/lib.rs`).
 const LAYERS: &[&str] = &[
+    "cli",
     "sim",
     "env",
     "controllers",

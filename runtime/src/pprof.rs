@@ -14,13 +14,16 @@
 //!
 //! Only one CPU profile runs at a time; a second request gets `500`, as Go answers
 //! `cpu profiling already in use`.
+//!
+//! CPU profiles need the crate feature `pprof` (`ctrl/pprof`): the `pprof` crate and its
+//! symbolizer are a good part of an operator's cold build, and most operators never take a
+//! profile. Without it the server still serves the index and the heap summary and answers
+//! `/debug/pprof/profile` with `501 Not Implemented` naming the feature.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use http::{HeaderValue, StatusCode, header};
-use http_body_util::Full;
+use http::StatusCode;
 
 use crate::http::{self as h, Handler, Router};
 
@@ -34,6 +37,7 @@ pub const DEFAULT_PROFILE_SECONDS: u64 = 30;
 pub const MAX_PROFILE_SECONDS: u64 = 3600;
 
 /// Samples per second of a CPU profile (Go's default rate).
+#[cfg(feature = "pprof")]
 const FREQUENCY: i32 = 100;
 
 /// The profiling server's routes.
@@ -81,8 +85,18 @@ fn seconds(query: Option<&str>) -> Result<u64, String> {
     }
 }
 
+/// Without the `pprof` feature: `501`, naming the feature that serves CPU profiles.
+#[cfg(not(feature = "pprof"))]
+async fn cpu_profile(_duration: Duration) -> h::Response {
+    h::text(
+        StatusCode::NOT_IMPLEMENTED,
+        "CPU profiles need ctrl's `pprof` feature (ctrl-runtime/pprof)\n",
+    )
+}
+
 /// Samples the process for `duration` on a blocking thread (the profiler guard is
 /// not `Send`) and answers the profile as protobuf.
+#[cfg(feature = "pprof")]
 async fn cpu_profile(duration: Duration) -> h::Response {
     let profiled = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
         use pprof::protos::Message;
@@ -108,7 +122,11 @@ async fn cpu_profile(duration: Duration) -> h::Response {
 }
 
 /// `200` with a profile, typed and named as Go's handler answers it.
+#[cfg(feature = "pprof")]
 fn protobuf(bytes: Vec<u8>) -> h::Response {
+    use bytes::Bytes;
+    use http::{HeaderValue, header};
+    use http_body_util::Full;
     let mut resp = http::Response::new(Full::new(Bytes::from(bytes)));
     let hs = resp.headers_mut();
     hs.insert(

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
-use super::args::{Flags, local_options};
+use super::args::Flags;
 use super::{logging, print, run};
 use crate::CancellationToken;
 use crate::manager::{Args, BoxError, Manager, Options, load_config};
@@ -229,7 +229,7 @@ impl Cluster {
     }
 
     /// The manager options of kubebuilder's flags `args`: as they are on a configured
-    /// cluster (the Lease in `POD_NAMESPACE` if set, [`super::leader::namespace_from_env`]); locally with free loopback ports ([`local_options`]) and the local
+    /// cluster (the Lease in `POD_NAMESPACE` if set, [`super::leader::namespace_from_env`]); locally with free loopback ports ([`super::args::local_options`]) and the local
     /// webhook server (self-signed, registered by [`Cluster::run_manager`]).
     pub fn options(&self, args: &Args) -> Options {
         match self {
@@ -237,7 +237,7 @@ impl Cluster {
             #[cfg(feature = "envtest")]
             Self::Local { webhooks, .. } => Options {
                 webhook_server: Some(webhooks.server.clone()),
-                ..local_options(args)
+                ..super::args::local_options(args)
             },
         }
     }

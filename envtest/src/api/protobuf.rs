@@ -4,9 +4,10 @@
 //! `k8s.io/apimachinery/pkg/runtime/serializer/protobuf`).
 //!
 //! **How.** One generic transcoder between protobuf bytes and the JSON form the rest of the
-//! server works on, driven by message descriptors, with no per-kind code. `build.rs` compiles
-//! Kubernetes' own `generated.proto` files (vendored in `envtest/proto/`, the Kubernetes version
-//! of the `k8s-pb` crate) with protox into a `FileDescriptorSet`; [`schema`] indexes its
+//! server works on, driven by message descriptors, with no per-kind code. Kubernetes' own
+//! `generated.proto` files (vendored in `envtest/proto/`, the Kubernetes version of the `k8s-pb`
+//! crate) are compiled with protox into a `FileDescriptorSet`, checked in as `proto/k8s.fds`
+//! (`tests/protobuf_descriptors.rs` recompiles and compares); [`schema`] indexes its
 //! messages by group, version and kind; prost-reflect decodes and encodes
 //! [`prost_reflect::DynamicMessage`]s; [`to_json`] and [`from_json`] map those to and from
 //! `serde_json` values field by field, under Kubernetes' JSON names. go-to-protobuf names
@@ -30,15 +31,15 @@ mod from_json;
 mod gotime;
 mod schema;
 mod to_json;
+mod wire;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use k8s_pb::apimachinery::pkg::apis::meta::v1::WatchEvent;
-use k8s_pb::apimachinery::pkg::runtime::{RawExtension, TypeMeta, Unknown};
 use prost::Message;
 use prost_reflect::DynamicMessage;
 use serde_json::{Value, json};
 
 use crate::api::status::ApiError;
+use wire::{RawExtension, TypeMeta, Unknown, WatchEvent};
 
 /// The media type of Kubernetes protobuf.
 pub(crate) const MEDIA: &str = "application/vnd.kubernetes.protobuf";

@@ -1,5 +1,5 @@
 //! The message descriptors of every built-in kind (the vendored `generated.proto` files, compiled
-//! by `build.rs`), indexed by group, version and kind, and the few places where Kubernetes' JSON
+//! into `proto/k8s.fds`), indexed by group, version and kind, and the few places where Kubernetes' JSON
 //! is not the plain field-for-field image of its protobuf message: the types with their own
 //! JSON form ([`Special`]), embedded Go structs whose fields JSON inlines ([`inline`]) and field
 //! names that differ ([`json_name`]), and which scalar fields are Go pointers or always written
@@ -11,14 +11,16 @@ use std::sync::LazyLock;
 
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 
-/// The compiled descriptor set (see `build.rs`).
-static FDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/k8s.fds"));
+/// The compiled descriptor set: `proto/*.proto` compiled by protox, checked in so that a build
+/// needs no proto compiler (`tests/protobuf_descriptors.rs` recompiles it and compares;
+/// `UPDATE_GOLDEN=1` rewrites it after `proto/vendor.sh`).
+static FDS: &[u8] = include_bytes!("../../../proto/k8s.fds");
 
 /// (group, version, kind) -> message.
 type Kinds = HashMap<(String, String, String), MessageDescriptor>;
 
 static KINDS: LazyLock<Kinds> = LazyLock::new(|| {
-    // The set is compiled from files in this crate at build time, so it decodes; were it not
+    // The set is compiled from files in this crate (and checked by a test), so it decodes; were it not
     // to, every protobuf body would be an unknown kind (415), never a panic.
     let pool = DescriptorPool::decode(FDS).unwrap_or_default();
     let mut kinds = HashMap::new();
