@@ -641,6 +641,38 @@ impl Environment {
             .collect()
     }
 
+    /// The metadata of the stored object `namespace/name` of `group/version/plural` (`None` when
+    /// there is no such object), read with no request: for the simulation's checkers.
+    pub(crate) fn stored_meta(
+        &self,
+        (group, version, plural): (&str, &str, &str),
+        namespace: &str,
+        name: &str,
+    ) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+        let rt = self
+            .state
+            .registry
+            .snapshot()
+            .get(group, version, plural)?
+            .clone();
+        let key = (namespace.to_string(), name.to_string());
+        let bytes = self.state.store.get(&rt.store_key(), &key)?;
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        }
+        Some(serde_json::from_slice::<Meta>(&bytes).ok()?.metadata)
+    }
+
+    /// The plural of kind `kind` served at `apiVersion` `api_version` (`group/version`, or
+    /// `version` for the core group).
+    pub(crate) fn plural_of(&self, api_version: &str, kind: &str) -> Option<String> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let snap = self.state.registry.snapshot();
+        let mut types = snap.in_group_version(group, version);
+        types.find(|t| t.kind == kind).map(|t| t.plural.clone())
+    }
+
     /// The store's revision (the last resourceVersion written): unchanged means nothing was
     /// written.
     pub(crate) fn store_revision(&self) -> u64 {

@@ -3,7 +3,8 @@
 //! ([`GoVerifier`]: a self-signed serving certificate may be its own bundle), within the webhook's
 //! timeout; a `clientConfig.service` is called at its DNS name, routed to where the test
 //! says the Service is served ([`add_route`]). HTTP/1.1 connections are kept per (URL authority, CA) and reused, so a steady stream
-//! of writes pays the TLS handshake once. Admission webhooks (`admission`) and CRD conversion
+//! of writes pays the TLS handshake once; a URL the simulation serves in memory (`in_memory`) is
+//! called there instead, with no socket. Admission webhooks (`admission`) and CRD conversion
 //! webhooks ([`registry::conversion`](crate::registry::conversion)) are called through it. A leaf:
 //! it imports nothing else of the crate.
 
@@ -20,6 +21,10 @@ use parking_lot::Mutex;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
+
+mod in_memory;
+
+pub(crate) use in_memory::{BoxError, Endpoints, WebhookService};
 
 type Sender = SendRequest<Full<Bytes>>;
 
@@ -264,7 +269,8 @@ async fn connect(uri: &http::Uri, ca_bundle: &str) -> Result<Sender, String> {
     Ok(sender)
 }
 
-/// POSTs `review` to `url`; the decoded review that came back, or why the call failed.
+/// POSTs `review` to `url`; the decoded review that came back, or why the call failed. A URL
+/// served in memory (`in_memory`, the simulation's) is called there, else over TLS.
 pub(crate) async fn call(
     url: &str,
     ca_bundle: &str,
@@ -277,43 +283,15 @@ pub(crate) async fn call(
     if uri.scheme_str() != Some("https") {
         return Err(format!("webhook url {url:?} must use https"));
     }
-    let key = format!(
-        "{}|{}",
-        uri.authority().map(|a| a.as_str()).unwrap_or(""),
-        ca_bundle
-    );
     let body = Bytes::from(serde_json::to_vec(review).map_err(|e| e.to_string())?);
     let fut = async {
-        let reused = {
-            let mut p = pool().lock();
-            let list = p.entry(key.clone()).or_default();
-            list.retain(|s| !s.is_closed());
-            list.pop()
+        let (status, bytes) = match in_memory::lookup(&uri) {
+            Some(service) => {
+                roots(ca_bundle)?;
+                in_memory::post(service, &uri, body).await?
+            }
+            None => post_tls(&uri, ca_bundle, body).await?,
         };
-        let mut sender = match reused {
-            Some(s) => s,
-            None => connect(&uri, ca_bundle).await?,
-        };
-        sender.ready().await.map_err(|e| e.to_string())?;
-        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-        let req = http::Request::post(path)
-            .header(
-                http::header::HOST,
-                uri.authority().map(|a| a.as_str()).unwrap_or(""),
-            )
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json")
-            .body(Full::new(body.clone()))
-            .map_err(|e| e.to_string())?;
-        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-        let status = resp.status();
-        let bytes = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        pool().lock().entry(key.clone()).or_default().push(sender);
         if !status.is_success() {
             return Err(format!(
                 "the server responded with HTTP {}: {}",
@@ -330,4 +308,54 @@ pub(crate) async fn call(
             timeout.as_secs()
         )),
     }
+}
+
+/// The POST of a review body to `path` at `uri`'s authority, as JSON.
+fn request<B>(uri: &http::Uri, path: &str, body: B) -> Result<http::Request<B>, String> {
+    http::Request::post(path)
+        .header(
+            http::header::HOST,
+            uri.authority().map(|a| a.as_str()).unwrap_or(""),
+        )
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json")
+        .body(body)
+        .map_err(|e| e.to_string())
+}
+
+/// POSTs `body` to `uri` over TLS on a pooled connection (a new one when none is free): the
+/// status and body of the answer.
+async fn post_tls(
+    uri: &http::Uri,
+    ca_bundle: &str,
+    body: Bytes,
+) -> Result<(http::StatusCode, Bytes), String> {
+    let key = format!(
+        "{}|{}",
+        uri.authority().map(|a| a.as_str()).unwrap_or(""),
+        ca_bundle
+    );
+    let reused = {
+        let mut p = pool().lock();
+        let list = p.entry(key.clone()).or_default();
+        list.retain(|s| !s.is_closed());
+        list.pop()
+    };
+    let mut sender = match reused {
+        Some(s) => s,
+        None => connect(uri, ca_bundle).await?,
+    };
+    sender.ready().await.map_err(|e| e.to_string())?;
+    let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let req = request(uri, path, Full::new(body))?;
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    pool().lock().entry(key).or_default().push(sender);
+    Ok((status, bytes))
 }

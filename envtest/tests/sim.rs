@@ -366,10 +366,15 @@ fn the_checkers_catch_a_write_without_the_lease_and_two_holders_of_a_key() {
             .map_err(|e| e.to_string())?;
         sim.run_until_steady(Duration::from_secs(60)).await
     };
-    let failure = sim::check(0..20, Simulation::builder, unelected).expect_err("caught");
+    // Some seeds show the rogue reconciling a key the leader holds first (the other
+    // checker); some seed within these shows the write without the Lease.
     let caught =
         "rogue wrote (POST /api/v1/namespaces/default/pods) while leader held Lease default/sim";
-    assert!(failure.message.contains(caught), "{failure}");
+    let failures: Vec<String> = (0..20)
+        .filter_map(|seed| Simulation::builder(seed).run(unelected).err())
+        .map(|f| f.message)
+        .collect();
+    assert!(failures.iter().any(|m| m.contains(caught)), "{failures:#?}");
 
     let twins = |sim: Simulation| async move {
         let _seen = counted(&sim, 2, false);

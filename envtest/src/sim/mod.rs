@@ -8,10 +8,13 @@
 //! the server through the in-memory transport ([`Environment::in_memory_client`]) wrapped by
 //! `transport`: the seed delays each request and each watch frame (interleavings, stale
 //! caches), picks when each replica starts (who wins an election), and draws the fault
-//! schedule (`schedule`: watch drops, 410 relists, 409 storms, 429s, 5xx, leader loss, replica
-//! crash and restart, a replica leaving and joining). Every request, reconcile and fault goes into a trace (`trace`) whose
+//! schedule (`schedule`: watch drops, 410 relists, 409 storms, 429s, 5xx, slow webhooks, leader
+//! loss, replica crash and restart, a replica leaving and joining). A replica's webhook server
+//! is called by the API server in memory too (`webhooks`, [`Replica::serve_webhooks`]): no
+//! socket, the same review JSON, a seeded delay in virtual time. Every request, reconcile and fault goes into a trace (`trace`) whose
 //! hash is printed; the checkers run at every step: no two workers hold one key, no write by a
-//! replica that does not hold the named Lease, the user's invariants over the store, and
+//! replica that does not hold the named Lease, no write by a shard to an object of another
+//! shard (`shards`), the user's invariants over the store, and
 //! [`Simulation::run_until_steady`]'s deadline. A failing seed prints a one-line replay command
 //! and the last steps of the trace.
 //!
@@ -29,16 +32,19 @@
 //! ```
 //!
 //! What is not simulated: tokio's `select!` draws its branch order from a per-runtime random
-//! seed (seeding it needs `tokio_unstable`), object UIDs and reconcile IDs are random, and
-//! `spawn_blocking` threads run outside the virtual clock. None of these is in the trace, and
-//! the tests check that one seed gives one trace; a scenario that makes one of them matter
-//! would show it as two hashes for one seed.
+//! seed (seeding it needs `tokio_unstable`), and `spawn_blocking` threads run outside the
+//! virtual clock. So that the first matters as little as it can, each kind of seeded choice
+//! draws from a stream of its own (`Shared::stream`): which of two tasks ready at one virtual
+//! instant runs first does not change what either draws. The tests check that one seed gives
+//! one trace; a scenario where the order still matters shows as two hashes for one seed.
 
 mod replicas;
 mod run;
 mod schedule;
+mod shards;
 mod trace;
 mod transport;
+mod webhooks;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -58,7 +64,7 @@ use replicas::Slot;
 pub use run::{
     CheckReport, Failure, LOG_VAR, Outcome, SEED_VAR, THREADS_VAR, TRACE_DIR_VAR, check,
 };
-pub use schedule::{FaultKind, FaultPlan};
+pub use schedule::{FaultKind, FaultPlan, SLOW_WEBHOOK};
 
 /// How far one [`Simulation::tick`] moves virtual time.
 pub const STEP: Duration = Duration::from_millis(100);
@@ -73,6 +79,7 @@ pub struct SimulationBuilder {
     faults: FaultPlan,
     request_delay: Duration,
     watch_delay: Duration,
+    webhook_delay: Duration,
 }
 
 impl SimulationBuilder {
@@ -102,6 +109,14 @@ impl SimulationBuilder {
         self
     }
 
+    /// The longest seeded delay of a webhook call served in memory
+    /// ([`Replica::serve_webhooks`]; default 10 ms). A [`FaultKind::SlowWebhook`] makes a few
+    /// calls take up to [`SLOW_WEBHOOK`] instead.
+    pub fn webhook_delay(mut self, max: Duration) -> Self {
+        self.webhook_delay = max;
+        self
+    }
+
     /// Runs `scenario` under this seed, once: on a fresh current-thread runtime with a paused
     /// clock, the fake wall clock (seeded) current on this thread, and the trace's `tracing`
     /// layer as this thread's subscriber (so the scenario's own logs are not printed). Prints
@@ -119,17 +134,29 @@ impl SimulationBuilder {
 pub(crate) struct Shared {
     seed: u64,
     start: Instant,
-    rng: Mutex<StdRng>,
+    /// The seed's streams of choices, by key (`Shared::stream`).
+    streams: Mutex<HashMap<String, StdRng>>,
     trace: trace::Trace,
     env: Environment,
     request_delay: Duration,
     watch_delay: Duration,
+    webhook_delay: Duration,
+    /// The webhook servers replicas serve in memory, current on the seed's thread: one
+    /// router per `host:port` over its backends.
+    endpoints: crate::webhook_client::Endpoints,
+    backends: Mutex<HashMap<String, Vec<webhooks::Backend>>>,
+    /// How many webhook calls are still to be slow ([`FaultKind::SlowWebhook`]).
+    slow_webhooks: std::sync::atomic::AtomicUsize,
+    /// The shard-ownership checker's configuration (`shards`).
+    shards: Mutex<shards::ShardCheck>,
     /// The leader-election Lease whose holder alone may write, and the replica of each
     /// leader-election identity.
     lease: Mutex<Option<(String, String)>>,
     identities: Mutex<HashMap<String, replicas::Identity>>,
     /// The last write that was not leader election or an Event.
     last_write: Mutex<Instant>,
+    /// The checked Lease's holder when steadiness was last asked about.
+    last_leader: Mutex<Option<String>>,
     /// The store's revision when the invariants last ran.
     checked: AtomicU64,
     /// The last Lease holder read: (store revision, Lease), holder.
@@ -171,25 +198,53 @@ impl Shared {
 
     /// Whether the checked Lease (if one is named) is held by a running incarnation: not one
     /// that crashed, left or exited, whose Lease the others wait out.
+    ///
+    /// A change of holder counts as a write: a new leader's controllers start, sync and
+    /// reconcile after it acquired the Lease, so the run is quiet only [`QUIET`] after that.
     fn led(&self) -> bool {
         let Some((ns, name)) = self.lease.lock().clone() else {
             return true;
         };
+        let holder = self.lease_holder(&ns, &name);
+        {
+            let mut last = self.last_leader.lock();
+            if *last != holder {
+                *last = holder;
+                *self.last_write.lock() = Instant::now();
+            }
+        }
         self.holder_identity(&ns, &name)
             .is_some_and(|id| id.is_running())
     }
 
-    fn draw(&self, max: Duration) -> Duration {
+    /// Runs `f` on the seed's stream of choices named `key`. Each kind of choice (a replica's
+    /// requests to one path, the faults, a webhook's calls, ...) draws from a stream of its
+    /// own, seeded from the seed and the key: what one draws does not depend on how two tasks
+    /// ready at one virtual instant were ordered (tokio's `select!` is not seeded), only on
+    /// how many choices of that kind came before.
+    pub(super) fn stream<T>(&self, key: &str, f: impl FnOnce(&mut StdRng) -> T) -> T {
+        use rand::SeedableRng;
+        use std::hash::{Hash, Hasher};
+        let mut streams = self.streams.lock();
+        let rng = streams.entry(key.to_string()).or_insert_with(|| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (self.seed, key).hash(&mut h);
+            StdRng::seed_from_u64(h.finish())
+        });
+        f(rng)
+    }
+
+    /// A delay of up to `max` from stream `key`.
+    fn draw(&self, key: &str, max: Duration) -> Duration {
         use rand::Rng;
-        transport::millis(max, |m| self.rng.lock().random_range(0..=m))
+        transport::millis(max, |m| self.stream(key, |r| r.random_range(0..=m)))
     }
 
-    fn request_delay(&self) -> Duration {
-        self.draw(self.request_delay)
-    }
-
-    fn watch_delay(&self) -> Duration {
-        self.draw(self.watch_delay)
+    fn request_delay(&self, replica: &str, method: &http::Method, path: &str) -> Duration {
+        self.draw(
+            &format!("request {replica} {method} {path}"),
+            self.request_delay,
+        )
     }
 
     fn trace(&self, what: impl std::fmt::Display) {
@@ -240,7 +295,8 @@ struct State {
 }
 
 impl Simulation {
-    /// A builder for the run of `seed`: no faults, 20 ms request and 50 ms watch delays.
+    /// A builder for the run of `seed`: no faults, 20 ms request, 50 ms watch and 10 ms
+    /// webhook delays.
     pub fn builder(seed: u64) -> SimulationBuilder {
         SimulationBuilder {
             seed,
@@ -248,6 +304,7 @@ impl Simulation {
             faults: FaultPlan::default(),
             request_delay: Duration::from_millis(20),
             watch_delay: Duration::from_millis(50),
+            webhook_delay: Duration::from_millis(10),
         }
     }
 
@@ -352,12 +409,13 @@ impl Simulation {
     }
 
     fn is_steady(&self) -> bool {
+        // First: a change of leader counts as a write.
+        let led = self.shared.led();
         let state = self.state.lock();
-        state.schedule.is_empty()
+        led && state.schedule.is_empty()
             && state.restarts.is_empty()
             && self.shared.trace.reconciling() == 0
             && self.shared.last_write.lock().elapsed() >= QUIET
-            && self.shared.led()
     }
 
     /// The checkers: what the trace found, then the user's invariants — these only when the
@@ -402,11 +460,14 @@ impl Simulation {
     /// Plays one fault now.
     fn play(&self, kind: FaultKind) {
         use rand::Rng;
-        let (n, five_hundred) = {
-            let mut rng = self.shared.rng.lock();
+        let (n, five_hundred) = (self.shared).stream("faults", |rng| {
             (rng.random_range(1..=5), rng.random_bool(0.5))
-        };
+        });
         self.shared.trace(format_args!("fault {kind:?} x{n}"));
+        if kind == FaultKind::SlowWebhook {
+            self.shared.slow_webhooks.fetch_add(n, Ordering::AcqRel);
+            return;
+        }
         if schedule::inject(&self.shared.env.faults(), kind, n, five_hundred) {
             return;
         }
@@ -419,7 +480,7 @@ impl Simulation {
             if alive.is_empty() {
                 return;
             }
-            let i = self.shared.rng.lock().random_range(0..alive.len());
+            let i = (self.shared).stream("victims", |rng| rng.random_range(0..alive.len()));
             alive[i].clone()
         };
         if kind == FaultKind::Leave {

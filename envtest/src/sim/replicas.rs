@@ -27,6 +27,8 @@ pub struct Replica {
     pub(super) shared: Arc<Shared>,
     /// False once this incarnation's run returned.
     pub(super) running: Arc<AtomicBool>,
+    /// False once this incarnation crashed.
+    pub(super) alive: Arc<AtomicBool>,
 }
 
 /// A leader-election identity: the replica and the incarnation that told it.
@@ -95,7 +97,8 @@ impl Simulation {
             task: None,
         };
         self.state.lock().replicas.push(slot);
-        self.launch(name, self.shared.draw(Duration::from_secs(1)));
+        let delay = (self.shared).draw(&format!("start {name}"), Duration::from_secs(1));
+        self.launch(name, delay);
     }
 
     /// Starts a new incarnation of replica `name` after `delay`.
@@ -117,6 +120,7 @@ impl Simulation {
             shutdown: slot.shutdown.clone(),
             shared: self.shared.clone(),
             running: Arc::new(AtomicBool::new(true)),
+            alive: slot.alive.clone(),
         };
         let running = replica.running.clone();
         let run = (slot.factory)(replica);
@@ -182,7 +186,8 @@ impl Simulation {
     /// Restarts replica `name` after a seeded pause of one to five seconds, unless a restart
     /// is already due (two would start two incarnations, the first running on unseen).
     pub(super) fn schedule_restart(&self, name: &str) {
-        let back = self.elapsed() + Duration::from_secs(1) + self.shared.draw(STEP * 40);
+        let pause = (self.shared).draw(&format!("restart {name}"), STEP * 40);
+        let back = self.elapsed() + Duration::from_secs(1) + pause;
         let mut state = self.state.lock();
         if !state.restarts.iter().any(|(_, n)| n == name) {
             state.restarts.push((back, name.to_string()));

@@ -203,6 +203,7 @@ where
         let sim = start_simulation(b, trace.clone(), t0)
             .await
             .map_err(|e| (e, Duration::ZERO))?;
+        let _webhooks = sim.shared.endpoints.enter();
         let outcome = scenario(sim.clone()).await;
         let outcome = outcome.and_then(|()| sim.check());
         sim.stop();
@@ -254,14 +255,20 @@ async fn start_simulation(
     let shared = Arc::new(Shared {
         seed: b.seed,
         start,
-        rng: Mutex::new(rng),
+        streams: Default::default(),
         trace,
         env,
         request_delay: b.request_delay,
         watch_delay: b.watch_delay,
+        webhook_delay: b.webhook_delay,
+        endpoints: Default::default(),
+        backends: Default::default(),
+        slow_webhooks: 0.into(),
+        shards: Default::default(),
         lease: Mutex::new(None),
         identities: Mutex::new(Default::default()),
         last_write: Mutex::new(start),
+        last_leader: Mutex::new(None),
         checked: u64::MAX.into(),
         holder_cache: Mutex::new(None),
     });
@@ -298,6 +305,7 @@ impl Simulation {
             }
         }
         self.shared.env.stop();
+        self.shared.forget_webhooks();
     }
 }
 

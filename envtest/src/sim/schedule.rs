@@ -1,6 +1,6 @@
 //! Faults as a schedule: a [`FaultPlan`] names which [`FaultKind`]s may happen and how often;
 //! the seed picks when and which. Each fault is one of ctrl-envtest's existing
-//! [`Faults`](crate::Faults) (watch drops, 410 relists, 409s, 429s, 5xx) or a replica's fate
+//! [`Faults`](crate::Faults) (watch drops, 410 relists, 409s, 429s, 5xx), slow webhooks, or a replica's fate
 //! (crash and restart, leave and join, leader loss), played by the simulation at its virtual
 //! time.
 
@@ -10,6 +10,9 @@ use rand::Rng;
 use rand::rngs::StdRng;
 
 use crate::faults::{FaultMatch, FaultStatus, Faults, Verb};
+
+/// The longest a webhook call takes under [`FaultKind::SlowWebhook`].
+pub const SLOW_WEBHOOK: Duration = Duration::from_secs(15);
 
 /// A fault the simulation can play.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +29,10 @@ pub enum FaultKind {
     Throttle,
     /// The next few requests fail with `500` or `503`.
     ServerError,
+    /// The next few webhook calls served in memory (`Replica::serve_webhooks`) each take a
+    /// seeded time of up to [`SLOW_WEBHOOK`]: past a webhook's `timeoutSeconds` (10 s by
+    /// default) the call fails and its `failurePolicy` decides.
+    SlowWebhook,
     /// Lease renewals fail for longer than a renew deadline: the leader loses its Lease.
     LeaderLoss,
     /// A replica crashes (its memory is gone, the store is kept) and restarts a little later.
@@ -50,12 +57,13 @@ pub struct FaultPlan {
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::WatchDrop,
         FaultKind::Relist,
         FaultKind::ConflictStorm,
         FaultKind::Throttle,
         FaultKind::ServerError,
+        FaultKind::SlowWebhook,
         FaultKind::LeaderLoss,
         FaultKind::Crash,
         FaultKind::Leave,
@@ -102,7 +110,7 @@ impl FaultPlan {
 }
 
 /// Plays a fault that ctrl-envtest's [`Faults`] can inject; `n` is how many requests it hits.
-/// Returns false for the kinds the simulation plays itself (crash, leave).
+/// Returns false for the kinds the simulation plays itself (crash, leave, slow webhooks).
 pub(crate) fn inject(faults: &Faults, kind: FaultKind, n: usize, server_error: bool) -> bool {
     match kind {
         FaultKind::WatchDrop => faults.close_watches(),
@@ -132,7 +140,7 @@ pub(crate) fn inject(faults: &Faults, kind: FaultKind, n: usize, server_error: b
             let leases = FaultMatch::any().resource("leases").verb(Verb::Update);
             faults.fail_next(12, leases, FaultStatus::internal_error());
         }
-        FaultKind::Crash | FaultKind::Leave => return false,
+        FaultKind::Crash | FaultKind::Leave | FaultKind::SlowWebhook => return false,
     }
     true
 }

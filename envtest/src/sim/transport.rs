@@ -6,7 +6,8 @@
 //! * delays each frame of a watch stream by a seeded amount (a watcher's cache lags the store,
 //!   and watchers see one change at different times);
 //! * writes a trace line (`replica VERB path -> status`);
-//! * checks that a write comes from the holder of the leader-election Lease, if one is named;
+//! * checks that a write comes from the holder of the leader-election Lease, if one is named,
+//!   and that a shard writes only its own objects (`shards`);
 //! * fails every request, and ends every watch, once its replica has crashed: a dead process
 //!   sends nothing more, and what was left running of it (tasks its manager spawned) unwinds
 //!   on the error instead of holding a key forever.
@@ -17,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
 use http::{Method, Request, Response};
 use http_body_util::BodyExt;
@@ -76,14 +78,28 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
             let shared = &layer.shared;
             let (method, path) = (req.method().clone(), req.uri().path().to_string());
             let watch = req.uri().query().is_some_and(|q| q.contains("watch=true"));
-            tokio::time::sleep(shared.request_delay()).await;
+            let replica = &*layer.replica;
+            tokio::time::sleep(shared.request_delay(replica, &method, &path)).await;
             if !layer.alive.load(Ordering::Acquire) {
                 return Err(format!("{} crashed", layer.replica).into());
             }
-            if is_write(&method) && !housekeeping(&path) {
+            let mut foreign = None;
+            let work = is_write(&method) && !housekeeping(&path);
+            if work {
                 shared.note_write(&layer.replica, &method, &path);
+                let content_type = req.headers().get(http::header::CONTENT_TYPE);
+                let content_type = content_type.and_then(|v| v.to_str().ok());
+                foreign = shared.shard_violation(&layer.replica, &method, &path, content_type);
             }
             let Ok(resp) = tower::Service::call(&mut inner, req).await;
+            if work {
+                // A write lasts until it is answered (a slow webhook may hold it for seconds):
+                // the run is not quiet while one is in flight, nor just after.
+                *shared.last_write.lock() = tokio::time::Instant::now();
+            }
+            if let Some(v) = foreign.filter(|_| resp.status().is_success()) {
+                shared.trace.violation(v);
+            }
             let what = if watch { "WATCH" } else { method.as_str() };
             shared.trace(format_args!(
                 "{} {what} {path} -> {}",
@@ -91,7 +107,9 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
                 resp.status().as_u16()
             ));
             Ok(if watch {
-                delayed_frames(resp, shared.clone(), layer.alive.clone())
+                let key = (shared.seed, replica.to_string(), path.clone());
+                let max = shared.watch_delay;
+                delayed_frames(resp, (key, max), layer.alive.clone())
             } else {
                 resp
             })
@@ -99,26 +117,71 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
     }
 }
 
-/// A watch response whose frames each arrive after a seeded delay, and that ends once the
-/// replica crashed.
+/// A watch response whose events (one a line) each arrive after a delay of up to `max`, a
+/// hash of the seed, the watcher, its path and the event (its type and resourceVersion): the same event reaches the
+/// same watcher equally late however the server cut the stream into frames and whatever ran
+/// before. The stream ends once the replica crashed.
 fn delayed_frames(
     resp: Response<Body>,
-    shared: Arc<Shared>,
+    (key, max): ((u64, String, String), Duration),
     alive: Arc<AtomicBool>,
 ) -> Response<Body> {
     let (parts, body) = resp.into_parts();
-    let frames = body
-        .into_data_stream()
-        .then(move |frame| {
-            let delay = shared.watch_delay();
+    let events = body.into_data_stream().flat_map(|frame| {
+        let lines: Vec<Result<Bytes, _>> = match frame {
+            Ok(bytes) => lines(bytes).into_iter().map(Ok).collect(),
+            Err(e) => vec![Err(e)],
+        };
+        futures::stream::iter(lines)
+    });
+    let frames = events
+        .then(move |event| {
+            let delay = match &event {
+                Ok(line) => millis(max, |m| keyed(&key, event_id(line)) % (m + 1)),
+                Err(_) => Duration::ZERO,
+            };
             async move {
                 tokio::time::sleep(delay).await;
-                frame.map(http_body::Frame::data)
+                event.map(http_body::Frame::data)
             }
         })
         .take_while(move |_| std::future::ready(alive.load(Ordering::Acquire)));
     let body = http_body_util::StreamBody::new(frames);
     Response::from_parts(parts, BodyExt::boxed(body))
+}
+
+/// `bytes` cut after each newline (the last piece may lack one).
+fn lines(bytes: Bytes) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while let Some(i) = rest.iter().position(|b| *b == b'\n') {
+        out.push(rest.split_to(i + 1));
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// What names a watch event in a line of the stream: its type (the line's first bytes,
+/// `{"type":"ADDED"`) and its object's `resourceVersion` (the rest of the line holds random
+/// UIDs), or the whole line when it has no version.
+fn event_id(line: &[u8]) -> (&[u8], &[u8]) {
+    const RV: &[u8] = b"\"resourceVersion\":\"";
+    let Some(at) = line.windows(RV.len()).position(|w| w == RV) else {
+        return (line, b"");
+    };
+    let from = at + RV.len();
+    let to = (line[from..].iter().position(|b| *b == b'"')).map_or(line.len(), |n| from + n);
+    (&line[..line.len().min(16)], &line[from..to])
+}
+
+/// A fixed-key hash of `key` and `event`.
+fn keyed(key: &(u64, String, String), event: (&[u8], &[u8])) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (key, event).hash(&mut h);
+    h.finish()
 }
 
 fn is_write(m: &Method) -> bool {

@@ -6,6 +6,11 @@
 //! share the `Arc`s. Field indexes follow controller-runtime's conventions: an index
 //! registered as `name` is stored as `field:<name>`, and each value `v` of an object in
 //! namespace `ns` is filed under `ns/v` and `__all_namespaces/v`.
+//!
+//! The maps hash with fixed keys ([`FixedState`]), not per-process random ones: what a list,
+//! a handler's initial events and a resync iterate in then follows from the keys and the order
+//! they came in, so ctrl-envtest's simulation replays a seed exactly. Keys are names the API
+//! server validated, not input an attacker picks to collide.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -37,7 +42,10 @@ pub fn namespaced_value(namespace: Option<&str>, value: &str) -> String {
     }
 }
 
-type Postings = HashMap<String, HashSet<Arc<str>>>;
+/// The maps' hasher: SipHash with fixed keys (see the module doc).
+type FixedState = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+
+type Postings = HashMap<String, HashSet<Arc<str>, FixedState>, FixedState>;
 
 struct FieldIndex<K> {
     func: IndexFn<K>,
@@ -46,17 +54,17 @@ struct FieldIndex<K> {
 
 /// A thread-safe object store with indexes.
 pub struct Store<K> {
-    objects: DashMap<Arc<str>, Arc<K>>,
+    objects: DashMap<Arc<str>, Arc<K>, FixedState>,
     by_namespace: RwLock<Postings>,
-    indexes: RwLock<HashMap<String, FieldIndex<K>>>,
+    indexes: RwLock<HashMap<String, FieldIndex<K>, FixedState>>,
 }
 
 impl<K> Default for Store<K> {
     fn default() -> Self {
         Self {
-            objects: DashMap::new(),
-            by_namespace: RwLock::new(HashMap::new()),
-            indexes: RwLock::new(HashMap::new()),
+            objects: DashMap::default(),
+            by_namespace: RwLock::new(HashMap::default()),
+            indexes: RwLock::new(HashMap::default()),
         }
     }
 }
@@ -157,7 +165,7 @@ impl<K: Resource> Store<K> {
         if idx.contains_key(&index) {
             return false;
         }
-        let mut postings = Postings::new();
+        let mut postings = Postings::default();
         for e in self.objects.iter() {
             for v in index_values(&func, e.value()) {
                 add(&mut postings, v, e.key());

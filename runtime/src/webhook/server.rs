@@ -3,6 +3,9 @@
 //! HTTP/1.1 only unless [`Options::tls`] enables h2, TLS 1.2+), run by the manager as
 //! a runnable in its Webhooks group.
 //!
+//! [`Server::in_memory`] serves the same routes with no socket, through [`Server::service`]
+//! (an API server in this process calls them: ctrl-envtest's simulation).
+//!
 //! Defaults are controller-runtime's: port 9443, certificates `tls.crt` / `tls.key`
 //! in `<tmp>/k8s-webhook-server/serving-certs`, reloaded on change by a
 //! [`CertWatcher`]. Every handler is instrumented with the webhook metrics
@@ -127,6 +130,8 @@ struct Inner {
     ready: watch::Sender<bool>,
     conversion: Mutex<Option<super::conversion::Webhook>>,
     registrations: Mutex<Vec<super::Registration>>,
+    /// Served only through [`Server::service`] ([`Server::in_memory`]).
+    in_memory: bool,
 }
 
 /// The webhook server. Cheap to clone; clones share one server.
@@ -147,6 +152,17 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// A server with `opts`; nothing is bound until it starts (or [`Server::bind`]).
     pub fn new(opts: Options) -> Self {
+        Self::build(opts, false)
+    }
+
+    /// A server answering only through [`Server::service`]: it binds no port and loads no
+    /// certificate, and once started it is ready at once. For a manager whose API server
+    /// calls its webhooks in this process (ctrl-envtest's simulation).
+    pub fn in_memory(opts: Options) -> Self {
+        Self::build(opts, true)
+    }
+
+    fn build(opts: Options, in_memory: bool) -> Self {
         metrics::init();
         let (addr, _) = watch::channel(None);
         let (ready, _) = watch::channel(false);
@@ -160,6 +176,7 @@ impl Server {
                 ready,
                 conversion: Mutex::new(None),
                 registrations: Mutex::new(Vec::new()),
+                in_memory,
             }),
         }
     }
@@ -259,6 +276,33 @@ impl Server {
         p
     }
 
+    /// The server's routes as a `tower::Service`, with no socket and no TLS: each request is
+    /// answered as one that came over a connection is (the handler at its path, the body
+    /// limit, the webhook metrics and span, panic recovery). For an API server running in
+    /// this process: ctrl-envtest's simulation calls a replica's webhooks through it
+    /// (`Replica::serve_webhooks`), deterministically, on its virtual clock.
+    pub fn service(
+        &self,
+    ) -> impl tower::Service<
+        http::Request<bytes::Bytes>,
+        Response = h::Response,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static {
+        let inner = self.inner.clone();
+        tower::service_fn(move |req: http::Request<bytes::Bytes>| {
+            let inner = inner.clone();
+            async move {
+                let max_body = inner.opts.max_body_bytes;
+                let req = req.map(http_body_util::Full::new);
+                Ok::<_, Infallible>(respond(&inner, req, max_body).await)
+            }
+        })
+    }
+
     /// A readiness check passing once the server accepts TLS connections (Go's
     /// `StartedChecker`): add it with `mgr.add_readyz_check("webhook", s.started_checker())`.
     pub fn started_checker(&self) -> StartedChecker {
@@ -286,8 +330,11 @@ impl Server {
             }
             *started = true;
         }
-        if self.inner.routes.read().is_empty() {
-            tracing::info!("no webhooks registered; the webhook server does not start");
+        if self.inner.in_memory || self.inner.routes.read().is_empty() {
+            tracing::info!(
+                in_memory = self.inner.in_memory,
+                "no webhooks registered or served in memory only; the webhook server does not listen"
+            );
             self.inner.ready.send_replace(true);
             ctx.cancelled().await;
             return Ok(());
@@ -384,7 +431,11 @@ async fn serve_conn(
 
 /// [`respond_in`] inside a `webhook` span; with the `otel` feature the span continues the
 /// trace of the API server's `traceparent` header, if it sent one.
-async fn respond(inner: &Inner, req: http::Request<Incoming>, max_body: usize) -> h::Response {
+async fn respond<B>(inner: &Inner, req: http::Request<B>, max_body: usize) -> h::Response
+where
+    B: hyper::body::Body<Data = bytes::Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let span = tracing::info_span!("webhook", webhook = %req.uri().path());
     #[cfg(feature = "otel")]
     if let Some(tp) = req
@@ -397,7 +448,11 @@ async fn respond(inner: &Inner, req: http::Request<Incoming>, max_body: usize) -
     tracing::Instrument::instrument(respond_in(inner, req, max_body), span).await
 }
 
-async fn respond_in(inner: &Inner, req: http::Request<Incoming>, max_body: usize) -> h::Response {
+async fn respond_in<B>(inner: &Inner, req: http::Request<B>, max_body: usize) -> h::Response
+where
+    B: hyper::body::Body<Data = bytes::Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let path = req.uri().path().to_string();
     let handler = inner.routes.read().get(&path).cloned();
     let Some(handler) = handler else {
