@@ -496,7 +496,8 @@ impl fmt::Display for Triggers {
             write!(f, "{t}")?;
         }
         if self.dropped() > 0 {
-            write!(f, " (+{} dropped)", self.dropped())?;
+            let sep = if self.len() > 0 { " " } else { "" };
+            write!(f, "{sep}(+{} dropped)", self.dropped())?;
         }
         Ok(())
     }
@@ -537,6 +538,31 @@ mod tests {
         }
         assert_eq!((s.len(), s.dropped()), (MAX_TRIGGERS, 5));
         assert!(s.to_string().ends_with("(+5 dropped)"));
+    }
+
+    #[test]
+    fn extend_merges_sets_and_keeps_their_dropped_counts() {
+        let mut full = Triggers::new();
+        for i in 0..MAX_TRIGGERS + 2 {
+            full.push(
+                Trigger::new(Origin::For, Event::Create).with_object(cm(&i.to_string(), "1")),
+            );
+        }
+        let mut one = Triggers::new();
+        one.push(Trigger::new(Origin::For, Event::Create).with_object(cm("0", "2")));
+        one.extend(full);
+        // "0" merged (the later add's resourceVersion kept), 1..15 appended up to the cap,
+        // the full set's two dropped carried over.
+        assert_eq!((one.len(), one.dropped()), (MAX_TRIGGERS, 2));
+        let first = one.iter().next().map(ToString::to_string);
+        assert_eq!(first.as_deref(), Some("for:create ConfigMap ns/0@1 ×2"));
+        let mut dropped_only = Triggers::new();
+        dropped_only.push_dropped(Trigger::requeue(Event::RateLimited));
+        assert!(!dropped_only.is_empty());
+        assert_eq!(
+            (dropped_only.len(), dropped_only.to_string()),
+            (0, "(+1 dropped)".into())
+        );
     }
 
     #[test]
