@@ -446,13 +446,8 @@ spec:
               phase: {type: string}
 "#;
 
-/// A custom resource's create (custom resources are compared as unstructured JSON upstream:
-/// every new map and list is itself owned, `.`), then a status patch: keyed list elements are
-/// `k:{...}` with their key fields owned, set elements `v:<json>`, an atomic map and an empty map
-/// are leaves, the status the create sent is dropped (`/status` owns it) and the status writer's
-/// entry names its subresource and leaves the creator's alone.
-#[tokio::test]
-async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
+/// An environment serving [`GADGET_CRD`], and its Gadgets in `default`.
+async fn gadgets() -> (ctrl_envtest::Environment, Api<kube::core::DynamicObject>) {
     let env = ctrl_envtest::Environment::builder()
         .crd_yaml(GADGET_CRD)
         .start()
@@ -462,7 +457,18 @@ async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
         &kube::core::GroupVersionKind::gvk("fm.example.com", "v1", "Gadget"),
         "gadgets",
     );
-    let api: Api<kube::core::DynamicObject> = Api::namespaced_with(env.client(), "default", &ar);
+    let api = Api::namespaced_with(env.client(), "default", &ar);
+    (env, api)
+}
+
+/// A custom resource's create (custom resources are compared as unstructured JSON upstream:
+/// every new map and list is itself owned, `.`), then a status patch: keyed list elements are
+/// `k:{...}` with their key fields owned, set elements `v:<json>`, an atomic map and an empty map
+/// are leaves, the status the create sent is dropped (`/status` owns it) and the status writer's
+/// entry names its subresource and leaves the creator's alone.
+#[tokio::test]
+async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
+    let (_env, api) = gadgets().await;
     let gadget: kube::core::DynamicObject = serde_json::from_value(json!({
         "apiVersion": "fm.example.com/v1", "kind": "Gadget",
         "metadata": {"name": "g", "labels": {"a": "1"}},
@@ -510,16 +516,7 @@ async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
 /// its subresource and loses the fields another writer takes.
 #[tokio::test]
 async fn status_writes_record_the_same_entries_whatever_they_send() {
-    let env = ctrl_envtest::Environment::builder()
-        .crd_yaml(GADGET_CRD)
-        .start()
-        .await
-        .unwrap();
-    let ar = kube::core::ApiResource::from_gvk_with_plural(
-        &kube::core::GroupVersionKind::gvk("fm.example.com", "v1", "Gadget"),
-        "gadgets",
-    );
-    let api: Api<kube::core::DynamicObject> = Api::namespaced_with(env.client(), "default", &ar);
+    let (_env, api) = gadgets().await;
     for name in ["plain", "forged"] {
         let g: kube::core::DynamicObject = serde_json::from_value(json!({
             "apiVersion": "fm.example.com/v1", "kind": "Gadget",
