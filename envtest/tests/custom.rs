@@ -114,6 +114,90 @@ async fn generation_with_status_subresource() {
     );
 }
 
+/// A `/status` write is checked against the schema of `status` only (upstream's status strategy,
+/// `ValidateStatusUpdate`): a stored spec that a tightened CRD calls invalid does not block it,
+/// while a bad status is refused by the schema and by a CEL rule on status; the write keeps the
+/// stored spec, a no-op keeps the resourceVersion, a stale resourceVersion is a conflict.
+#[tokio::test]
+async fn status_writes_are_validated_on_status_only() {
+    let env = env_with(true).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &widget_ar());
+    api.create(&PostParams::default(), &widget("w", json!({"size": 7})))
+        .await
+        .unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let tighter = json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": true,
+    "subresources": {"status": {}},
+    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer", "maximum": 5}}},
+        "status": {"type": "object",
+            "properties": {"ready": {"type": "boolean"}, "phase": {"type": "string", "maxLength": 4}},
+            "x-kubernetes-validations": [{"rule": "!has(self.phase) || self.phase != 'Down'", "message": "phase may not be Down"}]},
+    }}}}]}});
+    crds.patch(
+        "widgets.example.com",
+        &PatchParams::default(),
+        &Patch::Merge(tighter),
+    )
+    .await
+    .expect("tighten the CRD");
+    let pp = PatchParams::default();
+    let status = |s: serde_json::Value| Patch::Merge(json!({ "status": s }));
+    let w = api
+        .patch_status("w", &pp, &status(json!({"ready": true})))
+        .await
+        .expect("the stored spec is not validated on a status write");
+    assert_eq!(
+        (
+            w.data["spec"]["size"].clone(),
+            w.data["status"]["ready"].clone()
+        ),
+        (json!(7), json!(true))
+    );
+    let refused = |e: kube::Error| {
+        let st = status_of(e);
+        assert_eq!(
+            (st.code, st.reason.as_str()),
+            (422, "Invalid"),
+            "{}",
+            st.message
+        );
+        st.message
+    };
+    let long = api
+        .patch_status("w", &pp, &status(json!({"phase": "Sideways"})))
+        .await;
+    let msg = refused(long.expect_err("a status over its schema"));
+    assert!(msg.contains("status.phase: Too long"), "{msg}");
+    let down = api
+        .patch_status("w", &pp, &status(json!({"phase": "Down"})))
+        .await;
+    let msg = refused(down.expect_err("a status against a CEL rule"));
+    assert!(msg.contains("phase may not be Down"), "{msg}");
+    // A status write that also sends spec keeps the stored spec; the same status again is a no-op.
+    let both =
+        Patch::Merge(json!({"spec": {"size": 1}, "status": {"ready": false, "phase": "Up"}}));
+    let w = api.patch_status("w", &pp, &both).await.unwrap();
+    assert_eq!(
+        (
+            w.data["spec"]["size"].clone(),
+            w.data["status"]["phase"].clone()
+        ),
+        (json!(7), json!("Up"))
+    );
+    let again = api.patch_status("w", &pp, &both).await.unwrap();
+    assert_eq!(again.metadata.resource_version, w.metadata.resource_version);
+    let stale =
+        Patch::Merge(json!({"metadata": {"resourceVersion": "1"}, "status": {"ready": true}}));
+    let st = status_of(api.patch_status("w", &pp, &stale).await.expect_err("stale"));
+    assert_eq!(st.code, 409, "{}", st.message);
+    // The main resource is validated whole: the changed spec must fit.
+    let spec = api
+        .patch("w", &pp, &Patch::Merge(json!({"spec": {"size": 6}})))
+        .await;
+    assert!(refused(spec.expect_err("spec over its maximum")).contains("spec.size"));
+}
+
 #[tokio::test]
 async fn no_status_subresource() {
     let env = env_with(false).await;

@@ -446,13 +446,8 @@ spec:
               phase: {type: string}
 "#;
 
-/// A custom resource's create (custom resources are compared as unstructured JSON upstream:
-/// every new map and list is itself owned, `.`), then a status patch: keyed list elements are
-/// `k:{...}` with their key fields owned, set elements `v:<json>`, an atomic map and an empty map
-/// are leaves, the status the create sent is dropped (`/status` owns it) and the status writer's
-/// entry names its subresource and leaves the creator's alone.
-#[tokio::test]
-async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
+/// An environment serving [`GADGET_CRD`], and its Gadgets in `default`.
+async fn gadgets() -> (ctrl_envtest::Environment, Api<kube::core::DynamicObject>) {
     let env = ctrl_envtest::Environment::builder()
         .crd_yaml(GADGET_CRD)
         .start()
@@ -462,7 +457,18 @@ async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
         &kube::core::GroupVersionKind::gvk("fm.example.com", "v1", "Gadget"),
         "gadgets",
     );
-    let api: Api<kube::core::DynamicObject> = Api::namespaced_with(env.client(), "default", &ar);
+    let api = Api::namespaced_with(env.client(), "default", &ar);
+    (env, api)
+}
+
+/// A custom resource's create (custom resources are compared as unstructured JSON upstream:
+/// every new map and list is itself owned, `.`), then a status patch: keyed list elements are
+/// `k:{...}` with their key fields owned, set elements `v:<json>`, an atomic map and an empty map
+/// are leaves, the status the create sent is dropped (`/status` owns it) and the status writer's
+/// entry names its subresource and leaves the creator's alone.
+#[tokio::test]
+async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
+    let (_env, api) = gadgets().await;
     let gadget: kube::core::DynamicObject = serde_json::from_value(json!({
         "apiVersion": "fm.example.com/v1", "kind": "Gadget",
         "metadata": {"name": "g", "labels": {"a": "1"}},
@@ -502,4 +508,72 @@ async fn custom_resource_create_owns_keyed_lists_sets_and_empty_maps() {
     assert_eq!(e.subresource.as_deref(), Some("status"));
     assert_eq!(fields(e), json!({"f:status": {".": {}, "f:phase": {}}}));
     assert_eq!(fields(entry(&all, "creator")), creator);
+}
+
+/// A status write starts from the stored entries whatever managedFields it sends: twins written
+/// alike, one by plain status patches (which carry the stored entries back) and one by patches
+/// that also send forged entries, end with the same managedFields; a status writer's entry names
+/// its subresource and loses the fields another writer takes.
+#[tokio::test]
+async fn status_writes_record_the_same_entries_whatever_they_send() {
+    let (_env, api) = gadgets().await;
+    for name in ["plain", "forged"] {
+        let g: kube::core::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "fm.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name}, "spec": {"tags": ["x"]},
+        }))
+        .unwrap();
+        api.create(&post("creator"), &g).await.unwrap();
+    }
+    let forged = json!([{"manager": "forger", "operation": "Update", "apiVersion": "fm.example.com/v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:tags": {}}}}]);
+    let steps = [
+        ("status-writer", "Up"),
+        ("creator", "Down"),
+        ("status-writer", "Up"),
+    ];
+    let without_time = |o: &kube::core::DynamicObject| {
+        let mut list = entries(&o.metadata);
+        for e in &mut list {
+            e.time = None;
+        }
+        list
+    };
+    for (manager, phase) in steps {
+        let plain = Patch::Merge(json!({"status": {"phase": phase}}));
+        let a = api
+            .patch_status("plain", &pp(manager), &plain)
+            .await
+            .unwrap();
+        let sent = Patch::Merge(
+            json!({"metadata": {"managedFields": forged}, "status": {"phase": phase}}),
+        );
+        let b = api
+            .patch_status("forged", &pp(manager), &sent)
+            .await
+            .unwrap();
+        assert_eq!(without_time(&a), without_time(&b), "after {manager}");
+    }
+    let all = entries(&api.get("plain").await.unwrap().metadata);
+    assert!(
+        all.iter().all(|e| e.manager.as_deref() != Some("forger")),
+        "{all:?}"
+    );
+    // The creator's status entry went when the status writer took `phase` back.
+    let status_entries: Vec<_> = all
+        .iter()
+        .filter(|e| e.subresource.as_deref() == Some("status"))
+        .collect();
+    assert_eq!(status_entries.len(), 1, "{all:?}");
+    let writer = entry(&all, "status-writer");
+    assert_eq!(writer.subresource.as_deref(), Some("status"));
+    assert_eq!(fields(writer)["f:status"]["f:phase"], json!({}), "{all:?}");
+    let creator_spec = all
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("creator") && e.subresource.is_none())
+        .expect("the creator's entry");
+    assert_eq!(
+        fields(creator_spec),
+        json!({"f:spec": {".": {}, "f:tags": {".": {}, "v:\"x\"": {}}}})
+    );
 }

@@ -349,11 +349,16 @@ fn type_of(crd: &Value, v: &Value) -> ResourceType {
 
 /// Validates a custom object against its version's schema (prunes unknown fields, defaults),
 /// then its CEL rules; `old` is the stored object on update (transition rules, ratcheting).
+/// A write of `/status` (`status_write`) checks only `status` against the schema, as upstream's
+/// status strategy does (`customResourceValidator.ValidateStatusUpdate`, whose
+/// `statusSchemaValidator` is the schema's `properties.status`): the rest is the stored object's.
+/// Pruning, defaults and the CEL rules still cover the whole object.
 pub(crate) fn validate_custom(
     rt: &ResourceType,
     obj: &mut Value,
     old: Option<&Value>,
     strict: bool,
+    status_write: bool,
 ) -> Result<(), ApiError> {
     let (Some(_), Some(sch)) = (&rt.crd, &rt.schema) else {
         return Ok(());
@@ -370,15 +375,24 @@ pub(crate) fn validate_custom(
         )));
     }
     schema::apply_defaults(sch, obj);
-    let causes = schema_and_rules(sch, obj, old);
+    let causes = schema_and_rules(sch, obj, old, status_write);
     rt.invalid_if_any(meta::name(obj), &causes)
 }
 
 /// The schema's checks and then its CEL rules ([`crate::cel::rules`]), as apiextensions' strategy
 /// runs them: on update, errors about values left unchanged are ratcheted away
 /// ([`crate::cel::ratchet`]); rules are not run on an object with type or required-field errors.
-fn schema_and_rules(sch: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
-    let mut causes = schema::validate(sch, obj);
+fn schema_and_rules(
+    sch: &Value,
+    obj: &Value,
+    old: Option<&Value>,
+    status_write: bool,
+) -> Vec<FieldCause> {
+    let mut causes = if status_write {
+        schema::validate_status(sch, obj)
+    } else {
+        schema::validate(sch, obj)
+    };
     if let Some(old) = old {
         causes.retain(|c| crate::cel::ratchet::keep(&c.field, obj, old));
     }

@@ -82,7 +82,7 @@ pub(crate) fn create(
         o.remove("status");
     }
     crd::on_write(rt, None, &mut obj)?;
-    crd::validate_custom(rt, &mut obj, None, w.strict)?;
+    crd::validate_custom(rt, &mut obj, None, w.strict, false)?;
     meta::normalize(&mut obj);
     if let Some(who) = &w.manager {
         let given = obj
@@ -190,10 +190,12 @@ pub(crate) fn update(
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let mut new = make(cur)?;
-        let given_fields = new
-            .get("metadata")
-            .and_then(|m| m.get("managedFields"))
-            .cloned();
+        // The managedFields the client sent, which only a write of the object itself may give
+        // (a subresource write starts from the stored entries: `record_update`).
+        let given_fields = w
+            .manager
+            .filter(|m| m.subresource.is_none())
+            .and_then(|_| new.pointer("/metadata/managedFields").cloned());
         objects::check_type_unless(&mut new, rt, &sibs, cur.get("metadata"))?;
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
@@ -216,7 +218,7 @@ pub(crate) fn update(
         meta::normalize(&mut new);
         strategy::validate(rt, &mut new)?;
         crd::on_write(rt, Some(cur), &mut new)?;
-        crd::validate_custom(rt, &mut new, Some(cur), w.strict)?;
+        crd::validate_custom(rt, &mut new, Some(cur), w.strict, status_write)?;
         if rt.generation && !status_write && meta::spec_changed(cur, &new, rt.status) {
             meta::set_meta(&mut new, "generation", json!(meta::generation(cur) + 1));
         }

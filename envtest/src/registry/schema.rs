@@ -116,6 +116,19 @@ pub(crate) fn validate(schema: &Value, obj: &Value) -> Vec<FieldCause> {
     out
 }
 
+/// Validates only `obj`'s `status` against the schema's `properties.status`, at the path
+/// `status` (a `/status` write: [`super::crd::validate_custom`]). Nothing without either.
+pub(crate) fn validate_status(schema: &Value, obj: &Value) -> Vec<FieldCause> {
+    let mut out = Vec::new();
+    if let (Some(s), Some(v)) = (
+        props(schema).and_then(|p| p.get("status")),
+        obj.get("status"),
+    ) {
+        validate_node(s, v, "status", false, &mut out);
+    }
+    out
+}
+
 fn in_body(path: &str) -> String {
     if path.is_empty() {
         "body".to_string()
@@ -469,14 +482,95 @@ fn validate_combinators(
 /// embedded resources.
 pub(crate) fn prune(schema: &Value, obj: &mut Value) -> Vec<String> {
     let mut dropped = Vec::new();
-    prune_node(schema, obj, "", true, &mut dropped);
+    prune_node(schema, obj, &mut String::new(), true, &mut dropped);
     dropped
+}
+
+/// The paths [`prune`] would report as unknown, without changing (or copying) `obj`: what field
+/// validation of a request asks before the write prunes.
+pub(crate) fn unknown_fields(schema: &Value, obj: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    unknown_node(schema, obj, &mut String::new(), true, &mut found);
+    found
+}
+
+/// What pruning does with one field of an object.
+enum Pruned<'s> {
+    /// Kept as it is: a machinery field, or one an open object allows.
+    Kept,
+    /// A known field, pruned below by its schema.
+    Known(&'s Value),
+    /// A `null` its schema does not allow (nor defaults): dropped, not reported.
+    Null,
+    /// Unknown: dropped and reported.
+    Unknown,
+}
+
+/// The pruning rules of one object node of a schema.
+struct ObjectRules<'s> {
+    keep_meta: bool,
+    properties: Option<&'s Map<String, Value>>,
+    additional: Option<&'s Value>,
+    open: bool,
+}
+
+impl<'s> ObjectRules<'s> {
+    fn of(schema: &'s Value, root: bool) -> Self {
+        ObjectRules {
+            keep_meta: root || flag(schema, "x-kubernetes-embedded-resource"),
+            properties: props(schema),
+            additional: additional_schema(schema),
+            open: flag(schema, "x-kubernetes-preserve-unknown-fields") || allows_additional(schema),
+        }
+    }
+
+    fn field(&self, k: &str, v: &Value) -> Pruned<'s> {
+        if self.keep_meta && ROOT_FIELDS.contains(&k) {
+            return Pruned::Kept;
+        }
+        match self.properties.and_then(|p| p.get(k)).or(self.additional) {
+            Some(s) if v.is_null() && !flag(s, "nullable") && s.get("default").is_none() => {
+                Pruned::Null
+            }
+            Some(s) => Pruned::Known(s),
+            None if self.open => Pruned::Kept,
+            None => Pruned::Unknown,
+        }
+    }
+}
+
+/// Runs `f` with `path` extended by `.key` (or `[i]`), then restores it: one buffer for the
+/// whole walk instead of a string per node.
+fn at<R>(path: &mut String, step: Step<'_>, f: impl FnOnce(&mut String) -> R) -> R {
+    let len = path.len();
+    match step {
+        Step::Key(k) => {
+            if len > 0 {
+                path.push('.');
+            }
+            path.push_str(k);
+        }
+        Step::Index(i) => {
+            use std::fmt::Write;
+            let _ = write!(path, "[{i}]");
+        }
+    }
+    let r = f(path);
+    path.truncate(len);
+    r
+}
+
+/// One step of a field path.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
 }
 
 fn prune_node(
     schema: &Value,
     value: &mut Value,
-    path: &str,
+    path: &mut String,
     root: bool,
     dropped: &mut Vec<String>,
 ) {
@@ -485,40 +579,63 @@ fn prune_node(
     }
     match value {
         Value::Object(map) => {
-            let keep_meta = root || flag(schema, "x-kubernetes-embedded-resource");
-            let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
-            let properties = props(schema);
-            let additional = additional_schema(schema);
-            let open = preserve || allows_additional(schema);
-            let keys: Vec<String> = map.keys().cloned().collect();
-            for k in keys {
-                if keep_meta && ROOT_FIELDS.contains(&k.as_str()) {
-                    continue;
+            let rules = ObjectRules::of(schema, root);
+            map.retain(|k, v| match rules.field(k, v) {
+                Pruned::Kept => true,
+                Pruned::Known(s) => {
+                    at(path, Step::Key(k), |p| prune_node(s, v, p, false, dropped));
+                    true
                 }
-                let sub = properties.and_then(|p| p.get(&k)).or(additional);
-                match sub {
-                    Some(s) => {
-                        let drop_null = map.get(&k).is_some_and(Value::is_null)
-                            && !flag(s, "nullable")
-                            && s.get("default").is_none();
-                        if drop_null {
-                            map.remove(&k);
-                        } else if let Some(v) = map.get_mut(&k) {
-                            prune_node(s, v, &child(path, &k), false, dropped);
-                        }
+                Pruned::Null => false,
+                Pruned::Unknown => {
+                    at(path, Step::Key(k), |p| dropped.push(p.clone()));
+                    false
+                }
+            });
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items").filter(|s| s.is_object()) {
+                for (i, item) in items.iter_mut().enumerate() {
+                    at(path, Step::Index(i), |p| {
+                        prune_node(s, item, p, false, dropped)
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// [`prune_node`] reading only: the unknown fields' paths.
+fn unknown_node(
+    schema: &Value,
+    value: &Value,
+    path: &mut String,
+    root: bool,
+    found: &mut Vec<String>,
+) {
+    if !schema.is_object() {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let rules = ObjectRules::of(schema, root);
+            for (k, v) in map {
+                match rules.field(k, v) {
+                    Pruned::Known(s) => {
+                        at(path, Step::Key(k), |p| unknown_node(s, v, p, false, found));
                     }
-                    None if open => {}
-                    None => {
-                        map.remove(&k);
-                        dropped.push(child(path, &k));
-                    }
+                    Pruned::Unknown => at(path, Step::Key(k), |p| found.push(p.clone())),
+                    Pruned::Kept | Pruned::Null => {}
                 }
             }
         }
         Value::Array(items) => {
             if let Some(s) = schema.get("items").filter(|s| s.is_object()) {
-                for (i, item) in items.iter_mut().enumerate() {
-                    prune_node(s, item, &index(path, i), false, dropped);
+                for (i, item) in items.iter().enumerate() {
+                    at(path, Step::Index(i), |p| {
+                        unknown_node(s, item, p, false, found)
+                    });
                 }
             }
         }

@@ -9,7 +9,7 @@
 //! strategy ([`super::crd`]). Used by [`super::rest`]; calls `api` and `storage` only.
 
 use base64::Engine;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::ResourceType;
 use crate::api::meta;
@@ -215,37 +215,76 @@ fn condition_timestamps(csr: &mut Value) {
 
 /// The status subresource rules: a `/status` write changes only status (and managedFields);
 /// a write of the main resource of a type with a status subresource keeps the stored status.
+/// Upstream's status strategies copy the old object over the new one (`PrepareForUpdate`); here
+/// `new` is set back to `cur` in place, copying only what differs (a status patch leaves the rest
+/// equal, so nothing is copied).
 fn status_rules(cur: &Value, mut new: Value, rt: &ResourceType, status_write: bool) -> Value {
     if status_write {
-        let mut merged = cur.clone();
-        // managedFields follow the write (server-side apply to /status records its entry); both
-        // are moved out of `new`, which `merged` replaces.
-        if let Some(mf) = new
-            .get_mut("metadata")
-            .and_then(|m| m.get_mut("managedFields"))
-        {
-            meta::set_meta(&mut merged, "managedFields", mf.take());
-        }
-        match new.get_mut("status") {
-            Some(s) => merged["status"] = s.take(),
-            None => {
-                if let Some(o) = merged.as_object_mut() {
-                    o.remove("status");
-                }
+        if !keep_only_status(cur, &mut new) {
+            // Not objects (never stored so): the plain copy.
+            let mut merged = cur.clone();
+            if let Some(mf) = new.pointer_mut("/metadata/managedFields") {
+                meta::set_meta(&mut merged, "managedFields", mf.take());
             }
+            set_or_remove(
+                &mut merged,
+                "status",
+                new.get_mut("status").map(Value::take),
+            );
+            new = merged;
         }
-        new = merged;
-    } else if rt.status {
-        match cur.get("status") {
-            Some(s) => new["status"] = s.clone(),
+    } else if rt.status && new.get("status") != cur.get("status") {
+        set_or_remove(&mut new, "status", cur.get("status").cloned());
+    }
+    new
+}
+
+/// Sets `new` to `cur` but for its status and managedFields (the stored ones when `new` has
+/// none); false, changing nothing, when either object or its metadata is not a JSON object.
+fn keep_only_status(cur: &Value, new: &mut Value) -> bool {
+    let (Some(c), Some(n)) = (cur.as_object(), new.as_object_mut()) else {
+        return false;
+    };
+    let (Some(cm), Some(Value::Object(nm))) = (
+        c.get("metadata").and_then(Value::as_object),
+        n.get_mut("metadata"),
+    ) else {
+        return false;
+    };
+    reset_from(nm, cm, |k| k == "managedFields");
+    if !nm.contains_key("managedFields")
+        && let Some(mf) = cm.get("managedFields")
+    {
+        nm.insert("managedFields".into(), mf.clone());
+    }
+    reset_from(n, c, |k| k == "status" || k == "metadata");
+    true
+}
+
+/// Makes every field of `new` but the `kept` ones what it is in `cur` (removed where `cur` has
+/// none), cloning only the values that differ.
+fn reset_from(new: &mut Map<String, Value>, cur: &Map<String, Value>, kept: impl Fn(&str) -> bool) {
+    new.retain(|k, _| kept(k) || cur.contains_key(k));
+    for (k, v) in cur.iter().filter(|(k, _)| !kept(k)) {
+        match new.get_mut(k) {
+            Some(n) if n == v => {}
+            Some(n) => *n = v.clone(),
             None => {
-                if let Some(o) = new.as_object_mut() {
-                    o.remove("status");
-                }
+                new.insert(k.clone(), v.clone());
             }
         }
     }
-    new
+}
+
+/// Sets `obj[field]` to `v`, or removes it for `None`.
+fn set_or_remove(obj: &mut Value, field: &str, v: Option<Value>) {
+    match (v, obj.as_object_mut()) {
+        (Some(v), _) => obj[field] = v,
+        (None, Some(o)) => {
+            o.remove(field);
+        }
+        (None, None) => {}
+    }
 }
 
 /// A namespace is held by its `spec.finalizers` too.

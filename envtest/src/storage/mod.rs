@@ -11,7 +11,8 @@
 //! ends) when that channel is full.
 //!
 //! Objects are kept as their serialized JSON (`Bytes`): reads and watch events copy those bytes
-//! straight into responses, and memory stays close to the JSON size. Writes parse the stored
+//! straight into responses, and memory stays close to the JSON size (each object's bytes are
+//! allocated at their exact length). Writes parse the stored
 //! object into a `serde_json::Value` for the verb's closure and serialize the result once.
 
 mod page;
@@ -80,8 +81,23 @@ pub(crate) fn parse(b: &[u8]) -> Value {
     serde_json::from_slice(b).unwrap_or(Value::Null)
 }
 
+/// The stored bytes of `v`: written into a buffer kept per thread (no regrowing from empty on
+/// every write), then copied into an allocation of exactly their size, so a stored object holds
+/// no spare capacity.
 fn serialize(v: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with_borrow_mut(|buf| {
+        buf.clear();
+        // Serializing a Value into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *buf, v);
+        let out = Bytes::copy_from_slice(buf);
+        if buf.capacity() > 1 << 20 {
+            *buf = Vec::new();
+        }
+        out
+    })
 }
 
 /// One watch line.

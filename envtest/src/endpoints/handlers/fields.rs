@@ -95,7 +95,7 @@ fn is_json(req: &Req) -> bool {
 /// The fields of a custom object its schema does not know.
 fn unknown_fields(rt: &ResourceType, obj: &Value) -> Vec<String> {
     match (&rt.crd, &rt.schema) {
-        (Some(_), Some(sch)) => crate::registry::schema::prune(sch, &mut obj.clone()),
+        (Some(_), Some(sch)) => crate::registry::schema::unknown_fields(sch, obj),
         _ => Vec::new(),
     }
 }

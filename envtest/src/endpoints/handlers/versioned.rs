@@ -107,7 +107,7 @@ async fn body_to_storage(
         obj["apiVersion"] = json!(served.api_version());
         obj["kind"] = json!(served.kind);
         let strict = write_opts(&req.query)?.strict;
-        crd::validate_custom(served, &mut obj, None, strict)?;
+        crd::validate_custom(served, &mut obj, None, strict, false)?;
     } else if !av.starts_with(&format!("{}/", served.group)) {
         return Ok(None);
     }
@@ -179,7 +179,8 @@ async fn patch(
             meta::set_meta(&mut new, "resourceVersion", json!(cur_rv));
         }
         let pinned_by_client = meta::meta_str(&new, "resourceVersion") != Some(cur_rv.as_str());
-        crd::validate_custom(served, &mut new, Some(&cur), strict)?;
+        let status_write = storage.sub.as_deref() == Some("status");
+        crd::validate_custom(served, &mut new, Some(&cur), strict, status_write)?;
         let new = review::convert_one(conv, new, &conv.storage.api_version()).await?;
         match write(state, &storage, &req, new).await {
             Err(e) if e.code == 409 && !pinned_by_client && attempt < PATCH_ATTEMPTS => {

@@ -64,6 +64,13 @@ impl Walk<'_, '_> {
                 continue;
             }
             let (o, n) = (old.and_then(|v| v.get(k)), new.and_then(|v| v.get(k)));
+            // An unchanged field adds, modifies and removes nothing (checked before its path
+            // is built: most fields of an update).
+            if let (Some(a), Some(b)) = (o, n)
+                && a == b
+            {
+                continue;
+            }
             self.at.push(format!("f:{k}"));
             self.field(k, o, n);
             self.at.pop();

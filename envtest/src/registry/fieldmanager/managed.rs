@@ -6,6 +6,8 @@
 //! ([`endpoints::handlers::apply`](crate::endpoints::handlers::apply)) runs this inside the store's
 //! update path so that it sees exactly the committed state.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::fieldset::{self, FieldSet, Shape};
@@ -59,15 +61,21 @@ pub(crate) fn read(obj: &Value) -> Vec<Entry> {
     read_unparsed(obj)
         .into_iter()
         .map(|(mut e, fields)| {
-            e.set = fields.map(fieldset::from_fields_v1).unwrap_or_default();
+            e.set = fields
+                .map(|f| fieldset::from_fields_v1(&f))
+                .unwrap_or_default();
             e
         })
         .collect()
 }
 
+/// A stored `fieldsV1` not read into a set: borrowed from the stored object, or moved out of a
+/// list the write owns.
+pub(crate) type Unread<'a> = Option<Cow<'a, Value>>;
+
 /// The entries of an object with their `fieldsV1` not yet read into `set` (left empty), for a
 /// write that reads only the entries it changes ([`write_parts`] stores the others as they were).
-pub(crate) fn read_unparsed(obj: &Value) -> Vec<(Entry, Option<&Value>)> {
+pub(crate) fn read_unparsed(obj: &Value) -> Vec<(Entry, Unread<'_>)> {
     let Some(items) = obj
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
@@ -75,24 +83,41 @@ pub(crate) fn read_unparsed(obj: &Value) -> Vec<(Entry, Option<&Value>)> {
     else {
         return Vec::new();
     };
-    let s = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     items
         .iter()
-        .map(|e| {
-            let entry = Entry {
-                manager: s(e, "manager"),
-                operation: s(e, "operation"),
-                api_version: s(e, "apiVersion"),
-                time: s(e, "time"),
-                subresource: e
-                    .get("subresource")
-                    .and_then(Value::as_str)
-                    .map(String::from),
-                set: FieldSet::new(),
-            };
-            (entry, e.get("fieldsV1"))
+        .map(|e| (entry_of(e), e.get("fieldsV1").map(Cow::Borrowed)))
+        .collect()
+}
+
+/// [`read_unparsed`] of a `managedFields` list the caller owns: each `fieldsV1` is moved out,
+/// so that [`write_parts`] stores it without a copy.
+pub(crate) fn read_owned(list: Value) -> Vec<(Entry, Unread<'static>)> {
+    let Value::Array(items) = list else {
+        return Vec::new();
+    };
+    items
+        .into_iter()
+        .map(|mut e| {
+            let fields = e.as_object_mut().and_then(|m| m.remove("fieldsV1"));
+            (entry_of(&e), fields.map(Cow::Owned))
         })
         .collect()
+}
+
+/// An entry's names and time, its set left empty.
+fn entry_of(e: &Value) -> Entry {
+    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    Entry {
+        manager: s("manager"),
+        operation: s("operation"),
+        api_version: s("apiVersion"),
+        time: s("time"),
+        subresource: e
+            .get("subresource")
+            .and_then(Value::as_str)
+            .map(String::from),
+        set: FieldSet::new(),
+    }
 }
 
 /// Stores `entries` (empty ones dropped) in `obj`, ordered as upstream encodes them: by
@@ -104,8 +129,8 @@ pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
 /// [`write`] for entries of which some still hold their stored `fieldsV1` (`Some`, as
 /// [`read_unparsed`] gave it), written back as stored: the same text `write` would make of the
 /// set read from it, since every stored `fieldsV1` was written by `fieldset::to_fields_v1`.
-pub(crate) fn write_parts(obj: &mut Value, mut parts: Vec<(&Entry, Option<&Value>)>) {
-    parts.retain(|(e, fields)| holds_fields(e, *fields));
+pub(crate) fn write_parts(obj: &mut Value, mut parts: Vec<(&Entry, Unread<'_>)>) {
+    parts.retain(|(e, fields)| holds_fields(e, fields.as_deref()));
     fn order(e: &Entry) -> (&str, &str, &str, &str, Option<&str>) {
         (
             &e.operation,
@@ -119,7 +144,7 @@ pub(crate) fn write_parts(obj: &mut Value, mut parts: Vec<(&Entry, Option<&Value
     let list = parts
         .into_iter()
         .map(|(e, fields)| match fields {
-            Some(f) => e.json_with(f.clone()),
+            Some(f) => e.json_with(f.into_owned()),
             None => e.to_json(),
         })
         .collect();

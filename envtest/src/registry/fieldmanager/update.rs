@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::compare;
 use super::create::{self, stripped};
 use super::fieldset::{self, FieldSet, Shape};
-use super::managed::{self, Entry};
+use super::managed::{self, Entry, Unread};
 use crate::api::meta;
 use crate::registry::ResourceType;
 
@@ -46,7 +46,10 @@ pub(crate) fn record_update(
     who: &Writer,
 ) {
     let shape = Shape { rt };
-    let mut entries = base_entries(cur, given, who.subresource.is_some());
+    // The list the write carries is replaced below; when it is the stored one (a status patch's
+    // is), its unread `fieldsV1` are moved back instead of copied.
+    let sent = meta::meta_mut(new).remove("managedFields");
+    let mut entries = base_entries(cur, given, who.subresource.is_some(), sent);
     if cur.is_none() && entries.is_empty() {
         // A create that starts from no entries: its own entry is every field, in one walk.
         let fields = create::fields_v1(&shape, new);
@@ -60,7 +63,10 @@ pub(crate) fn record_update(
     }
     let changed = cmp.changed();
     for (e, unread) in &mut entries {
-        if unread.is_some_and(|f| !owns_any(f, &changed) && !owns_any(f, &cmp.removed)) {
+        if unread
+            .as_deref()
+            .is_some_and(|f| !owns_any(f, &changed) && !owns_any(f, &cmp.removed))
+        {
             continue;
         }
         read_set(e, unread);
@@ -89,7 +95,7 @@ pub(crate) fn record_update(
     }
     let updates = entries
         .iter()
-        .filter(|(e, f)| e.operation == "Update" && managed::holds_fields(e, *f));
+        .filter(|(e, f)| e.operation == "Update" && managed::holds_fields(e, f.as_deref()));
     if updates.count() > MAX_UPDATE_MANAGERS {
         let mut all: Vec<Entry> = entries
             .into_iter()
@@ -103,13 +109,14 @@ pub(crate) fn record_update(
         managed::write(new, &all);
         return;
     }
-    managed::write_parts(new, entries.iter().map(|(e, f)| (e, *f)).collect());
+    let parts = entries.iter_mut().map(|(e, f)| (&*e, f.take())).collect();
+    managed::write_parts(new, parts);
 }
 
 /// Reads an entry's stored `fieldsV1` into its set, once.
-fn read_set(e: &mut Entry, unread: &mut Option<&Value>) {
+fn read_set(e: &mut Entry, unread: &mut Unread<'_>) {
     if let Some(f) = unread.take() {
-        e.set = fieldset::from_fields_v1(f);
+        e.set = fieldset::from_fields_v1(&f);
     }
 }
 
@@ -140,13 +147,21 @@ fn entry_of(who: &Writer, time: String) -> Entry {
 }
 
 /// The entries the write starts from: the client's when it sent valid ones, none when it asked
-/// for a reset, else the stored ones (their sets unread: `Some` holds the stored `fieldsV1`).
+/// for a reset, else the stored ones (their sets unread: `Some` holds the stored `fieldsV1`,
+/// moved out of `sent`, the list the new object carried, when that is the stored one).
 fn base_entries<'c>(
     cur: Option<&'c Value>,
     given: Option<&Value>,
     subresource: bool,
-) -> Vec<(Entry, Option<&'c Value>)> {
-    let stored = || cur.map(managed::read_unparsed).unwrap_or_default();
+    sent: Option<Value>,
+) -> Vec<(Entry, Unread<'c>)> {
+    let stored = move || {
+        let kept = cur.and_then(|c| c.pointer("/metadata/managedFields"));
+        match sent {
+            Some(s) if kept == Some(&s) => managed::read_owned(s),
+            _ => cur.map(managed::read_unparsed).unwrap_or_default(),
+        }
+    };
     let Some(Value::Array(list)) = given.filter(|_| !subresource) else {
         return stored();
     };
