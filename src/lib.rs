@@ -5,11 +5,13 @@
 //! ...) and `ctrl-builder` as [`builder`] — so an operator depends on `ctrl` alone; see
 //! [`prelude`] for the names most need in one import.
 
+/// Many clusters, one operator: the `multicluster` feature (off by default).
 #[cfg(feature = "multicluster")]
 pub use ctrl_runtime::multicluster;
 /// OpenTelemetry traces: the `otel` feature (off by default).
 #[cfg(feature = "otel")]
 pub use ctrl_runtime::otel;
+/// Object-level sharding: the `sharding` feature (off by default).
 #[cfg(feature = "sharding")]
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
