@@ -119,20 +119,11 @@ fn a_generated_project_compiles_none_of_what_it_does_not_use() {
         "ctrl/apply-configurations",
     ];
     assert!(runtime_has(dir.path(), &with_apply, "apply-configurations"));
-    let with_cronjob = packages(
-        dir.path(),
-        &["-e", "normal,build", "--features", "ctrl/envtest-cronjob"],
-    );
-    assert!(
-        with_cronjob.iter().any(|n| n == "croner"),
-        "with ctrl/envtest-cronjob: {with_cronjob:?}"
-    );
-    let with_pprof = packages(
-        dir.path(),
-        &["-e", "normal,build", "--features", "ctrl/pprof"],
-    );
-    assert!(
-        with_pprof.iter().any(|n| n == "pprof"),
-        "with ctrl/pprof: {with_pprof:?}"
-    );
+    for (feature, package) in [("ctrl/envtest-cronjob", "croner"), ("ctrl/pprof", "pprof")] {
+        let with = packages(dir.path(), &["-e", "normal,build", "--features", feature]);
+        assert!(
+            with.iter().any(|n| n == package),
+            "with {feature}: {with:?}"
+        );
+    }
 }
