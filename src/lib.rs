@@ -5,9 +5,14 @@
 //! ...) and `ctrl-builder` as [`builder`] — so an operator depends on `ctrl` alone; see
 //! [`prelude`] for the names most need in one import.
 
+/// Many clusters, one operator: the `multicluster` feature (off by default).
+#[cfg(feature = "multicluster")]
+pub use ctrl_runtime::multicluster;
 /// OpenTelemetry traces: the `otel` feature (off by default).
 #[cfg(feature = "otel")]
 pub use ctrl_runtime::otel;
+/// Object-level sharding: the `sharding` feature (off by default).
+#[cfg(feature = "sharding")]
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
@@ -17,7 +22,7 @@ pub use ctrl_runtime::{
 pub use ctrl_runtime::{clock, healthz, log, manager};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
-pub use ctrl_runtime::{http, multicluster, rbac, tls};
+pub use ctrl_runtime::{http, rbac, tls};
 
 pub mod cli;
 pub mod manifests;
@@ -47,11 +52,14 @@ pub use ctrl_runtime::{cache::Reader, client::ObjectWriter};
 /// kube's `CustomResource`, of the whole object): see [`client::apply`].
 pub use ctrl_derive::ApplyConfiguration;
 
+/// The multi-cluster builder (feature `multicluster`).
+#[cfg(feature = "multicluster")]
+pub use ctrl_builder::MultiClusterBuilder;
 /// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
 pub use ctrl_builder::webhook::WebhookBuilder;
 /// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
 /// crate itself as `ctrl::builder`.
-pub use ctrl_builder::{self as builder, ControllerBuilder, MultiClusterBuilder};
+pub use ctrl_builder::{self as builder, ControllerBuilder};
 
 /// The names most operators need, in one import: `use ctrl::prelude::*;` — the
 /// manager, the builder, reconcilers (of requests, typed requests or objects:

@@ -13,7 +13,7 @@
 //! | `.WithEventFilter(p)` | [`.with_event_filter(p)`](ControllerBuilder::with_event_filter) |
 //! | `// +kubebuilder:rbac:groups=g,resources=r,verbs=v` | [`.permissions(rbac::rule().groups(["g"]).resources(["r"]).verbs(["v"]))`](ControllerBuilder::permissions) |
 //! | `.WithOptions(o)` / `.WithLogConstructor(f)` / `.Named(n)` | [`.with_options(o)`](ControllerBuilder::with_options) / [`.with_log_constructor(f)`](ControllerBuilder::with_log_constructor) / [`.named(n)`](ControllerBuilder::named) |
-//! | kubernetes-controller-sharding's `NewShardedReconciler(mgr)...InControllerRing(r).WithShardName(id)` | [`.sharded(shard)`](ControllerBuilder::sharded) |
+//! | kubernetes-controller-sharding's `NewShardedReconciler(mgr)...InControllerRing(r).WithShardName(id)` | `.sharded(shard)` (feature `sharding`) |
 //! | `.Build(r)` / `.Complete(r)` | [`.build(r)`](ControllerBuilder::build) / [`.complete(r)`](ControllerBuilder::complete) |
 //! | `builder.TypedControllerManagedBy[request](mgr)` | [`ControllerBuilder::<R>::typed(&mgr)`](ControllerBuilder::typed) |
 //!
@@ -48,6 +48,7 @@ use ctrl_runtime::handler::{
 use ctrl_runtime::manager::Manager;
 use ctrl_runtime::predicate::BoxPredicate;
 use ctrl_runtime::reconcile::{Reconciler, Request, TypedRequest};
+#[cfg(feature = "sharding")]
 use ctrl_runtime::sharding::{Shard, ShardedReconciler};
 use ctrl_runtime::source::{BoxSource, Kind, Source};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
@@ -74,11 +75,13 @@ struct ForInput<R: TypedRequest> {
     namespaced: Option<bool>,
     make: MakeSource<R>,
     /// Wraps the reconciler for a shard; `None` for a dynamic type (not shardable).
+    #[cfg(feature = "sharding")]
     sharded: Option<WrapSharded<R>>,
 }
 
 /// Wraps a reconciler so that it reconciles only its shard's objects
 /// (`ShardedReconciler::boxed` of the `For` type).
+#[cfg(feature = "sharding")]
 type WrapSharded<R> = fn(Shard, Cache, Arc<dyn Reconciler<R>>) -> Arc<dyn Reconciler<R>>;
 
 /// Builds a controller of `R` requests whose `For` type is `F` and registers it with a
@@ -95,6 +98,7 @@ pub struct ControllerBuilder<R: TypedRequest = Request, F = ()> {
     options: controller::Options<R>,
     name: Option<String>,
     log_constructor: Option<LogConstructor<R>>,
+    #[cfg(feature = "sharding")]
     shard: Option<Shard>,
     for_type: PhantomData<fn() -> F>,
 }
@@ -185,6 +189,7 @@ impl<R: TypedRequest> ControllerBuilder<R> {
             options: controller::Options::default(),
             name: None,
             log_constructor: None,
+            #[cfg(feature = "sharding")]
             shard: None,
             for_type: PhantomData,
         }
@@ -205,6 +210,7 @@ impl<R: TypedRequest, F> ControllerBuilder<R, F> {
             options: self.options,
             name: self.name,
             log_constructor: self.log_constructor,
+            #[cfg(feature = "sharding")]
             shard: self.shard,
             for_type: PhantomData,
         }
@@ -246,6 +252,7 @@ impl<F> ControllerBuilder<Request, F> {
             make: Box::new(move |cache, filters| {
                 kind_source::<K, _>(cache, filters, EnqueueRequestForObject, preds)
             }),
+            #[cfg(feature = "sharding")]
             sharded: Some(ShardedReconciler::<K>::boxed),
         })
     }
@@ -377,6 +384,7 @@ impl<F> ControllerBuilder<Request, F> {
             make: Box::new(move |cache, filters| {
                 dynamic_source::<K, _>(cache, filters, &ar, EnqueueRequestForObject, preds)
             }),
+            #[cfg(feature = "sharding")]
             sharded: None,
         })
     }
@@ -507,6 +515,7 @@ impl<R: TypedRequest, F> ControllerBuilder<R, F> {
 }
 
 impl<F> ControllerBuilder<Request, F> {
+    #[cfg(feature = "sharding")]
     /// Runs the controller as `shard` of its ring (kubernetes-controller-sharding's
     /// `NewShardedReconciler(mgr).InControllerRing(ring).WithShardName(id)`): it
     /// reconciles only `For` objects labelled with the shard, acknowledges drains
@@ -591,6 +600,7 @@ impl<R: TypedRequest, F> ControllerBuilder<R, F> {
             filters,
             mut options,
             log_constructor,
+            #[cfg(feature = "sharding")]
             shard,
             ..
         } = self;
@@ -608,8 +618,11 @@ impl<R: TypedRequest, F> ControllerBuilder<R, F> {
                 options.max_concurrent_reconciles = n;
             }
         }
+        // Mutated only by the shard wrap below.
+        #[cfg_attr(not(feature = "sharding"), allow(unused_mut))]
         let mut options = options.default_from_config(config);
         let cache = mgr.cache();
+        #[cfg(feature = "sharding")]
         if let Some(shard) = shard {
             let Some(f) = &for_input else {
                 return Err(Error::ShardedWithoutFor);

@@ -28,12 +28,14 @@
 //! type-independent predicates [`ControllerBuilder::with_event_filter`] takes (Go's
 //! global predicates); [`reconciler`] what `build`/`complete` accept (a reconciler of
 //! the controller's requests, or of `Arc<K>` objects of the `For` type fed from the
-//! cache); [`error`] why a build fails; [`multicluster`] the builder of a controller over
-//! every engaged cluster.
+//! cache); [`error`] why a build fails; `multicluster` (feature `multicluster`) the builder of
+//! a controller over every engaged cluster. `ControllerBuilder::sharded` needs the `sharding`
+//! feature.
 
 pub mod controller;
 pub mod error;
 pub mod filter;
+#[cfg(feature = "multicluster")]
 pub mod multicluster;
 pub mod options;
 pub mod reconciler;
@@ -45,6 +47,7 @@ mod shared;
 pub use controller::ControllerBuilder;
 pub use error::Error;
 pub use filter::{EventFilter, FilterEvent, ObjectView};
+#[cfg(feature = "multicluster")]
 pub use multicluster::MultiClusterBuilder;
 pub use options::{ForOptions, OwnsOptions, WatchesOptions};
 pub use reconciler::{ReconcilerInput, object_func};

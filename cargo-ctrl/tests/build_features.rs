@@ -2,7 +2,8 @@
 //! from `init` + `create api --image` + `create webhook` (ctrl by path: this checkout) names none of the crates
 //! that ctrl's optional parts, its own tests and benches, or ctrl-envtest's own checks pull in,
 //! neither in the default build (what `cargo build` / `cargo run` compile) nor in the test build;
-//! and names the profiler once the project turns on `ctrl/pprof` (so the check can fail).
+//! compiles ctrl-runtime without the built-in apply configurations (a feature, not a crate);
+//! and names each of them once the project turns its feature on (so the check can fail).
 
 use std::path::Path;
 use std::process::Command;
@@ -12,8 +13,9 @@ use support::{scaffold, workspace};
 
 /// Crates no generated project's build compiles unless it asks for them: the CPU profiler
 /// and its symbolizer (`ctrl/pprof`), OpenTelemetry (`ctrl/otel`), the protobuf crates that
-/// only ctrl-envtest's tests use (`k8s-pb`) or that compiled its descriptors (`protox`), and
-/// ctrl's bench and test crates.
+/// only ctrl-envtest's tests use (`k8s-pb`) or that compiled its descriptors (`protox`),
+/// ctrl-envtest's CronJob schedules (`ctrl/envtest-cronjob`), and ctrl's bench and test
+/// crates.
 const LEFT_OUT: &[&str] = &[
     "pprof",
     "findshlibs",
@@ -21,6 +23,7 @@ const LEFT_OUT: &[&str] = &[
     "opentelemetry_sdk",
     "k8s-pb",
     "protox",
+    "croner",
     "criterion",
     "plotters",
     "cap",
@@ -40,11 +43,12 @@ fn project() -> tempfile::TempDir {
     dir
 }
 
-/// The package names `cargo tree` lists for the project in `dir` with `args`.
-fn packages(dir: &Path, args: &[&str]) -> Vec<String> {
+/// The packages `cargo tree` lists for the project in `dir` with `args`, each with the
+/// features it is compiled with.
+fn tree(dir: &Path, args: &[&str]) -> Vec<(String, Vec<String>)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["tree", "--prefix", "none", "--format", "{p}"])
+        .args(["tree", "--prefix", "none", "--format", "{p}|{f}"])
         .args(args)
         .current_dir(dir)
         .output()
@@ -55,14 +59,31 @@ fn packages(dir: &Path, args: &[&str]) -> Vec<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut names: Vec<String> = text
+    let mut packages: Vec<(String, Vec<String>)> = text
         .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_string)
+        .filter_map(|l| {
+            let (p, f) = l.split_once('|')?;
+            let name = p.split_whitespace().next()?.to_string();
+            Some((name, f.split(',').map(str::to_string).collect()))
+        })
         .collect();
-    names.sort();
+    packages.sort();
+    packages.dedup();
+    packages
+}
+
+/// The package names `cargo tree` lists for the project in `dir` with `args`.
+fn packages(dir: &Path, args: &[&str]) -> Vec<String> {
+    let mut names: Vec<String> = tree(dir, args).into_iter().map(|(n, _)| n).collect();
     names.dedup();
     names
+}
+
+/// Whether ctrl-runtime is compiled with `feature` in the project's build with `args`.
+fn runtime_has(dir: &Path, args: &[&str], feature: &str) -> bool {
+    tree(dir, args)
+        .iter()
+        .any(|(n, f)| n == "ctrl-runtime" && f.iter().any(|f| f == feature))
 }
 
 #[test]
@@ -85,12 +106,24 @@ fn a_generated_project_compiles_none_of_what_it_does_not_use() {
             );
         }
     }
-    let with_pprof = packages(
-        dir.path(),
-        &["-e", "normal,build", "--features", "ctrl/pprof"],
-    );
-    assert!(
-        with_pprof.iter().any(|n| n == "pprof"),
-        "with ctrl/pprof: {with_pprof:?}"
-    );
+    for (what, args) in &builds {
+        assert!(
+            !runtime_has(dir.path(), args, "apply-configurations"),
+            "{what} compiles the built-in apply configurations"
+        );
+    }
+    let with_apply = [
+        "-e",
+        "normal,build",
+        "--features",
+        "ctrl/apply-configurations",
+    ];
+    assert!(runtime_has(dir.path(), &with_apply, "apply-configurations"));
+    for (feature, package) in [("ctrl/envtest-cronjob", "croner"), ("ctrl/pprof", "pprof")] {
+        let with = packages(dir.path(), &["-e", "normal,build", "--features", feature]);
+        assert!(
+            with.iter().any(|n| n == package),
+            "with {feature}: {with:?}"
+        );
+    }
 }

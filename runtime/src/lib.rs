@@ -12,8 +12,8 @@
 //! file-level import circle inside a module and no function over 80 lines). Top first:
 //!
 //! ```text
-//! multicluster/   clusters, providers, cluster-aware requests and sources
-//! sharding/       shard leases, the hash ring, the sharder (runnables and webhooks)
+//! multicluster/   clusters, providers, cluster-aware requests and sources (feature `multicluster`)
+//! sharding/       shard leases, the hash ring, the sharder (runnables and webhooks; feature `sharding`)
 //! certrotator/    webhook certificates without cert-manager: a CA in a Secret, caBundle injection
 //! manager/        Manager, Runnable, the runnable groups and their order, flags, signals
 //! rbac/           the RBAC rules the parts below need, and their manifest
@@ -73,6 +73,7 @@ pub mod log;
 pub mod manager;
 pub mod metrics;
 pub mod metricsserver;
+#[cfg(feature = "multicluster")]
 pub mod multicluster;
 #[cfg(feature = "otel")]
 pub mod otel;
@@ -81,6 +82,7 @@ pub mod predicate;
 pub mod rbac;
 pub mod reconcile;
 pub mod recorder;
+#[cfg(feature = "sharding")]
 pub mod sharding;
 pub mod source;
 pub mod tls;

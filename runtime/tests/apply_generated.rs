@@ -353,9 +353,16 @@ fn generate() -> String {
             .push((version.into(), items));
     }
     for (group, versions) in by_group {
+        // `meta` is what every object's configuration (and `#[derive(ApplyConfiguration)]`)
+        // names; the built-in kinds compile only with the `apply-configurations` feature.
+        let gate = if group == "meta" {
+            ""
+        } else {
+            "#[cfg(feature = \"apply-configurations\")]\n"
+        };
         let _ = writeln!(
             out,
-            "/// Apply configurations of the `{group}` API group.\npub mod {group} {{"
+            "/// Apply configurations of the `{group}` API group.\n{gate}pub mod {group} {{"
         );
         for (version, items) in versions {
             let _ = writeln!(out, "/// `{group}/{version}`.\npub mod {version} {{");

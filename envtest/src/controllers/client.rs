@@ -78,6 +78,7 @@ pub(crate) const REVISIONS: Res =
 pub(crate) const DEPLOYMENTS: Res = Res::new("apps", "v1", "deployments", "Deployment");
 pub(crate) const REPLICASETS: Res = Res::new("apps", "v1", "replicasets", "ReplicaSet");
 pub(crate) const JOBS: Res = Res::new("batch", "v1", "jobs", "Job");
+#[cfg(feature = "cronjob")]
 pub(crate) const CRONJOBS: Res = Res::new("batch", "v1", "cronjobs", "CronJob");
 
 /// (namespace, name) of an object a controller reconciles.

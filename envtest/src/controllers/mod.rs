@@ -7,12 +7,13 @@
 //! queues the writes they make in turn ([`registry::hooks::settle`](crate::registry::hooks::settle)).
 //! [`kubelet`] (the simulated kubelet, opt-in) watches the pods collection in its own task. The
 //! workload controllers — [`deployment`], [`replicaset`], [`statefulset`], [`daemonset`], [`job`],
-//! [`cronjob`], [`endpointslice`] — run as kube-controller-manager's do, each a watch-driven loop
+//! [`cronjob`] (with the `cronjob` feature), [`endpointslice`] — run as kube-controller-manager's do, each a watch-driven loop
 //! ([`runner`]) reading and writing through [`client`]. `env` registers and starts them.
 
 pub(crate) mod client;
 pub(crate) mod clusterrole_aggregation;
 pub(crate) mod crd_cleanup;
+#[cfg(feature = "cronjob")]
 pub(crate) mod cronjob;
 pub(crate) mod daemonset;
 pub(crate) mod deployment;
@@ -54,11 +55,12 @@ pub(crate) fn observers(controllers: bool, workloads: Option<&str>) -> Vec<Arc<d
 
 /// Starts the workload controllers (until `shutdown`).
 pub(crate) fn start_workloads(api: &Arc<Apiserver>, shutdown: &CancellationToken) {
-    let all: [Arc<dyn runner::Reconciler>; 7] = [
+    let all: Vec<Arc<dyn runner::Reconciler>> = vec![
         Arc::new(deployment::Deployments),
         Arc::new(replicaset::ReplicaSets),
         Arc::new(statefulset::StatefulSets),
         Arc::new(job::Jobs),
+        #[cfg(feature = "cronjob")]
         Arc::new(cronjob::CronJobs),
         Arc::new(daemonset::DaemonSets),
         Arc::new(endpointslice::EndpointSlices),

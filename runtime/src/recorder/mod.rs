@@ -31,6 +31,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 
 pub use kube::runtime::events::EventType;
+#[cfg(feature = "multicluster")]
 pub(crate) use provider::hostname;
 pub use provider::{DEFAULT_QUEUE_LENGTH, Provider};
 

@@ -6,6 +6,7 @@
 #![allow(clippy::should_implement_trait)]
 
 /// Apply configurations of the `apps` API group.
+#[cfg(feature = "apply-configurations")]
 pub mod apps {
     /// `apps/v1`.
     pub mod v1 {
@@ -1057,6 +1058,7 @@ pub mod apps {
 }
 
 /// Apply configurations of the `batch` API group.
+#[cfg(feature = "apply-configurations")]
 pub mod batch {
     /// `batch/v1`.
     pub mod v1 {
@@ -1843,6 +1845,7 @@ pub mod batch {
 }
 
 /// Apply configurations of the `core` API group.
+#[cfg(feature = "apply-configurations")]
 pub mod core {
     /// `core/v1`.
     pub mod v1 {
@@ -12033,6 +12036,7 @@ pub mod meta {
 }
 
 /// Apply configurations of the `rbac` API group.
+#[cfg(feature = "apply-configurations")]
 pub mod rbac {
     /// `rbac/v1`.
     pub mod v1 {

@@ -18,7 +18,9 @@
 //!   Secret, Pod, Job, ServiceAccount, Role, RoleBinding — and every type they reference are
 //!   in `generated` (modules `apps::v1`, `core::v1`, `batch::v1`, `rbac::v1`, `meta::v1`),
 //!   checked in by the generator `runtime/tests/apply_generated.rs` from k8s-openapi's
-//!   schemas (`CTRL_BLESS=1` rewrites it; the test fails when it is stale).
+//!   schemas (`CTRL_BLESS=1` rewrites it; the test fails when it is stale). They compile only
+//!   with the `apply-configurations` feature (of `ctrl` or ctrl-runtime, off by default: 12,000
+//!   lines an operator that does not use them should not compile); `meta::v1` is always there.
 //! - Your own kinds: `#[derive(ApplyConfiguration)]` (the `ctrl-derive` crate, re-exported
 //!   by the facade) next to kube's `CustomResource` produces `FooSpecApply` and, from the
 //!   `#[kube(..)]` attributes, the whole-object `FooApply`.
