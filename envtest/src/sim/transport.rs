@@ -92,7 +92,9 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
                 let content_type = content_type.and_then(|v| v.to_str().ok());
                 foreign = shared.shard_violation(&layer.replica, &method, &path, content_type);
             }
+            let in_flight = work.then(|| InFlight::new(shared));
             let Ok(resp) = tower::Service::call(&mut inner, req).await;
+            drop(in_flight);
             if work {
                 // A write lasts until it is answered (a slow webhook may hold it for seconds):
                 // the run is not quiet while one is in flight, nor just after.
@@ -115,6 +117,23 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
                 resp
             })
         })
+    }
+}
+
+/// A write on its way: counted in `Shared::writes_in_flight` until answered or dropped (its
+/// replica crashed, its caller gave up), so that the run is not steady while it lasts.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        shared.writes_in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.writes_in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
