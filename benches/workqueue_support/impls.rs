@@ -118,7 +118,7 @@ impl BenchQueue for PriorityQueue<String> {
     }
 }
 
-/// How many distinct triggers [`WithTriggers`] stamps, round-robin by key number.
+/// How many distinct triggers [`WithTriggers`] stamps (a power of two), picked by the key.
 const TRIGGER_POOL: usize = 4096;
 
 /// ctrl's `PriorityQueue` keeping triggers, as a controller's queue does by default (the
@@ -169,8 +169,9 @@ impl WithTriggers {
     }
 
     /// The trigger of key `k`: one of the pool's, picked from the key's last eight bytes
-    /// read as one word and mixed by one multiply (so the row pays next to nothing for the
-    /// pick, and consecutive keys `default/obj-{i}` get distinct ones).
+    /// read as one word, mixed by one multiply and masked to the pool's size (the timed
+    /// rows' pool is a power of two: no division), so the row pays next to nothing for the
+    /// pick and consecutive keys `default/obj-{i}` get distinct ones.
     fn trigger(&self, k: &str) -> &Trigger {
         let b = k.as_bytes();
         let tail = b.len().checked_sub(8).and_then(|at| b.get(at..));
@@ -178,7 +179,13 @@ impl WithTriggers {
             .and_then(|t| <[u8; 8]>::try_from(t).ok())
             .map_or(0, u64::from_le_bytes);
         let mixed = word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        &self.pool[mixed as usize % self.pool.len()]
+        let (i, len) = (mixed as usize, self.pool.len());
+        let i = if len.is_power_of_two() {
+            i & (len - 1)
+        } else {
+            i % len
+        };
+        &self.pool[i]
     }
 
     fn add_opts(&self, opts: AddOpts, k: String) {

@@ -49,6 +49,7 @@ pub use options::{
     ByObject, DEFAULT_HANDLER_BUFFER, DEFAULT_SYNC_PERIOD, MetaTransform, NAMESPACE_ALL,
     NamespaceConfig, Options, Transform, WatchErrorHandler, strip_managed_fields, type_key,
 };
+pub(crate) use reader::get_requested;
 pub use reader::{ListOptions, Reader};
 pub use store::{ALL_NAMESPACES, IndexFn, Store, field_index_name, namespaced_value};
 

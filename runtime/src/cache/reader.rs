@@ -264,16 +264,33 @@ impl Reader for Cache {
     }
 }
 
+/// A reconcile's read of the object `req` names through `reader` (what [`ObjectGetter`] is
+/// for a cache and for a client): the object, `None` when `not_found` says the error is a
+/// NotFound, else the error.
+pub(crate) async fn get_requested<R, K>(
+    reader: &R,
+    req: &Request,
+    not_found: fn(&R::Error) -> bool,
+) -> Result<Option<Arc<K>>, R::Error>
+where
+    R: Reader<Object<K> = Arc<K>>,
+    K: CacheObject<DynamicType = ()>,
+{
+    match reader.get_with::<K>(&(), &req.namespace, &req.name).await {
+        Ok(obj) => Ok(Some(obj)),
+        Err(e) if not_found(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 #[async_trait]
 impl<K> ObjectGetter<K> for Cache
 where
     K: CacheObject<DynamicType = ()>,
 {
     async fn get(&self, req: &Request) -> Result<Option<Arc<K>>, reconcile::Error> {
-        match Reader::get_with::<K>(self, &(), &req.namespace, &req.name).await {
-            Ok(obj) => Ok(Some(obj)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(reconcile::Error::new(e.to_string())),
-        }
+        get_requested(self, req, Error::is_not_found)
+            .await
+            .map_err(|e| reconcile::Error::new(e.to_string()))
     }
 }

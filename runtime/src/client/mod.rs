@@ -160,11 +160,9 @@ where
     K: CacheObject<DynamicType = ()>,
 {
     async fn get(&self, req: &Request) -> Result<Option<Arc<K>>, reconcile::Error> {
-        match Reader::get_with::<K>(self, &(), &req.namespace, &req.name).await {
-            Ok(obj) => Ok(Some(obj)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        crate::cache::get_requested(self, req, Error::is_not_found)
+            .await
+            .map_err(Into::into)
     }
 }
 

@@ -36,7 +36,6 @@ use tokio::time::Instant;
 use super::core::{Core, PROCESSING, QueueState};
 use super::fair::{Bucket, FairnessFn};
 use super::metrics::QueueMetrics;
-use super::metrics::duration_between;
 use super::rate_limiter::default_item_rate_limiter;
 use super::shared::Shared;
 use super::table::{Borrowed, KeyArg, Owned};
@@ -495,15 +494,8 @@ impl<T: QueueKey> PriorityQueue<T> {
             let (key, prio) = self.get_with_priority().await?;
             return Some((key, prio, None));
         }
-        let (key, prio, mut kept, wait) = self.inner.get(State::pop_triggered).await?;
-        // Outside the lock: a boxed set is freed here.
-        let triggers = kept.take().map(|mut set| {
-            if let Some((ready_at, now)) = wait {
-                set.set_waited(duration_between(ready_at, now));
-            }
-            set
-        });
-        Some((key, prio, triggers))
+        let (key, prio, kept, wait) = self.inner.get(State::pop_triggered).await?;
+        Some((key, prio, kept.into_triggers(wait)))
     }
 
     /// Like [`get_with_priority`](Self::get_with_priority) without the priority.
@@ -585,8 +577,8 @@ impl<T: QueueKey> Queue<T> for PriorityQueue<T> {
             return None;
         }
         let hash = self.inner.hash(item);
-        let mut taken = self.inner.state.lock().take_triggers(hash, item);
-        taken.take()
+        let taken = self.inner.state.lock().take_triggers(hash, item);
+        taken.into_triggers(None)
     }
     fn keeping_triggers(&self) -> Option<Arc<dyn Queue<T>>> {
         Some(Arc::new(PriorityQueue::keeping_triggers(self)))
