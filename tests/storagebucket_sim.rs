@@ -204,14 +204,12 @@ fn storagebucket_converges_under_faults_with_its_webhooks_in_memory() {
     println!("{} seeds in {:.2?}", report.outcomes.len(), t0.elapsed());
 }
 
-/// Each seed replays: the same trace, webhook calls, crashes and elections. Open finding
-/// (session 11): in one full-suite run on a loaded machine, seed 1's replay gave another trace
-/// hash (same steps, same virtual time) than its run inside `sim::check`; alone it replayed
-/// three times out of three. Something in this scenario still reads wall time or thread
-/// order; until it is found this runs on demand:
-/// `cargo test --test storagebucket_sim -- --ignored`.
+/// Each seed replays: the same trace, webhook calls, crashes and elections. (Session 11 saw seed
+/// 1 replay with another hash about half the time under load: the example stamped
+/// `lastProbeTime` from the system clock, so whether a probe's status patch changed the bucket
+/// — and so every later resourceVersion and watch delay — hung on a wall-clock second
+/// boundary; it reads `ctrl::clock` now.)
 #[test]
-#[ignore = "replay differed once under load: an open determinism finding"]
 fn storagebucket_seeds_replay() {
     let report = sim::check(0..3, simulation, scenario).unwrap_or_else(|f| panic!("{f}"));
     for first in &report.outcomes {

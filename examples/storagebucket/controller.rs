@@ -27,7 +27,6 @@ use ctrl::reconcile::{self, Action, Reconciler, Request};
 use ctrl::recorder::{EventType, Recorder};
 use ctrl::source::Channel;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
@@ -221,8 +220,10 @@ impl BucketReconciler {
 }
 
 /// The status after `outcome`: `lastTransitionTime` moves only when availability does.
+/// Times come from the reconciler's clock (`ctrl::clock`: the system clock in production, the
+/// simulation's virtual one under `ctrl_envtest::sim`).
 fn next_status(bucket: &StorageBucket, outcome: &Outcome) -> StorageBucketStatus {
-    let now = Time(Timestamp::now());
+    let now = Time(ctrl::clock::now());
     let status = if outcome.available { "True" } else { "False" };
     let last_transition_time = match bucket.available_condition() {
         Some(c) if c.status == status => c.last_transition_time.clone(),

@@ -155,6 +155,9 @@ pub(crate) struct Shared {
     identities: Mutex<HashMap<String, replicas::Identity>>,
     /// The last write that was not leader election or an Event.
     last_write: Mutex<Instant>,
+    /// How many such writes are in flight (sent, not answered): a slow webhook may hold one
+    /// for longer than [`QUIET`].
+    writes_in_flight: std::sync::atomic::AtomicUsize,
     /// The checked Lease's holder when steadiness was last asked about.
     last_leader: Mutex<Option<String>>,
     /// The store's revision when the invariants last ran.
@@ -394,7 +397,7 @@ impl Simulation {
 
     /// Ticks until the run is steady — no fault or restart left to play, no reconcile
     /// running, the checked Lease ([`check_lease`](Self::check_lease)) held by a running
-    /// replica, and no write but leader election and Events for [`QUIET`] — and fails when it
+    /// replica, and no write but leader election and Events in flight or for [`QUIET`] — and fails when it
     /// is not by `deadline` (virtual time since the start): the operator did not converge.
     pub async fn run_until_steady(&self, deadline: Duration) -> Result<(), String> {
         loop {
@@ -415,6 +418,7 @@ impl Simulation {
         led && state.schedule.is_empty()
             && state.restarts.is_empty()
             && self.shared.trace.reconciling() == 0
+            && self.shared.writes_in_flight.load(Ordering::Acquire) == 0
             && self.shared.last_write.lock().elapsed() >= QUIET
     }
 

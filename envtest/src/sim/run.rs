@@ -268,6 +268,7 @@ async fn start_simulation(
         lease: Mutex::new(None),
         identities: Mutex::new(Default::default()),
         last_write: Mutex::new(start),
+        writes_in_flight: 0.into(),
         last_leader: Mutex::new(None),
         checked: u64::MAX.into(),
         holder_cache: Mutex::new(None),

@@ -79,7 +79,8 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
             let (method, path) = (req.method().clone(), req.uri().path().to_string());
             let watch = req.uri().query().is_some_and(|q| q.contains("watch=true"));
             let replica = &*layer.replica;
-            tokio::time::sleep(shared.request_delay(replica, &method, &path)).await;
+            let traced = traced_path(&path);
+            tokio::time::sleep(shared.request_delay(replica, &method, &traced)).await;
             if !layer.alive.load(Ordering::Acquire) {
                 return Err(format!("{} crashed", layer.replica).into());
             }
@@ -91,7 +92,9 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
                 let content_type = content_type.and_then(|v| v.to_str().ok());
                 foreign = shared.shard_violation(&layer.replica, &method, &path, content_type);
             }
+            let in_flight = work.then(|| InFlight::new(shared));
             let Ok(resp) = tower::Service::call(&mut inner, req).await;
+            drop(in_flight);
             if work {
                 // A write lasts until it is answered (a slow webhook may hold it for seconds):
                 // the run is not quiet while one is in flight, nor just after.
@@ -102,7 +105,7 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
             }
             let what = if watch { "WATCH" } else { method.as_str() };
             shared.trace(format_args!(
-                "{} {what} {path} -> {}",
+                "{} {what} {traced} -> {}",
                 layer.replica,
                 resp.status().as_u16()
             ));
@@ -114,6 +117,23 @@ impl tower::Service<Request<kube::client::Body>> for SimService {
                 resp
             })
         })
+    }
+}
+
+/// A write on its way: counted in `Shared::writes_in_flight` until answered or dropped (its
+/// replica crashed, its caller gave up), so that the run is not steady while it lasts.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        shared.writes_in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.writes_in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -182,6 +202,17 @@ fn keyed(key: &(u64, String, String), event: (&[u8], &[u8])) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (key, event).hash(&mut h);
     h.finish()
+}
+
+/// `path` as the trace shows it and as it keys its request's stream of delays: an Event's name
+/// left out (`.../events/*`), as kube-runtime's recorder names Events after the system clock's
+/// nanoseconds (`<object>.<hex>`), which no seed decides; a series update of an Event would
+/// otherwise draw another delay, and trace another line, in each replay.
+fn traced_path(path: &str) -> std::borrow::Cow<'_, str> {
+    match path.rsplit_once('/') {
+        Some((events, _)) if events.ends_with("/events") => format!("{events}/*").into(),
+        _ => path.into(),
+    }
 }
 
 fn is_write(m: &Method) -> bool {

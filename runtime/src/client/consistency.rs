@@ -33,12 +33,13 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::api::DeleteParams;
 use kube::core::Status;
 use parking_lot::Mutex;
 use prometheus::{IntCounterVec, Opts};
+use tokio::time::Instant;
 
 use super::{Client, Error};
 use crate::cache::{CacheObject, Requirement, gvk_string, object_key, resource_version};

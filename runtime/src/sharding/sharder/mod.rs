@@ -6,8 +6,8 @@
 //! time. Each tick (every `lease_poll`) it reads the shard leases (`members`), takes
 //! over those gone Uncertain and deletes Orphaned ones; when the set of available
 //! shards changed (and once more on the next tick, as the webhook's watched view may
-//! lag the change by a moment), while its last sync changed objects, or every
-//! `sync_period`, it syncs every object of the ring (`sync`):
+//! lag the change by a moment), while its last sync changed objects or found drains not
+//! yet acknowledged, or every `sync_period`, it syncs every object of the ring (`sync`):
 //! unassigned objects and objects of dead shards get their new shard at once, main
 //! objects of shards that are still available but no longer own them get the drain
 //! label (`assign` decides), and writes the ring's status with its `Ready` condition
@@ -92,7 +92,7 @@ impl std::fmt::Debug for Sharder {
 struct Synced {
     /// The available shards.
     shards: Vec<String>,
-    /// Whether it changed anything (drains pending: sync again next tick).
+    /// Whether it changed anything or waits on a drain: sync again next tick.
     busy: bool,
 }
 
@@ -207,7 +207,11 @@ impl Sharder {
         tracing::info!(ring = %ring_name, shards = ?available, assigned = counts.assigned, drained = counts.drained, ?problems, "Synced ring");
         Ok(Some(Synced {
             shards: available,
-            busy: counts.assigned + counts.drained > 0,
+            // A drain the shard has not acknowledged yet keeps the sync going: its
+            // acknowledgement passes the webhook, and when that call fails (the webhook is
+            // slow or down; failurePolicy Ignore) the object is left without a shard, which
+            // only a sync assigns — at the next lease poll instead of the next sync period.
+            busy: counts.assigned + counts.drained + counts.draining > 0,
         }))
     }
 }

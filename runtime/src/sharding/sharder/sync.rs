@@ -32,6 +32,8 @@ use crate::sharding::{ControllerRing, GroupResource, label_drain, label_shard, m
 pub(crate) struct Counts {
     pub assigned: usize,
     pub drained: usize,
+    /// Objects listed with the drain label: drains asked for and not acknowledged yet.
+    pub draining: usize,
     pub problems: Vec<String>,
 }
 
@@ -97,6 +99,7 @@ pub(crate) async fn sync_ring(
         let c = sync_resource(client, &scope, &mut per_shard).await?;
         counts.assigned += c.assigned;
         counts.drained += c.drained;
+        counts.draining += c.draining;
     }
     for (shard, n) in per_shard {
         metrics::OBJECTS_ASSIGNED
@@ -181,11 +184,14 @@ async fn sync_resource(
     let all: Api<DynamicObject> = Api::all_with(client.clone(), ar);
     let list = all.list_metadata(&ListParams::default()).await?;
     let namespaced = matches!(caps.scope, kube::discovery::Scope::Namespaced);
-    let changes = list
-        .items
-        .into_iter()
+    let selected: Vec<_> = (list.items.into_iter())
         .filter(|o| scope.selects(o.metadata.namespace.as_deref().filter(|_| namespaced)))
-        .filter_map(|o| plan(scope, o.metadata, per_shard));
+        .collect();
+    let drain_label = label_drain(ring);
+    let draining = (selected.iter())
+        .filter(|o| (o.metadata.labels.as_ref()).is_some_and(|l| l.contains_key(&drain_label)))
+        .count();
+    let changes = (selected.into_iter()).filter_map(|o| plan(scope, o.metadata, per_shard));
     let labels = [ring, ar.group.as_str(), ar.plural.as_str()];
     let mut results = futures::stream::iter(changes)
         .map(|(meta, decision, moved)| async move {
@@ -196,7 +202,10 @@ async fn sync_resource(
             (apply(&api, ring, &meta, &decision).await, decision, moved)
         })
         .buffer_unordered(PATCH_CONCURRENCY);
-    let mut counts = Counts::default();
+    let mut counts = Counts {
+        draining,
+        ..Counts::default()
+    };
     let mut failed = None;
     while let Some((result, decision, moved)) = results.next().await {
         match result {
