@@ -496,7 +496,11 @@ impl fmt::Display for Triggers {
             write!(f, "{t}")?;
         }
         if self.dropped() > 0 {
-            let sep = if self.kept.items().is_empty() { "" } else { " " };
+            let sep = if self.kept.items().is_empty() {
+                ""
+            } else {
+                " "
+            };
             write!(f, "{sep}(+{} dropped)", self.dropped())?;
         }
         Ok(())
