@@ -18,7 +18,7 @@ mod sim_support;
 
 use std::time::Duration;
 
-use ctrl::sharding::{Shard, label_shard};
+use ctrl::sharding::{Shard, SharderOptions, label_shard};
 use ctrl_envtest::Environment;
 use ctrl_envtest::sim::{self, FaultPlan, Replica, Simulation, SimulationBuilder};
 use k8s_openapi::api::core::v1::Pod;
@@ -221,7 +221,43 @@ async fn sharded_scenario(sim: Simulation) -> Result<(), String> {
     );
     sim_support::retried(&sim, || apps.patch("shop", &params, &scale)).await?;
     sim.run_until_steady(Duration::from_secs(300)).await?;
-    APPS.iter().try_for_each(|name| converged(sim.env(), name))
+    let all_converged = || APPS.iter().try_for_each(|name| converged(sim.env(), name));
+    if all_converged().is_ok() {
+        return Ok(());
+    }
+    // An AppService whose create (or drain acknowledgement) the sharder's webhook missed
+    // (slow past its timeout; `failurePolicy: Ignore`) is stored unassigned and nobody
+    // reconciles it until the sharder's next periodic sync: upstream's design ("the object
+    // will be unassigned until the next sync of the sharder controller", docs/design.md).
+    // Only then may convergence take up to one more sync period.
+    let unassigned = unassigned(sim.env(), &label_shard(RING));
+    if unassigned.is_empty() {
+        return all_converged();
+    }
+    sim.note(format_args!(
+        "unassigned {unassigned:?}: waiting for the sharder's sync"
+    ));
+    let deadline = sim.elapsed() + SharderOptions::new(RING, "default").sync_period;
+    loop {
+        sim.advance(Duration::from_secs(10)).await?;
+        let converged = all_converged();
+        if converged.is_ok() || sim.elapsed() > deadline {
+            return converged.map_err(|e| format!("{e}, a sync period after {unassigned:?}"));
+        }
+    }
+}
+
+/// The AppServices with no shard label `label`.
+fn unassigned(env: &Environment, label: &str) -> Vec<String> {
+    (env.stored::<AppService>().into_iter())
+        .filter(|a| {
+            a.metadata
+                .labels
+                .as_ref()
+                .is_none_or(|l| !l.contains_key(label))
+        })
+        .filter_map(|a| a.metadata.name)
+        .collect()
 }
 
 /// Shards crash, leave and join (one fault every 6 s for a minute) among the API faults.
@@ -239,13 +275,17 @@ fn sharded_simulation(seed: u64) -> SimulationBuilder {
 /// unacknowledged (`runtime/src/sharding/sharder/mod.rs`). Seed 102 found that a write held in
 /// flight past [`sim::QUIET`] by a slow webhook let the run count as steady; it no longer does.
 ///
-/// Open findings from seeds 0-199 (each replays with `SIM_SEED=<n>`): seeds 72 and 153 — an
-/// AppService created while the sharder webhook is slow is stored without a shard and, with no
-/// membership change after, waits for the sharder's 5-minute sync period (upstream's documented
-/// "unassigned until the next sync"); seeds 121 and 132 — a crashed incarnation's reconcile,
-/// waiting out its read-your-writes timeout on its dead cache, is still open when the new
-/// incarnation of the same shard reconciles that key (two holders by the checker's count,
-/// though the dead one can no longer write).
+/// Seeds 0-199 found four more (each replays with `SIM_SEED=<n>`). Seed 121: a crashed
+/// incarnation's reconcile, waiting out its read-your-writes timeout on its dead cache, was
+/// still open when the next incarnation of the shard took the key — the crash left the
+/// manager's tasks running; a crash now aborts them (a dropped `Manager::start` aborts every
+/// runnable). Seed 132: the next incarnation started beside one still winding down after a
+/// graceful leave, both shard `r3`; a replica is now one pod name, restarted only once its last
+/// incarnation ended. Seed 72: the sharder's sync met a 409 storm and left the AppService
+/// unassigned until its next sync period; a conflict now makes it sync again at the next lease
+/// poll, as upstream retries conflicts with backoff. Seed 153: an AppService created while the
+/// sharder webhook was slow is stored without a shard until the sharder's periodic sync,
+/// upstream's design — the scenario gives such an object one sync period more to converge.
 #[test]
 fn sharded_appservice_converges_and_no_shard_writes_anothers_objects() {
     let t0 = std::time::Instant::now();
@@ -259,6 +299,21 @@ fn sharded_appservice_converges_and_no_shard_writes_anothers_objects() {
     let first = &report.outcomes[0];
     let again = sharded_simulation(first.seed).run(sharded_scenario);
     assert_eq!(again.as_ref().ok(), Some(first), "seed {}", first.seed);
+}
+
+/// 200 seeds of the sharded scenario (`cargo test --profile sim --test appservice_sim --
+/// --ignored sharded --nocapture`).
+#[test]
+#[ignore = "200 sharded seeds take about a minute of CPU; run with --ignored"]
+fn sharded_appservice_converges_for_two_hundred_seeds() {
+    let t0 = std::time::Instant::now();
+    let report = sim::check(0..200, sharded_simulation, sharded_scenario);
+    let report = report.unwrap_or_else(|f| panic!("{f}"));
+    println!(
+        "{} sharded seeds in {:.2?}",
+        report.outcomes.len(),
+        t0.elapsed()
+    );
 }
 
 /// The shard checker catches what it is for: a replica that says it is shard `rogue` but runs

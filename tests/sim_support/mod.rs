@@ -1,7 +1,13 @@
-//! Helpers the examples' simulation tests share (`appservice_sim`, `storagebucket_sim`): a
-//! replica's manager options, and retrying a request of the test's own through injected
-//! faults on virtual time.
+//! Helpers the examples' simulation tests share (`appservice_sim`, `storagebucket_sim`): the
+//! allocator, a replica's manager options, and retrying a request of the test's own through
+//! injected faults on virtual time.
 #![allow(dead_code)] // each test file uses a different part
+
+/// mimalloc, as `benches/e2e.rs` has: a seed allocates and frees some hundred thousand small
+/// JSON values, maps and strings, and glibc's malloc spent about a sixth of a seed's CPU on
+/// them (more as each seed's server history fragments its free lists).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use ctrl::manager::Options;
 use ctrl_envtest::sim::Simulation;

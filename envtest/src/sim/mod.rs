@@ -331,6 +331,11 @@ impl Simulation {
         self.shared.start.elapsed()
     }
 
+    /// Adds a line of the test's own to the trace (what it is waiting for, and why).
+    pub fn note(&self, what: impl std::fmt::Display) {
+        self.shared.trace(format_args!("test {what}"));
+    }
+
     /// The hash of the trace so far.
     pub fn trace_hash(&self) -> u64 {
         self.shared.trace.hash()

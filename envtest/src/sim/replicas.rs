@@ -126,7 +126,15 @@ impl Simulation {
         let run = (slot.factory)(replica);
         let (sim, name2) = (self.clone(), name.to_string());
         let stopped = slot.shutdown.clone();
+        // A replica is one pod name (a StatefulSet's): its next incarnation starts once the
+        // last one, which may still be winding down after a leave, has ended. Two processes
+        // never share its identity (a shard's id is its name; two holders of one shard Lease
+        // would both think they hold it).
+        let previous = slot.task.take();
         slot.task = Some(tokio::spawn(async move {
+            if let Some(previous) = previous {
+                let _ = previous.await;
+            }
             tokio::time::sleep(delay).await;
             run.await;
             running.store(false, Ordering::Release);
@@ -139,11 +147,12 @@ impl Simulation {
         self.shared.trace(format_args!("start {name}"));
     }
 
-    /// Crashes replica `name`: its client goes dead at once (every request fails, every watch
-    /// ends: nothing it does reaches the server any more) and its token is cancelled, so that
-    /// its manager stops what it spawned (aborting the manager's task instead would leave its
-    /// workers running on the in-memory cache, reconciling keys a live replica holds). The
-    /// store keeps what it wrote; nothing is released (its writes to the Lease fail).
+    /// Crashes replica `name`: its memory is gone. Its client goes dead at once (every
+    /// request fails, every watch ends: nothing it does reaches the server any more), its
+    /// task is aborted — dropping `Manager::start`'s future aborts every runnable the manager
+    /// started, so no reconcile of it runs on, holding a key, against a cache nobody keeps —
+    /// and its token is cancelled, for what it spawned outside the manager. The store keeps
+    /// what it wrote; nothing is released (the Lease runs out).
     pub fn crash(&self, name: &str) {
         let mut state = self.state.lock();
         let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
@@ -151,8 +160,9 @@ impl Simulation {
         };
         slot.alive.store(false, Ordering::Release);
         slot.shutdown.cancel();
-        // The old incarnation winds down detached; the runtime drops it at the end at last.
-        drop(slot.task.take());
+        if let Some(task) = slot.task.take() {
+            task.abort();
+        }
         drop(state);
         self.shared.trace(format_args!("crash {name}"));
     }
@@ -160,15 +170,14 @@ impl Simulation {
     /// Stops replica `name` gracefully: its token is cancelled while its client keeps
     /// working, so that its manager stops its controllers and releases its Leases (what a
     /// rolling update's old pod, or a shard leaving its ring, does). The old incarnation winds
-    /// down detached; a [`restart`](Self::restart) starts a new one beside it, as a new pod
-    /// starts while the old one terminates.
+    /// down in its task; a [`restart`](Self::restart) starts the next one once it has ended,
+    /// as a StatefulSet recreates a pod only after the old one is gone.
     pub fn leave(&self, name: &str) {
         let mut state = self.state.lock();
         let Some(slot) = state.replicas.iter_mut().find(|s| s.name == name) else {
             return;
         };
         slot.shutdown.cancel();
-        drop(slot.task.take());
         // Not running any more (no fault picks it), while the old incarnation's own flag
         // stays up: its client works until it has wound down.
         slot.alive = Arc::new(AtomicBool::new(false));

@@ -191,6 +191,21 @@ impl RunnableGroup {
         }
     }
 
+    /// Stops at once, waiting for nothing: no runnable starts any more, the group's token
+    /// is cancelled and every runnable still running is aborted (its future dropped where it
+    /// stands). What a dropped [`Manager::start`](super::Manager::start) does: the process
+    /// is gone.
+    pub(super) fn abort(&self) {
+        let mut st = self.state.lock();
+        st.stopped = true;
+        st.queue.clear();
+        self.ctx.cancel();
+        self.tasks.close();
+        for (_, task) in st.running.values() {
+            task.abort();
+        }
+    }
+
     /// The names of the runnables still running.
     pub(super) fn running(&self) -> Vec<String> {
         let st = self.state.lock();

@@ -86,6 +86,14 @@ impl Leader {
             }
         }
     }
+
+    /// Ends the elector's task at once, releasing nothing (a crashed process's Lease
+    /// expires; the others wait it out).
+    pub(super) fn abort(&self) {
+        if let Some((_, task)) = self.running.lock().take() {
+            task.abort();
+        }
+    }
 }
 
 /// The lock `opts` ask for: the custom one, else the Lease `leader_election_id`

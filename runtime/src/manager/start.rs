@@ -23,6 +23,10 @@ impl Manager {
     /// after which [`Manager::elected`] resolves. They stop in [`Group::STOP_ORDER`],
     /// each group cancelled and awaited in turn within `graceful_shutdown_timeout`; runnables still running then are aborted (their
     /// futures dropped) and named in the error. Calling `start` twice is an error.
+    ///
+    /// Dropping the returned future before it finished (an aborted task, a lost
+    /// `select!`) stops everything at once, as a process exit does: every runnable is
+    /// aborted where it stands, nothing is waited for and the Lease is not released.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         let inner = &self.inner;
         let mut errors = {
@@ -33,6 +37,9 @@ impl Manager {
             st.started = true;
             inner.errors_rx.lock().take().ok_or(Error::AlreadyStarted)?
         };
+        // Dropped before the stop sequence ends (the caller's future dropped, as a crashed
+        // process ends): what the run started is aborted, nothing left running on.
+        let mut guard = AbortOnDrop(Some(inner));
         let run = async {
             self.add_internal_runnables()?;
             let (elected, before) = Group::START_ORDER
@@ -69,6 +76,7 @@ impl Manager {
         while let Ok(error) = errors.try_recv() {
             tracing::error!(%error, "error received after stop sequence was engaged");
         }
+        guard.0 = None;
         Error::join(result, stopped)
     }
 
@@ -133,6 +141,22 @@ impl Manager {
             addr,
             source,
         })
+    }
+}
+
+/// Aborts every group and the elector when [`Manager::start`]'s future is dropped before
+/// its stop sequence finished: nothing is waited for and nothing released, as when the
+/// process dies (a dropped future cannot wait; tasks it spawned would otherwise run on,
+/// reconciling against a cache nobody keeps).
+struct AbortOnDrop<'a>(Option<&'a Inner>);
+
+impl Drop for AbortOnDrop<'_> {
+    fn drop(&mut self) {
+        let Some(inner) = self.0 else { return };
+        for group in &inner.groups {
+            group.abort();
+        }
+        inner.leader.abort();
     }
 }
 

@@ -211,7 +211,8 @@ impl Sharder {
             // acknowledgement passes the webhook, and when that call fails (the webhook is
             // slow or down; failurePolicy Ignore) the object is left without a shard, which
             // only a sync assigns — at the next lease poll instead of the next sync period.
-            busy: counts.assigned + counts.drained + counts.draining > 0,
+            // So does a write that conflicted with a change made since the list.
+            busy: counts.assigned + counts.drained + counts.draining + counts.conflicts > 0,
         }))
     }
 }

@@ -9,7 +9,10 @@
 //! always synced, as a webhook's `namespaceSelector` never skips them.
 //!
 //! Every write is a merge patch guarded by the listed `resourceVersion`: an object that
-//! changed since the list is left to the next sync.
+//! changed since the list is counted as a conflict, and the sharder syncs again at its next
+//! lease poll (upstream returns the conflict as the reconcile's error and retries with
+//! backoff, `pkg/controller/sharder/reconciler.go`: "If we try to move or drain an object
+//! with an old resourceVersion (conflict error), we will retry").
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -34,6 +37,9 @@ pub(crate) struct Counts {
     pub drained: usize,
     /// Objects listed with the drain label: drains asked for and not acknowledged yet.
     pub draining: usize,
+    /// Writes that lost to a change made since the list (409): tried again soon, as upstream
+    /// retries a conflicting move or drain with backoff instead of at the next sync period.
+    pub conflicts: usize,
     pub problems: Vec<String>,
 }
 
@@ -100,6 +106,7 @@ pub(crate) async fn sync_ring(
         counts.assigned += c.assigned;
         counts.drained += c.drained;
         counts.draining += c.draining;
+        counts.conflicts += c.conflicts;
     }
     for (shard, n) in per_shard {
         metrics::OBJECTS_ASSIGNED
@@ -220,7 +227,8 @@ async fn sync_resource(
                 }
                 metrics::ASSIGNMENTS.with_label_values(&labels).inc();
             }
-            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => counts.conflicts += 1,
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => failed = failed.or(Some(e)),
         }
     }
