@@ -22,9 +22,11 @@
 //!
 //! `ctrl::cli` prints them (`--print-manifests`); `cargo ctrl manifests` writes the files.
 
+#[cfg(feature = "webhook")]
 pub mod certs;
 pub mod deployment;
 pub mod kustomize;
+#[cfg(feature = "webhook")]
 pub mod webhooks;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -32,6 +34,7 @@ use serde_json::Value;
 
 use crate::manager::{Args, Manager};
 use crate::rbac::{Manifest, Rules};
+#[cfg(feature = "webhook")]
 use crate::webhook::Registration;
 
 /// How objects are named: the final names of a deployment, or the unprefixed names of
@@ -90,7 +93,8 @@ pub struct Manifests {
     pub crds: Vec<CustomResourceDefinition>,
     /// The RBAC rules of its manager.
     pub rules: Rules,
-    /// The webhooks its manager's webhook server serves.
+    /// The webhooks its manager's webhook server serves (feature `webhook`).
+    #[cfg(feature = "webhook")]
     pub webhooks: Vec<Registration>,
     /// The manager flags the Deployment runs it with (ports, certificates, metrics).
     pub args: Args,
@@ -108,15 +112,27 @@ impl Manifests {
         crds: Vec<CustomResourceDefinition>,
     ) -> Self {
         // The operator runs its cert rotator in the cluster (`ctrl::cli` adds it).
+        #[cfg(feature = "webhook")]
         certs::add_rotator_rules(name, mgr, args);
         Self {
             name: name.into(),
             crds,
             rules: mgr.rbac_rules(),
+            #[cfg(feature = "webhook")]
             webhooks: mgr.webhook_registrations(),
             args: args.clone(),
             env: Vec::new(),
         }
+    }
+
+    /// Whether the manager serves webhooks (never without the `webhook` feature): the
+    /// Deployment's webhook port and certificate volume, the webhook Service and
+    /// configurations, the certificate Secret.
+    pub fn serves_webhooks(&self) -> bool {
+        #[cfg(feature = "webhook")]
+        return !self.webhooks.is_empty();
+        #[cfg(not(feature = "webhook"))]
+        false
     }
 
     /// These manifests with `env` set on the manager container.
@@ -127,18 +143,25 @@ impl Manifests {
 
     /// The manager Deployment, with [`Manifests::env`].
     pub fn deployment(&self, naming: &Naming) -> k8s_openapi::api::apps::v1::Deployment {
-        let mut d = deployment::deployment(naming, &self.args, !self.webhooks.is_empty());
+        let mut d = deployment::deployment(naming, &self.args, self.serves_webhooks());
         deployment::set_env(&mut d, &self.env);
         d
     }
 
     /// The CRDs, each with its conversion stanza when a conversion webhook serves it.
     pub fn crds(&self, naming: &Naming) -> Vec<CustomResourceDefinition> {
+        #[cfg(feature = "webhook")]
         let conversion = webhooks::conversion(&self.webhooks, naming);
+        #[cfg(not(feature = "webhook"))]
+        let _ = naming;
         self.crds
             .iter()
             .cloned()
-            .map(|crd| conversion.apply(crd))
+            .map(|crd| {
+                #[cfg(feature = "webhook")]
+                let crd = conversion.apply(crd);
+                crd
+            })
             .collect()
     }
 
@@ -152,15 +175,17 @@ impl Manifests {
         for o in naming.rbac().objects(&self.rules) {
             out.push(serde_json::to_value(o)?);
         }
-        for s in deployment::services(naming, &self.args, !self.webhooks.is_empty()) {
+        for s in deployment::services(naming, &self.args, self.serves_webhooks()) {
             out.push(serde_json::to_value(s)?);
         }
-        if !self.webhooks.is_empty() {
+        #[cfg(feature = "webhook")]
+        if self.serves_webhooks() {
             out.push(serde_json::to_value(certs::secret(naming))?);
         }
         out.push(serde_json::to_value(self.deployment(naming))?);
-        let client = webhooks::service_client(naming);
-        for c in webhooks::configurations(&self.webhooks, naming, &client) {
+        #[cfg(feature = "webhook")]
+        for c in webhooks::configurations(&self.webhooks, naming, &webhooks::service_client(naming))
+        {
             out.push(c?);
         }
         Ok(out)
