@@ -2,7 +2,7 @@
 //! names in namespace `system` ([`Naming::base`]) — `config/crd`, `config/rbac`,
 //! `config/manager`, `config/webhook`, `config/prometheus` (a ServiceMonitor, left out of
 //! `config/default` unless enabled, as kubebuilder's), `config/certmanager` (the
-//! cert-manager overlay, [`certs`], enabled by uncommenting its lines in `config/default`)
+//! cert-manager overlay, `certs`, enabled by uncommenting its lines in `config/default`)
 //! — and `config/default`, the kustomization to
 //! apply (`kubectl apply -k config/default`), which puts everything in
 //! `<name>-system` and prefixes every name with `<name>-`, as kubebuilder's does.

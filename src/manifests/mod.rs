@@ -4,8 +4,8 @@
 //!
 //! [`Manifests::new`] asks a built (never started) manager what it watches and serves:
 //! the RBAC rules ([`Manager::rbac_rules`]), the webhooks registered by `WebhookBuilder`
-//! ([`Manager::webhook_registrations`]: `MutatingWebhookConfiguration`,
-//! `ValidatingWebhookConfiguration`, the CRDs' conversion stanza, [`webhooks`]), and
+//! (`Manager::webhook_registrations`, feature `webhook`: `MutatingWebhookConfiguration`,
+//! `ValidatingWebhookConfiguration`, the CRDs' conversion stanza, `webhooks`), and
 //! takes the operator's CRDs and flags ([`Args`]: the ports and certificate flags of the
 //! manager `Deployment` and its metrics and webhook `Service`s, [`deployment`]). It
 //! renders them two ways:
@@ -16,7 +16,7 @@
 //!   `config/default` (namespace `<name>-system`, name prefix `<name>-`) over the bases
 //!   `config/crd`, `config/rbac`, `config/manager`, `config/webhook`.
 //!
-//! Webhook certificates ([`certs`]): the operator's own cert rotator by default (its
+//! Webhook certificates (`certs`): the operator's own cert rotator by default (its
 //! Secret shipped empty, its RBAC in the rules), or the cert-manager overlay that
 //! `config/default` enables by uncommenting.
 //!
