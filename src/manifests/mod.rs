@@ -149,20 +149,21 @@ impl Manifests {
     }
 
     /// The CRDs, each with its conversion stanza when a conversion webhook serves it.
+    #[cfg(feature = "webhook")]
     pub fn crds(&self, naming: &Naming) -> Vec<CustomResourceDefinition> {
-        #[cfg(feature = "webhook")]
         let conversion = webhooks::conversion(&self.webhooks, naming);
-        #[cfg(not(feature = "webhook"))]
-        let _ = naming;
         self.crds
             .iter()
             .cloned()
-            .map(|crd| {
-                #[cfg(feature = "webhook")]
-                let crd = conversion.apply(crd);
-                crd
-            })
+            .map(|crd| conversion.apply(crd))
             .collect()
+    }
+
+    /// The CRDs, as the operator's types derive them (no conversion webhook serves them
+    /// without the `webhook` feature).
+    #[cfg(not(feature = "webhook"))]
+    pub fn crds(&self, _naming: &Naming) -> Vec<CustomResourceDefinition> {
+        self.crds.clone()
     }
 
     /// Every object with `naming`, in `kubectl apply` order: the Namespace, CRDs, RBAC,
