@@ -212,7 +212,7 @@ impl fmt::Display for Trigger {
 
 /// The bounded, merged set of triggers of one queued key (what a reconcile reads).
 ///
-/// Inside it is the queue's own slot contents ([`Kept`], moved out at hand-out, nothing
+/// Inside it is the queue's own slot contents (a `Kept`, moved out at hand-out, nothing
 /// rebuilt) and the raw stamps of the key's queue wait, turned into a `Duration` only when
 /// [`Triggers::waited`] is read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
