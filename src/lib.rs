@@ -16,9 +16,10 @@ pub use ctrl_runtime::otel;
 pub use ctrl_runtime::sharding;
 pub use ctrl_runtime::workqueue;
 pub use ctrl_runtime::{cache, client, conditions};
-pub use ctrl_runtime::{
-    certrotator, certwatcher, leaderelection, metricsserver, recorder, webhook,
-};
+/// Webhooks and their certificates: the `webhook` feature (off by default).
+#[cfg(feature = "webhook")]
+pub use ctrl_runtime::{certrotator, webhook};
+pub use ctrl_runtime::{certwatcher, leaderelection, metricsserver, recorder};
 pub use ctrl_runtime::{clock, healthz, log, manager};
 pub use ctrl_runtime::{config, pprof};
 pub use ctrl_runtime::{controller, controllerutil, event, handler, predicate, reconcile, source};
@@ -55,7 +56,8 @@ pub use ctrl_derive::ApplyConfiguration;
 /// The multi-cluster builder (feature `multicluster`).
 #[cfg(feature = "multicluster")]
 pub use ctrl_builder::MultiClusterBuilder;
-/// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`).
+/// The webhook builder (Go's `ctrl.NewWebhookManagedBy(mgr)`; feature `webhook`).
+#[cfg(feature = "webhook")]
 pub use ctrl_builder::webhook::WebhookBuilder;
 /// The controller builder (Go's `ctrl.NewControllerManagedBy(mgr)`), and the builder
 /// crate itself as `ctrl::builder`.
@@ -72,8 +74,10 @@ pub mod prelude {
 
     pub use ctrl_runtime::workqueue;
 
+    pub use ctrl_builder::ControllerBuilder;
     pub use ctrl_builder::reconciler::object_func;
-    pub use ctrl_builder::{ControllerBuilder, webhook::WebhookBuilder};
+    #[cfg(feature = "webhook")]
+    pub use ctrl_builder::webhook::WebhookBuilder;
 
     pub use ctrl_runtime::controller::Controller;
     pub use ctrl_runtime::reconcile::{self, Action, Reconciler, Request, TypedRequest};

@@ -186,7 +186,7 @@ async fn a_traced_create_links_the_reconcile_and_stamps_the_pod() {
     );
 
     // The demo log's line in that reconcile names what triggered it.
-    let wanted = "triggers=for:create AppService default/traced@";
+    let wanted = "triggers=for:create AppService@";
     let mut seen = String::new();
     let found = tokio::time::timeout(Duration::from_secs(30), async {
         while let Some(line) = lines.recv().await {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ctrl::workqueue::triggers::{Event, ObjectRef, Origin};
+use ctrl::workqueue::triggers::{Event, Kind, ObjectRef, Origin};
 use ctrl::workqueue::{
     AddOpts, ItemExponentialFailureRateLimiter, PriorityQueue, Queue, QueueConfig,
     RateLimitingQueue, Trigger, prometheus_metrics_provider,
@@ -123,18 +123,19 @@ const TRIGGER_POOL: usize = 4096;
 
 /// ctrl's `PriorityQueue` keeping triggers, as a controller's queue does by default (the
 /// handle `Triggered::new` picks for a priority queue): every add carries what a `Kind`
-/// source stamps on an update (origin, event, the object's kind, namespace, name and
-/// resourceVersion), and every `get` takes the key's trigger set (`get_triggered`, what a
-/// controller's worker calls through `Queue::get_triggered_boxed`). Adds go through the
-/// `Queue` trait as a controller's do, lending the trigger (`add_triggered_ref`, what a
-/// source's `Stamped` view passes for each add of its event); `add_ref` and `get` are inherent calls as in the
-/// plain `PriorityQueue` row, so the two rows differ by the triggers alone.
+/// source stamps for `For` on an update (origin, event, the object's kind and
+/// resourceVersion; its namespace and name are the key's), and every `get` takes the key's
+/// trigger set (`get_triggered`, what a controller's worker calls through
+/// `Queue::get_triggered_boxed`). Adds go through the `Queue` trait as a controller's do,
+/// lending the trigger (`add_triggered_ref`, what a source's `Stamped` view passes for each
+/// add of its event); `add_ref` and `get` are inherent calls as in the plain `PriorityQueue`
+/// row, so the two rows differ by the triggers alone. (An `Owns` or `Watches` trigger also
+/// shares the other object's name behind one reference count; this row does not measure it.)
 ///
 /// The triggers are built before the clock starts, as the keys are (a source builds one per
 /// event, before it adds: `benches/controller.rs` times a whole controller). Key
-/// `default/obj-{i}` carries trigger `i % 4096` of a pool: one object per event, as a
-/// source's are, not one shared by every add (whose reference count the producer and the
-/// consumer would fight over on every add and every `get`, which no controller does).
+/// `default/obj-{i}` carries trigger `i % 4096` of a pool: one resourceVersion per event, as
+/// a source's are.
 #[derive(Clone)]
 pub struct WithTriggers {
     q: PriorityQueue<String>,
@@ -150,15 +151,10 @@ impl WithTriggers {
     /// With `size` distinct triggers (the memory column: one per key, as a controller's
     /// queue holds one object per queued key).
     pub fn with_pool(size: usize, metrics: bool) -> Self {
+        let kind = Kind::intern("ConfigMap");
         let pool = (0..size.max(1))
             .map(|i| {
-                let object = ObjectRef {
-                    kind: "ConfigMap".into(),
-                    namespace: "default".into(),
-                    name: format!("obj-{i}"),
-                    resource_version: "12345".into(),
-                    traceparent: None,
-                };
+                let object = ObjectRef::reconciled(kind, &(12_345 + i).to_string());
                 Trigger::new(Origin::For, Event::Update).with_object(object)
             })
             .collect();

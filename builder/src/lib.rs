@@ -29,7 +29,8 @@
 //! global predicates); [`reconciler`] what `build`/`complete` accept (a reconciler of
 //! the controller's requests, or of `Arc<K>` objects of the `For` type fed from the
 //! cache); [`error`] why a build fails; `multicluster` (feature `multicluster`) the builder of
-//! a controller over every engaged cluster. `ControllerBuilder::sharded` needs the `sharding`
+//! a controller over every engaged cluster; `webhook` (feature `webhook`) the `WebhookBuilder`
+//! (Go's `ctrl.NewWebhookManagedBy`). `ControllerBuilder::sharded` needs the `sharding`
 //! feature.
 
 pub mod controller;
@@ -39,6 +40,7 @@ pub mod filter;
 pub mod multicluster;
 pub mod options;
 pub mod reconciler;
+#[cfg(feature = "webhook")]
 pub mod webhook;
 
 mod log;
@@ -51,4 +53,5 @@ pub use filter::{EventFilter, FilterEvent, ObjectView};
 pub use multicluster::MultiClusterBuilder;
 pub use options::{ForOptions, OwnsOptions, WatchesOptions};
 pub use reconciler::{ReconcilerInput, object_func};
+#[cfg(feature = "webhook")]
 pub use webhook::{DefaulterOptions, WebhookBuilder, WebhookError};

@@ -20,11 +20,18 @@ pub(crate) fn project_vars(p: &Project) -> Vec<(&'static str, String)> {
         Some(path) => format!("path = {path:?}"),
         None => format!("version = \"{CTRL_VERSION}\""),
     };
+    // ctrl's `webhook` feature once an API has a webhook (`create webhook`): without one the
+    // operator compiles no webhook server, cert rotator or x509-parser.
+    let features = match p.apis.iter().any(Api::webhooks) {
+        true => ", features = [\"webhook\"]",
+        false => "",
+    };
     vec![
         ("name", p.name.clone()),
         ("crate", p.crate_name()),
         ("domain", p.domain.clone()),
         ("ctrl_dep", ctrl_dep),
+        ("ctrl_features", features.into()),
     ]
 }
 

@@ -4,12 +4,14 @@
 //! neither in the default build (what `cargo build` / `cargo run` compile) nor in the test build;
 //! compiles ctrl-runtime without the built-in apply configurations (a feature, not a crate);
 //! and names each of them once the project turns its feature on (so the check can fail).
+//! Webhooks are a feature too: a project before `create webhook` compiles no webhook server, cert
+//! rotator or X.509 parser, and `create webhook` turns ctrl's `webhook` feature on.
 
 use std::path::Path;
 use std::process::Command;
 
 mod support;
-use support::{scaffold, workspace};
+use support::{scaffold, scaffold_api, workspace};
 
 /// Crates no generated project's build compiles unless it asks for them: the CPU profiler
 /// and its symbolizer (`ctrl/pprof`), OpenTelemetry (`ctrl/otel`), the protobuf crates that
@@ -29,12 +31,15 @@ const LEFT_OUT: &[&str] = &[
     "cap",
 ];
 
-/// The project (`init` + `create api --image` + `create webhook`) in a temp dir, ctrl by
-/// path, with this checkout's lock file (so that the versions are the ones ctrl is tested with
-/// and no index is needed).
-fn project() -> tempfile::TempDir {
+/// The project (`init` + `create api --image`, then, with `webhooks`, `create webhook`)
+/// in a temp dir, ctrl by path, with this checkout's lock file (so that the versions are the
+/// ones ctrl is tested with and no index is needed).
+fn project(webhooks: bool) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    scaffold(dir.path(), Some(&workspace()));
+    match webhooks {
+        true => scaffold(dir.path(), Some(&workspace())),
+        false => scaffold_api(dir.path(), Some(&workspace())),
+    }
     std::fs::copy(
         workspace().join("Cargo.lock"),
         dir.path().join("Cargo.lock"),
@@ -88,7 +93,7 @@ fn runtime_has(dir: &Path, args: &[&str], feature: &str) -> bool {
 
 #[test]
 fn a_generated_project_compiles_none_of_what_it_does_not_use() {
-    let dir = project();
+    let dir = project(true);
     let builds = [
         ("default build", vec!["-e", "normal,build"]),
         ("test build", vec!["-e", "normal,build,dev"]),
@@ -124,6 +129,45 @@ fn a_generated_project_compiles_none_of_what_it_does_not_use() {
         assert!(
             with.iter().any(|n| n == package),
             "with {feature}: {with:?}"
+        );
+    }
+}
+
+/// What only webhooks need: the X.509 parser (the cert rotator reads its Secret back with it;
+/// ctrl-envtest's `x509` checks a serving certificate that is its own caBundle) and its ASN.1
+/// crates.
+const WEBHOOK_ONLY: &[&str] = &["x509-parser", "asn1-rs", "der-parser"];
+
+#[test]
+fn webhooks_are_compiled_once_a_webhook_is_created() {
+    let builds = [
+        ("default build", vec!["-e", "normal,build"]),
+        ("test build", vec!["-e", "normal,build,dev"]),
+    ];
+    let before = project(false);
+    for (what, args) in &builds {
+        let names = packages(before.path(), args);
+        for crate_ in WEBHOOK_ONLY {
+            assert!(
+                !names.iter().any(|n| n == crate_),
+                "{what} before `create webhook` compiles {crate_}: {names:?}"
+            );
+        }
+        assert!(
+            !runtime_has(before.path(), args, "webhook"),
+            "{what} before `create webhook` compiles ctrl-runtime's webhooks"
+        );
+    }
+    let after = project(true);
+    for (what, args) in &builds {
+        let names = packages(after.path(), args);
+        assert!(
+            names.iter().any(|n| n == "x509-parser"),
+            "{what} after `create webhook`: {names:?}"
+        );
+        assert!(
+            runtime_has(after.path(), args, "webhook"),
+            "{what} after `create webhook` compiles ctrl-runtime without webhooks"
         );
     }
 }

@@ -71,7 +71,7 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
             else {
                 return;
             };
-            let cert_user = client_certificate_user(&s);
+            let cert_user = client_certificate_user(&s, &tls);
             if crate::tls::negotiated_h2(&s) {
                 ctrl_net::http2(head_timeout)
                     .serve_connection(TokioIo::new(s), svc(cert_user))
@@ -138,12 +138,15 @@ where
 }
 
 /// The user of the client certificate a TLS connection presented (verified against the CA
-/// in the handshake, `tls`), as `auth::x509` reads it.
+/// in the handshake, `tls`, which knows the subject of each certificate it issued), as
+/// `auth::x509` makes it.
 fn client_certificate_user(
     s: &tokio_rustls::server::TlsStream<TcpStream>,
+    tls: &Tls,
 ) -> Option<Arc<UserInfo>> {
     let der = s.get_ref().1.peer_certificates()?.first()?;
-    crate::auth::x509::user_of(der).map(Arc::new)
+    let (name, organizations) = tls.client_subject(der)?;
+    crate::auth::x509::user_of(name, organizations).map(Arc::new)
 }
 
 /// The error of a request body: any body the server is handed (hyper's over a connection,

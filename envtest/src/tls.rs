@@ -4,11 +4,14 @@
 //! server's CA certificate (the serving certificate is for `127.0.0.1` and `localhost`) as their
 //! `certificate-authority-data`; kube clients and raw test requests may keep using plain
 //! HTTP. The certificate is signed by a CA of the environment, which also signs client
-//! certificates (X.509 client authentication, `auth::x509`). TLS offers ALPN `h2` and `http/1.1`, as kube-apiserver does (client-go then multiplexes
+//! certificates (X.509 client authentication, `auth::x509`), and remembers the subject of each
+//! one it signs. TLS offers ALPN `h2` and `http/1.1`, as kube-apiserver does (client-go then multiplexes
 //! every request and watch over one HTTP/2 connection); plain HTTP is HTTP/1.1.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -25,7 +28,13 @@ pub(crate) struct Tls {
     pub cert_pem: String,
     pub acceptor: TlsAcceptor,
     ca: Issuer<'static, KeyPair>,
+    /// The subject (Common Name, Organizations) of every client certificate the CA signed, by
+    /// the certificate's DER ([`Tls::client_subject`]).
+    issued: Mutex<HashMap<Vec<u8>, Subject>>,
 }
+
+/// A client certificate's subject: its Common Name and its Organizations.
+pub(crate) type Subject = (String, Vec<String>);
 
 impl std::fmt::Debug for Tls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,6 +96,7 @@ impl Tls {
             cert_pem: ca_cert.pem(),
             acceptor: TlsAcceptor::from(Arc::new(config)),
             ca,
+            issued: Mutex::new(HashMap::new()),
         })
     }
 
@@ -109,7 +119,19 @@ impl Tls {
         let cert = params
             .signed_by(&key, &self.ca)
             .map_err(err("client certificate"))?;
+        let written = groups.iter().take(2).map(|g| g.to_string()).collect();
+        self.issued
+            .lock()
+            .insert(cert.der().to_vec(), (name.to_string(), written));
         Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// The subject [`Tls::issue_client`] wrote into the client certificate `der`, `None` for a
+    /// certificate the CA did not sign here. The CA's key never leaves this value, so every
+    /// client certificate the handshake verified was issued by `issue_client`: its subject is
+    /// looked up, not parsed (which keeps an X.509 parser out of the build).
+    pub(crate) fn client_subject(&self, der: &[u8]) -> Option<Subject> {
+        self.issued.lock().get(der).cloned()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Calls one webhook over HTTPS as the API server does: POST of a review to `clientConfig.url`, the
 //! server verified against `clientConfig.caBundle` as Go's `crypto/x509` verifies it
-//! ([`GoVerifier`]: a self-signed serving certificate may be its own bundle), within the webhook's
+//! (`pinned`, feature `x509`: a self-signed serving certificate may be its own bundle; without the
+//! feature, webpki's verification alone, which refuses such a bundle), within the webhook's
 //! timeout; a `clientConfig.service` is called at its DNS name, routed to where the test
 //! says the Service is served ([`add_route`]). HTTP/1.1 connections are kept per (URL authority, CA) and reused, so a steady stream
 //! of writes pays the TLS handshake once; a URL the simulation serves in memory (`in_memory`) is
@@ -23,6 +24,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 
 mod in_memory;
+#[cfg(feature = "x509")]
+mod pinned;
 
 pub(crate) use in_memory::{BoxError, Endpoints, WebhookService};
 
@@ -81,7 +84,6 @@ pub(crate) fn roots(ca_bundle: &str) -> Result<rustls::RootCertStore, String> {
 fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let roots = roots(ca_bundle)?;
-    let anchors = roots_der(ca_bundle)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
         Arc::new(roots),
@@ -89,11 +91,14 @@ fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
     )
     .build()
     .map_err(|e| format!("caBundle: {e}"))?;
-    let verifier = Arc::new(GoVerifier {
+    #[cfg(feature = "x509")]
+    let verifier = Arc::new(pinned::GoVerifier::new(
         webpki,
-        anchors,
-        algorithms: provider.signature_verification_algorithms,
-    });
+        pinned::roots_der(ca_bundle)?,
+        provider.signature_verification_algorithms,
+    ));
+    #[cfg(not(feature = "x509"))]
+    let verifier = webpki;
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
@@ -102,143 +107,6 @@ fn tls_config(ca_bundle: &str) -> Result<rustls::ClientConfig, String> {
         .with_no_client_auth();
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(cfg)
-}
-
-/// The certificates of a `caBundle`, as DER.
-fn roots_der(ca_bundle: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = base64::engine::general_purpose::STANDARD
-        .decode(ca_bundle.trim())
-        .map_err(|e| format!("caBundle is not base64: {e}"))?;
-    CertificateDer::pem_slice_iter(&pem)
-        .map(|c| c.map_err(|e| format!("caBundle: {e}")))
-        .collect()
-}
-
-/// Verifies a webhook's serving certificate as kube-apiserver (Go's `crypto/x509`) does:
-/// a chain to the `caBundle` (webpki's verification), or — what webpki refuses and Go
-/// accepts — a certificate that is itself in the `caBundle` (Go's `Verify` takes a leaf found
-/// in the root pool as a chain of one: a self-signed serving certificate given as its own
-/// `caBundle`, CA flag or not). Such a certificate must still be within its validity period,
-/// name the host (its subject alternative names, as Go since 1.15) and allow server
-/// authentication (no extended key usage, or `serverAuth` / any).
-#[derive(Debug)]
-struct GoVerifier {
-    webpki: Arc<rustls::client::WebPkiServerVerifier>,
-    anchors: Vec<CertificateDer<'static>>,
-    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
-}
-
-impl rustls::client::danger::ServerCertVerifier for GoVerifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        let err =
-            match self
-                .webpki
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-            {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-        if !self
-            .anchors
-            .iter()
-            .any(|a| a.as_ref() == end_entity.as_ref())
-        {
-            return Err(err);
-        }
-        pinned_valid(end_entity, server_name, now.as_secs())
-            .map(|()| rustls::client::danger::ServerCertVerified::assertion())
-            .map_err(|why| {
-                rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
-                    rustls::OtherError(Arc::new(std::io::Error::other(why))),
-                ))
-            })
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
-}
-
-/// Go's checks of a leaf that is its own root: validity period, host name, key usage.
-fn pinned_valid(der: &[u8], server: &ServerName<'_>, now: u64) -> Result<(), String> {
-    use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
-    let (_, cert) = X509Certificate::from_der(der).map_err(|e| format!("x509: {e}"))?;
-    let now = i64::try_from(now).unwrap_or(i64::MAX);
-    let v = cert.validity();
-    if now < v.not_before.timestamp() || now > v.not_after.timestamp() {
-        return Err("x509: certificate has expired or is not yet valid".into());
-    }
-    if let Ok(Some(eku)) = cert.extended_key_usage()
-        && !(eku.value.any || eku.value.server_auth)
-    {
-        return Err("x509: certificate specifies an incompatible key usage".into());
-    }
-    let names = cert
-        .subject_alternative_name()
-        .ok()
-        .flatten()
-        .map(|s| s.value.general_names.clone())
-        .unwrap_or_default();
-    let ok = match server {
-        ServerName::IpAddress(ip) => {
-            let ip = std::net::IpAddr::from(*ip);
-            names.iter().any(|n| match n {
-                GeneralName::IPAddress(b) => match b.len() {
-                    4 => <[u8; 4]>::try_from(*b).is_ok_and(|o| ip == std::net::IpAddr::from(o)),
-                    16 => <[u8; 16]>::try_from(*b).is_ok_and(|o| ip == std::net::IpAddr::from(o)),
-                    _ => false,
-                },
-                _ => false,
-            })
-        }
-        ServerName::DnsName(d) => names.iter().any(|n| match n {
-            GeneralName::DNSName(pattern) => dns_matches(pattern, d.as_ref()),
-            _ => false,
-        }),
-        _ => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("x509: certificate is not valid for {server:?}"))
-    }
-}
-
-/// Go's `matchHostnames`: case-insensitive, a leading `*.` matches one label.
-fn dns_matches(pattern: &str, host: &str) -> bool {
-    let (p, h) = (pattern.to_ascii_lowercase(), host.to_ascii_lowercase());
-    let h = h.trim_end_matches('.');
-    match p.strip_prefix("*.") {
-        Some(rest) => h
-            .split_once('.')
-            .is_some_and(|(first, tail)| !first.is_empty() && tail == rest),
-        None => p.trim_end_matches('.') == h,
-    }
 }
 
 async fn connect(uri: &http::Uri, ca_bundle: &str) -> Result<Sender, String> {

@@ -1,4 +1,4 @@
-//! Scale subresource, dryRun, strict field validation, multi-version CRDs, deletecollection and
+//! Scale subresource, dryRun, strict field validation (unknown and duplicate fields), multi-version CRDs, deletecollection and
 //! leases.
 
 mod common;
@@ -132,6 +132,102 @@ async fn strict_field_validation_for_custom_resources() {
     .await;
     assert_eq!(code, 201);
     assert_eq!(v["spec"], json!({"size": 1}));
+}
+
+/// Keys given twice in a JSON body (found while the body is decoded): `Strict` fails the write
+/// with upstream's text, after the unknown fields, and stores nothing; `Warn` (the default) writes
+/// the last value and answers a `Warning` per key; `Ignore` says nothing. The whole body is
+/// searched, fields the schema prunes too. A merge patch's own duplicates count the same way.
+#[tokio::test]
+async fn duplicate_fields_by_field_validation() {
+    let env = Environment::builder()
+        .crd(common::widget_crd(true))
+        .start()
+        .await
+        .unwrap();
+    let path = "/apis/example.com/v1/namespaces/default/widgets";
+    let body = |name: &str| {
+        format!(
+            r#"{{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {{"name": "{name}", "labels": {{"a": "1", "a": "2"}}}}, "spec": {{"size": 1, "bogus": [{{"x": 1, "x": 2}}], "size": 2}}}}"#
+        )
+    };
+    let post = |q: &'static str, b: String| {
+        let env = &env;
+        async move {
+            common::raw_full(
+                env,
+                "POST",
+                &format!("{path}{q}"),
+                Some(&b),
+                "application/json",
+                &[],
+            )
+            .await
+        }
+    };
+    let (code, _, text) = post("?fieldValidation=Strict", body("strict")).await;
+    assert_eq!(code, 400, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        v["message"],
+        r#"strict decoding error: unknown field "spec.bogus", duplicate field "metadata.labels.a", duplicate field "spec.bogus[0].x", duplicate field "spec.size""#,
+        "{v}"
+    );
+    let (code, _) = common::raw(&env, "GET", &format!("{path}/strict"), None, "").await;
+    assert_eq!(code, 404, "a strict failure stores nothing");
+
+    let (code, headers, text) = post("", body("warn")).await;
+    assert_eq!(code, 201, "{text}");
+    let w = common::warnings(&headers);
+    assert!(
+        w.iter()
+            .any(|w| w.contains(r#"duplicate field \"spec.size\""#)),
+        "{w:?}"
+    );
+    assert!(
+        w.iter()
+            .any(|w| w.contains(r#"duplicate field \"metadata.labels.a\""#)),
+        "{w:?}"
+    );
+    assert!(w.iter().any(|w| w.contains("spec.bogus[0].x")), "{w:?}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["spec"], json!({"size": 2}), "the last value is written");
+    assert_eq!(v["metadata"]["labels"], json!({"a": "2"}));
+
+    let (code, headers, _) = post("?fieldValidation=Ignore", body("ignore")).await;
+    assert_eq!(code, 201);
+    assert!(common::warnings(&headers).is_empty(), "{headers:?}");
+
+    let patch = |q: &'static str| {
+        let env = &env;
+        async move {
+            common::raw_full(
+                env,
+                "PATCH",
+                &format!("{path}/warn{q}"),
+                Some(r#"{"spec": {"size": 3, "size": 4}}"#),
+                "application/merge-patch+json",
+                &[],
+            )
+            .await
+        }
+    };
+    let (code, _, text) = patch("?fieldValidation=Strict").await;
+    assert_eq!(code, 400, "{text}");
+    assert!(
+        text.contains(r#"strict decoding error: duplicate field \"spec.size\""#),
+        "{text}"
+    );
+    let (code, headers, text) = patch("").await;
+    assert_eq!(code, 200, "{text}");
+    assert!(
+        common::warnings(&headers)
+            .iter()
+            .any(|w| w.contains(r#"duplicate field \"spec.size\""#)),
+        "{headers:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["spec"], json!({"size": 4}));
 }
 
 #[tokio::test]

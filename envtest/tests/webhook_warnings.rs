@@ -83,14 +83,6 @@ async fn setup() -> (Environment, webhook_server::Running) {
     (env, hook)
 }
 
-fn warnings(headers: &[(String, String)]) -> Vec<&str> {
-    headers
-        .iter()
-        .filter(|(k, _)| k == "warning")
-        .map(|(_, v)| v.as_str())
-        .collect()
-}
-
 async fn create(env: &Environment, name: &str, mode: &str) -> (u16, Vec<(String, String)>, String) {
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name}, "data": {"mode": mode}});
@@ -111,21 +103,21 @@ async fn webhook_warnings_become_warning_headers() {
     let (code, headers, body) = create(&env, "w", "warn").await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(
-        warnings(&headers),
+        common::warnings(&headers),
         vec![r#"299 - "size is large""#, r#"299 - "a \"quoted\" word""#]
     );
 
     // No warnings, no header.
     let (code, headers, body) = create(&env, "quiet", "").await;
     assert_eq!(code, 201, "{body}");
-    assert!(warnings(&headers).is_empty(), "{headers:?}");
+    assert!(common::warnings(&headers).is_empty(), "{headers:?}");
 
     // A denial carries its warnings too.
     let (code, headers, body) = create(&env, "d", "deny").await;
     assert_eq!(code, 422, "{body}");
     assert!(body.contains("mode deny is refused"), "{body}");
     assert_eq!(
-        warnings(&headers),
+        common::warnings(&headers),
         vec![r#"299 - "refused with a warning""#]
     );
     let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
@@ -143,7 +135,7 @@ async fn webhook_warnings_become_warning_headers() {
     .await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(
-        warnings(&headers),
+        common::warnings(&headers),
         vec![r#"299 - "updated to mode \"calm\"""#]
     );
 }

@@ -16,7 +16,6 @@ use ctrl::workqueue::{
     QueueConfig, RateLimitingQueue, default_controller_rate_limiter, prometheus_metrics_provider,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::task::JoinSet;
@@ -213,7 +212,7 @@ impl Controller {
         let status = json!({ "status": {
             "phase": PHASE_ACTIVE,
             "server": observed,
-            "lastUpdateTime": Time(Timestamp::now()),
+            "lastUpdateTime": Time(ctrl::clock::now()),
         }});
         let name = vm.metadata.name.as_deref().unwrap_or_default();
         api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))

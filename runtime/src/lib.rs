@@ -14,11 +14,11 @@
 //! ```text
 //! multicluster/   clusters, providers, cluster-aware requests and sources (feature `multicluster`)
 //! sharding/       shard leases, the hash ring, the sharder (runnables and webhooks; feature `sharding`)
-//! certrotator/    webhook certificates without cert-manager: a CA in a Secret, caBundle injection
+//! certrotator/    webhook certificates without cert-manager: a CA in a Secret, caBundle injection (feature `webhook`)
 //! manager/        Manager, Runnable, the runnable groups and their order, flags, signals
 //! rbac/           the RBAC rules the parts below need, and their manifest
 //! metricsserver/  the metrics HTTP(S) server and its authn/authz filters
-//! webhook/        admission and conversion webhooks, their TLS server
+//! webhook/        admission and conversion webhooks, their TLS server (feature `webhook`)
 //! leaderelection/ the Lease lock and the elector
 //! recorder/       the Events recorder
 //! conditions/     metav1 Condition helpers
@@ -56,6 +56,7 @@
 pub use ctrl_clock as clock;
 
 pub mod cache;
+#[cfg(feature = "webhook")]
 pub mod certrotator;
 pub mod certwatcher;
 pub mod client;
@@ -86,5 +87,6 @@ pub mod recorder;
 pub mod sharding;
 pub mod source;
 pub mod tls;
+#[cfg(feature = "webhook")]
 pub mod webhook;
 pub mod workqueue;

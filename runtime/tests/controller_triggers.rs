@@ -25,7 +25,9 @@ use ctrl_runtime::handler::{EnqueueRequestForObject, EnqueueRequestForOwner, Eve
 use ctrl_runtime::metrics::registry;
 use ctrl_runtime::reconcile::{self, Action, Reconciler, Request};
 use ctrl_runtime::source::{Channel, Kind};
-use ctrl_runtime::workqueue::triggers::{Event, MAX_TRIGGERS, ObjectRef, Origin};
+use ctrl_runtime::workqueue::triggers::{
+    Event, Kind as ObjectKind, MAX_TRIGGERS, ObjectRef, Origin,
+};
 use ctrl_runtime::workqueue::{
     AddOpts, PriorityQueue, Queue, QueueConfig, RateLimitingQueue, Trigger, Triggered, Triggers,
     prometheus_metrics_provider,
@@ -159,7 +161,7 @@ fn find(set: &Triggers, origin: Origin, event: Event) -> Option<&Trigger> {
 }
 
 fn object(t: &Trigger) -> &ObjectRef {
-    t.object.as_deref().expect("the trigger names its object")
+    t.object.as_ref().expect("the trigger names its object")
 }
 
 /// `controller_runtime_reconcile_triggers_total{controller, source, event}`.
@@ -235,9 +237,10 @@ async fn an_owned_update_a_timer_requeue_and_a_channel_event_coalesce_into_one_r
     assert_eq!(first.len(), 1, "{first}");
     let t = find(&first, Origin::Owns, Event::Create).expect("owns:create");
     assert!(t.initial_list, "{first}");
-    assert_eq!(object(t).name, "child");
-    assert_eq!(object(t).kind.as_ref(), "ConfigMap");
-    assert_eq!(object(t).resource_version, rv(&child));
+    assert_eq!(object(t).name(), Some("child"));
+    assert_eq!(object(t).namespace(), Some(ns));
+    assert_eq!(object(t).kind(), "ConfigMap");
+    assert_eq!(object(t).resource_version(), rv(&child));
 
     // While it runs: the child changes, and the channel names the parent.
     let cms: Api<ConfigMap> = Api::namespaced(env.client(), ns);
@@ -259,11 +262,12 @@ async fn an_owned_update_a_timer_requeue_and_a_channel_event_coalesce_into_one_r
     let second = seen.recv().await.expect("second reconcile");
     assert_eq!(second.len(), 3, "{second}");
     let upd = find(&second, Origin::Owns, Event::Update).expect("owns:update");
-    assert_eq!(object(upd).resource_version, rv(&changed), "{second}");
+    assert_eq!(object(upd).resource_version(), rv(&changed), "{second}");
     assert!(!upd.initial_list);
     let gen_ = find(&second, Origin::Channel, Event::Generic).expect("channel:generic");
-    assert_eq!(object(gen_).kind.as_ref(), "Secret");
-    assert_eq!(object(gen_).resource_version, rv(&parent), "{second}");
+    assert_eq!(object(gen_).kind(), "Secret");
+    assert_eq!(object(gen_).name(), Some("parent"));
+    assert_eq!(object(gen_).resource_version(), rv(&parent), "{second}");
     let requeue = find(&second, Origin::Requeue, Event::RequeueAfter).expect("requeue_after");
     assert!(requeue.object.is_none());
     assert_eq!(second.dropped(), 0);
@@ -281,13 +285,7 @@ async fn an_owned_update_a_timer_requeue_and_a_channel_event_coalesce_into_one_r
 }
 
 fn cm_ref(name: String) -> ObjectRef {
-    ObjectRef {
-        kind: "ConfigMap".into(),
-        namespace: "ns".into(),
-        name,
-        resource_version: "1".into(),
-        traceparent: None,
-    }
+    ObjectRef::named(ObjectKind::intern("ConfigMap"), "ns", &name, "1")
 }
 
 #[tokio::test]

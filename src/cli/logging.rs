@@ -6,7 +6,7 @@
 //! reconcile — the object reconciled (`appservice=default/example-appservice`, from
 //! the controller's `reconcile` span, so a reconciler never threads it through its
 //! own log lines) and, on the first line of each reconcile, what triggered it
-//! (`triggers=for:update AppService default/example-appservice@12`, the span's
+//! (`triggers=for:update AppService@12`, the span's
 //! `triggers` field: see `ctrl::workqueue::triggers`).
 
 use std::fmt;
@@ -254,8 +254,8 @@ mod tests {
             Some("owns:update Pod default/x-1@5, requeue:requeue_after")
         );
         assert_eq!(
-            super::triggers_field("name=\"x\" triggers=for:create AppService default/x@3"),
-            Some("for:create AppService default/x@3")
+            super::triggers_field("name=\"x\" triggers=for:create AppService@3"),
+            Some("for:create AppService@3")
         );
         assert_eq!(super::triggers_field("name=\"x\" reconcileID=1"), None);
     }

@@ -14,8 +14,8 @@
 //! - `--print-crd`, `--print-rbac`, `--print-manifests` print what the code needs in a
 //!   cluster, from the manager the operator builds (on a client that is never dialled,
 //!   [`print`](mod@print)), and exit.
-//! - Webhook certificates on a cluster: the operator's own cert rotator unless
-//!   `--webhook-cert-path` is given ([`certs`]).
+//! - Webhook certificates on a cluster (feature `webhook`): the operator's own cert rotator
+//!   unless `--webhook-cert-path` is given (`certs`).
 //! - Log output: short lines for the local demo, tracing's full format against a
 //!   cluster ([`logging`]).
 //!
@@ -52,6 +52,7 @@
 //! `--print-rbac` prints), [`crate::manifests`] (what `--print-manifests` prints).
 
 pub mod args;
+#[cfg(feature = "webhook")]
 pub mod certs;
 #[cfg(feature = "envtest")]
 pub mod envtest;

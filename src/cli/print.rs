@@ -104,8 +104,11 @@ pub fn deployed_manager<O: Operator>(operator: &O) -> Result<Manager, BoxError> 
         Some(built) => built?,
         None => return Err(format!("{} runs no ctrl Manager: nothing to ask", O::NAME).into()),
     };
-    let args = operator.flags().1.cloned().unwrap_or_default();
-    crate::manifests::certs::add_rotator_rules(O::NAME, &mgr, &args);
+    #[cfg(feature = "webhook")]
+    {
+        let args = operator.flags().1.cloned().unwrap_or_default();
+        crate::manifests::certs::add_rotator_rules(O::NAME, &mgr, &args);
+    }
     Ok(mgr)
 }
 

@@ -74,7 +74,7 @@ pub trait Operator: clap::Parser {
 
     /// Runs the operator on `cluster` until `stop` is cancelled. Default: the
     /// [`Operator::manager`] with [`Cluster::options`] of the flags, on a configured
-    /// cluster with its cert rotator ([`super::certs::add_rotator`]), run by
+    /// cluster with its cert rotator (feature `webhook`: `certs::add_rotator`), run by
     /// [`Cluster::run_manager`] with [`Operator::demo`].
     fn run(
         self,
@@ -87,6 +87,7 @@ pub trait Operator: clap::Parser {
             let mgr = self
                 .manager(cluster.client(), opts)
                 .ok_or_else(|| format!("{} runs no ctrl Manager: override `run`", Self::NAME))??;
+            #[cfg(feature = "webhook")]
             if cluster.local_kubeconfig().is_none() {
                 super::certs::add_rotator(Self::NAME, cluster.client(), &mgr, &args)?;
             }
@@ -235,10 +236,7 @@ impl Cluster {
         match self {
             Self::Configured(_) => super::leader::namespace_from_env(args.options()),
             #[cfg(feature = "envtest")]
-            Self::Local { webhooks, .. } => Options {
-                webhook_server: Some(webhooks.server.clone()),
-                ..super::args::local_options(args)
-            },
+            Self::Local { webhooks, .. } => webhooks.options(super::args::local_options(args)),
         }
     }
 

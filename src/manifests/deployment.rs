@@ -24,7 +24,7 @@ use crate::manager::Args;
 /// `emptyDir` the operator's cert rotator writes, or, with `--webhook-cert-path`, the
 /// mounted Secret (kubebuilder's `manager_webhook_patch.yaml`).
 pub const WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
-/// The Secret holding the webhook certificates ([`super::certs`]): the cert rotator's,
+/// The Secret holding the webhook certificates (`super::certs`): the cert rotator's,
 /// or cert-manager's `serving-cert` writes it in the overlay.
 pub const WEBHOOK_CERT_SECRET: &str = "webhook-server-cert";
 /// The health probe port of the deployed manager.

@@ -2,7 +2,7 @@
 //! names in namespace `system` ([`Naming::base`]) — `config/crd`, `config/rbac`,
 //! `config/manager`, `config/webhook`, `config/prometheus` (a ServiceMonitor, left out of
 //! `config/default` unless enabled, as kubebuilder's), `config/certmanager` (the
-//! cert-manager overlay, [`certs`], enabled by uncommenting its lines in `config/default`)
+//! cert-manager overlay, `certs`, enabled by uncommenting its lines in `config/default`)
 //! — and `config/default`, the kustomization to
 //! apply (`kubectl apply -k config/default`), which puts everything in
 //! `<name>-system` and prefixes every name with `<name>-`, as kubebuilder's does.
@@ -11,7 +11,9 @@
 
 use serde_json::Value;
 
-use super::{Manifests, Naming, certs, deployment, webhooks};
+use super::{Manifests, Naming, deployment};
+#[cfg(feature = "webhook")]
+use super::{certs, webhooks};
 use crate::cli::print::yaml_stream;
 use crate::manager::BoxError;
 
@@ -94,6 +96,7 @@ fn manager_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> 
 }
 
 /// `config/webhook`: the configurations, the webhook Service and the certificate Secret.
+#[cfg(feature = "webhook")]
 fn webhook_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> {
     let client = webhooks::service_client(naming);
     let configs = webhooks::configurations(&m.webhooks, naming, &client)
@@ -121,13 +124,15 @@ fn webhook_files(m: &Manifests, naming: &Naming) -> Result<Vec<File>, BoxError> 
 fn default_files(m: &Manifests, naming: &Naming) -> Result<Vec<(String, String)>, BoxError> {
     let metrics = deployment::services(naming, &m.args, false);
     let mut resources: Vec<String> = ["../crd", "../rbac", "../manager"].map(String::from).into();
-    if !m.webhooks.is_empty() {
+    if m.serves_webhooks() {
         resources.push("../webhook".into());
     }
     resources.push("metrics_service.yaml".into());
     let extra = format!("namespace: {}-system\nnamePrefix: {}-\n", m.name, m.name);
+    #[cfg_attr(not(feature = "webhook"), expect(unused_mut))]
     let mut text = kustomization(&resources, &extra);
-    if !m.webhooks.is_empty() {
+    #[cfg(feature = "webhook")]
+    if m.serves_webhooks() {
         text += certs::default_resource_line();
         text += &certs::default_patch_lines(m);
     }
@@ -150,7 +155,8 @@ pub fn files(m: &Manifests) -> Result<Vec<(String, String)>, BoxError> {
     out.extend(base("rbac", rbac_files(m, &naming)?, "")?);
     let images = "images:\n- name: controller\n  newName: controller\n  newTag: latest\n";
     out.extend(base("manager", manager_files(m, &naming)?, images)?);
-    if !m.webhooks.is_empty() {
+    #[cfg(feature = "webhook")]
+    if m.serves_webhooks() {
         out.extend(base("webhook", webhook_files(m, &naming)?, "")?);
     }
     let monitor = vec![deployment::service_monitor(&naming, &m.args)];
@@ -160,7 +166,8 @@ pub fn files(m: &Manifests) -> Result<Vec<(String, String)>, BoxError> {
         "",
     )?);
     out.extend(default_files(m, &naming)?);
-    if !m.webhooks.is_empty() {
+    #[cfg(feature = "webhook")]
+    if m.serves_webhooks() {
         out.extend(certs::certmanager_files(m)?);
     }
     Ok(out)

@@ -4,8 +4,8 @@
 //!
 //! [`Manifests::new`] asks a built (never started) manager what it watches and serves:
 //! the RBAC rules ([`Manager::rbac_rules`]), the webhooks registered by `WebhookBuilder`
-//! ([`Manager::webhook_registrations`]: `MutatingWebhookConfiguration`,
-//! `ValidatingWebhookConfiguration`, the CRDs' conversion stanza, [`webhooks`]), and
+//! (`Manager::webhook_registrations`, feature `webhook`: `MutatingWebhookConfiguration`,
+//! `ValidatingWebhookConfiguration`, the CRDs' conversion stanza, `webhooks`), and
 //! takes the operator's CRDs and flags ([`Args`]: the ports and certificate flags of the
 //! manager `Deployment` and its metrics and webhook `Service`s, [`deployment`]). It
 //! renders them two ways:
@@ -16,15 +16,17 @@
 //!   `config/default` (namespace `<name>-system`, name prefix `<name>-`) over the bases
 //!   `config/crd`, `config/rbac`, `config/manager`, `config/webhook`.
 //!
-//! Webhook certificates ([`certs`]): the operator's own cert rotator by default (its
+//! Webhook certificates (`certs`): the operator's own cert rotator by default (its
 //! Secret shipped empty, its RBAC in the rules), or the cert-manager overlay that
 //! `config/default` enables by uncommenting.
 //!
 //! `ctrl::cli` prints them (`--print-manifests`); `cargo ctrl manifests` writes the files.
 
+#[cfg(feature = "webhook")]
 pub mod certs;
 pub mod deployment;
 pub mod kustomize;
+#[cfg(feature = "webhook")]
 pub mod webhooks;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -32,6 +34,7 @@ use serde_json::Value;
 
 use crate::manager::{Args, Manager};
 use crate::rbac::{Manifest, Rules};
+#[cfg(feature = "webhook")]
 use crate::webhook::Registration;
 
 /// How objects are named: the final names of a deployment, or the unprefixed names of
@@ -90,7 +93,8 @@ pub struct Manifests {
     pub crds: Vec<CustomResourceDefinition>,
     /// The RBAC rules of its manager.
     pub rules: Rules,
-    /// The webhooks its manager's webhook server serves.
+    /// The webhooks its manager's webhook server serves (feature `webhook`).
+    #[cfg(feature = "webhook")]
     pub webhooks: Vec<Registration>,
     /// The manager flags the Deployment runs it with (ports, certificates, metrics).
     pub args: Args,
@@ -108,15 +112,27 @@ impl Manifests {
         crds: Vec<CustomResourceDefinition>,
     ) -> Self {
         // The operator runs its cert rotator in the cluster (`ctrl::cli` adds it).
+        #[cfg(feature = "webhook")]
         certs::add_rotator_rules(name, mgr, args);
         Self {
             name: name.into(),
             crds,
             rules: mgr.rbac_rules(),
+            #[cfg(feature = "webhook")]
             webhooks: mgr.webhook_registrations(),
             args: args.clone(),
             env: Vec::new(),
         }
+    }
+
+    /// Whether the manager serves webhooks (never without the `webhook` feature): the
+    /// Deployment's webhook port and certificate volume, the webhook Service and
+    /// configurations, the certificate Secret.
+    pub fn serves_webhooks(&self) -> bool {
+        #[cfg(feature = "webhook")]
+        return !self.webhooks.is_empty();
+        #[cfg(not(feature = "webhook"))]
+        false
     }
 
     /// These manifests with `env` set on the manager container.
@@ -127,12 +143,13 @@ impl Manifests {
 
     /// The manager Deployment, with [`Manifests::env`].
     pub fn deployment(&self, naming: &Naming) -> k8s_openapi::api::apps::v1::Deployment {
-        let mut d = deployment::deployment(naming, &self.args, !self.webhooks.is_empty());
+        let mut d = deployment::deployment(naming, &self.args, self.serves_webhooks());
         deployment::set_env(&mut d, &self.env);
         d
     }
 
     /// The CRDs, each with its conversion stanza when a conversion webhook serves it.
+    #[cfg(feature = "webhook")]
     pub fn crds(&self, naming: &Naming) -> Vec<CustomResourceDefinition> {
         let conversion = webhooks::conversion(&self.webhooks, naming);
         self.crds
@@ -140,6 +157,13 @@ impl Manifests {
             .cloned()
             .map(|crd| conversion.apply(crd))
             .collect()
+    }
+
+    /// The CRDs, as the operator's types derive them (no conversion webhook serves them
+    /// without the `webhook` feature).
+    #[cfg(not(feature = "webhook"))]
+    pub fn crds(&self, _naming: &Naming) -> Vec<CustomResourceDefinition> {
+        self.crds.clone()
     }
 
     /// Every object with `naming`, in `kubectl apply` order: the Namespace, CRDs, RBAC,
@@ -152,15 +176,17 @@ impl Manifests {
         for o in naming.rbac().objects(&self.rules) {
             out.push(serde_json::to_value(o)?);
         }
-        for s in deployment::services(naming, &self.args, !self.webhooks.is_empty()) {
+        for s in deployment::services(naming, &self.args, self.serves_webhooks()) {
             out.push(serde_json::to_value(s)?);
         }
-        if !self.webhooks.is_empty() {
+        #[cfg(feature = "webhook")]
+        if self.serves_webhooks() {
             out.push(serde_json::to_value(certs::secret(naming))?);
         }
         out.push(serde_json::to_value(self.deployment(naming))?);
-        let client = webhooks::service_client(naming);
-        for c in webhooks::configurations(&self.webhooks, naming, &client) {
+        #[cfg(feature = "webhook")]
+        for c in webhooks::configurations(&self.webhooks, naming, &webhooks::service_client(naming))
+        {
             out.push(c?);
         }
         Ok(out)

@@ -22,6 +22,22 @@ pub fn cargo_ctrl(dir: &Path, args: &[&str]) -> String {
 
 /// `init` + `create api --image` + `create webhook` in `dir`, as the flow.
 pub fn scaffold(dir: &Path, ctrl_path: Option<&Path>) {
+    scaffold_api(dir, ctrl_path);
+    create_webhook(dir);
+}
+
+/// The group, version and kind of the API.
+const GVK: [&str; 6] = [
+    "--group",
+    "cache",
+    "--version",
+    "v1alpha1",
+    "--kind",
+    "Memcached",
+];
+
+/// `init` + `create api --image` in `dir`: the flow before its webhooks.
+pub fn scaffold_api(dir: &Path, ctrl_path: Option<&Path>) {
     let mut init = vec![
         "ctrl",
         "init",
@@ -34,20 +50,16 @@ pub fn scaffold(dir: &Path, ctrl_path: Option<&Path>) {
         init.extend(["--ctrl-path", p.to_str().expect("utf-8 path")]);
     }
     cargo_ctrl(dir, &init);
-    let gvk = [
-        "--group",
-        "cache",
-        "--version",
-        "v1alpha1",
-        "--kind",
-        "Memcached",
-    ];
     let mut api = vec!["ctrl", "create", "api"];
-    api.extend(gvk);
+    api.extend(GVK);
     api.extend(["--image", "memcached:1.6", "--port", "11211"]);
     cargo_ctrl(dir, &api);
+}
+
+/// `create webhook --defaulting --validation` for the API in `dir`.
+pub fn create_webhook(dir: &Path) {
     let mut webhook = vec!["create", "webhook"]; // invoked directly, without cargo's `ctrl`
-    webhook.extend(gvk);
+    webhook.extend(GVK);
     webhook.extend(["--defaulting", "--validation"]);
     cargo_ctrl(dir, &webhook);
 }

@@ -165,9 +165,15 @@ pub(crate) fn matching(
     if rt.virtual_create || rt.group == GROUP {
         return None;
     }
+    let mutating = configs(api, "mutatingwebhookconfigurations");
+    let validating = configs(api, "validatingwebhookconfigurations");
+    if mutating.is_empty() && validating.is_empty() {
+        // No configuration at all (most requests): nothing to match the type against.
+        return None;
+    }
     let equivalents = api.registry.siblings(rt);
-    let matching = |plural: &str| -> Vec<Matched> {
-        rules::hooks(&configs(api, plural))
+    let matching = |configs: &[Value]| -> Vec<Matched> {
+        rules::hooks(configs)
             .into_iter()
             .filter_map(|h| {
                 let at = h.matching_type(rt, &equivalents, sub, op.as_str())?;
@@ -176,8 +182,8 @@ pub(crate) fn matching(
             .collect()
     };
     let m = Matching {
-        mutating: matching("mutatingwebhookconfigurations"),
-        validating: matching("validatingwebhookconfigurations"),
+        mutating: matching(&mutating),
+        validating: matching(&validating),
     };
     (!m.mutating.is_empty() || !m.validating.is_empty()).then_some(m)
 }

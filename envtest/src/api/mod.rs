@@ -3,6 +3,7 @@
 //! nothing above it.
 //!
 //! * [`status`]: [`status::ApiError`] and the `Status` bodies every failure becomes.
+//! * [`json`]: a JSON body decoded with its duplicate keys noted, in one pass.
 //! * [`meta`]: metadata accessors and rules (typed decoding, create/update invariants).
 //! * [`selector`]: label and field selector grammars; [`validation`]: names, labels,
 //!   annotations, data limits and the [`validation::FieldCause`]s of a 422.
@@ -13,6 +14,7 @@
 //! * [`strategic`]: strategic merge patch and the list strategies server-side apply reuses.
 //! * [`warning`]: the `Warning` headers a request collects for its client.
 
+pub(crate) mod json;
 pub(crate) mod meta;
 pub(crate) mod patch;
 pub(crate) mod protobuf;

@@ -4,29 +4,20 @@
 //! `crate::tls`) is the user of its subject's Common Name, in the groups of its Organizations
 //! (plus `system:authenticated`). The admin kubeconfig carries such a certificate (CN `admin`,
 //! O `system:masters`), as Go envtest's does; `Environment::add_user_certificate` issues more.
-
-use x509_parser::prelude::{FromDer, X509Certificate};
+//! The subject comes from the certificate authority that issued the certificate (`crate::tls`
+//! remembers each one's), not from parsing it: the CA's key never leaves the process, so no
+//! other certificate passes the handshake.
 
 use super::{AUTHENTICATED, UserInfo};
 
-/// The user of a verified client certificate (DER), `None` when it names no Common Name
-/// (upstream refuses such a certificate: 401).
-pub(crate) fn user_of(der: &[u8]) -> Option<UserInfo> {
-    let (_, cert) = X509Certificate::from_der(der).ok()?;
-    let subject = cert.subject();
-    let name = subject
-        .iter_common_name()
-        .next()?
-        .as_str()
-        .ok()?
-        .to_string();
+/// The user of a verified client certificate whose subject has Common Name `name` and
+/// Organizations `organizations`; `None` when it names no Common Name (upstream refuses such a
+/// certificate: 401).
+pub(crate) fn user_of(name: String, organizations: Vec<String>) -> Option<UserInfo> {
     if name.is_empty() {
         return None;
     }
-    let mut groups: Vec<String> = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok().map(str::to_string))
-        .collect();
+    let mut groups = organizations;
     if !groups.iter().any(|g| g == AUTHENTICATED) {
         groups.push(AUTHENTICATED.to_string());
     }

@@ -169,12 +169,32 @@ pub(crate) fn yaml_value(body: &[u8]) -> Result<Value, String> {
 
 /// The JSON (or YAML) object in a POST/PUT body.
 pub(crate) fn decode_body(req: &Req) -> Result<Value, ApiError> {
+    decode_body_with(req, None)
+}
+
+/// [`decode_body`], and the paths of the keys a JSON body gives twice (none for YAML and
+/// protobuf), found in the same pass ([`api::json`](crate::api::json)) for field validation.
+pub(crate) fn decode_body_noting_duplicates(req: &Req) -> Result<(Value, Vec<String>), ApiError> {
+    let mut dups = Vec::new();
+    let v = decode_body_with(req, Some(&mut dups))?;
+    Ok((v, dups))
+}
+
+fn decode_body_with(req: &Req, dups: Option<&mut Vec<String>>) -> Result<Value, ApiError> {
     let ct = req.header("content-type");
     let media = ct.split(';').next().unwrap_or("").trim();
+    let bad_json = |e: serde_json::Error| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    };
     let v: Value = match media {
-        "" | "application/json" | "*/*" => serde_json::from_slice(&req.body).map_err(|e| {
-            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-        })?,
+        "" | "application/json" | "*/*" => match dups {
+            Some(dups) => {
+                let (v, found) = crate::api::json::decode(&req.body).map_err(bad_json)?;
+                *dups = found;
+                v
+            }
+            None => serde_json::from_slice(&req.body).map_err(bad_json)?,
+        },
         "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_value(&req.body)
             .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))?,
         "application/vnd.kubernetes.protobuf" => crate::api::protobuf::decode(&req.body)?,

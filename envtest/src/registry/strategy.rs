@@ -70,8 +70,13 @@ pub(crate) fn ensure_namespace(
 }
 
 /// Whether a stored Namespace carries a deletionTimestamp, read without building the whole
-/// object (every namespaced create asks).
+/// object (every namespaced create asks). The store's bytes are serde_json's, which writes a key
+/// as it is (it escapes only quotes, backslashes and control characters), so a namespace whose
+/// bytes lack the text `"deletionTimestamp"` has no such field and is not read at all.
 fn terminating(stored: &[u8]) -> bool {
+    if memchr::memmem::find(stored, b"\"deletionTimestamp\"").is_none() {
+        return false;
+    }
     #[derive(serde::Deserialize)]
     struct Meta {
         #[serde(rename = "deletionTimestamp")]

@@ -70,6 +70,15 @@ pub async fn raw_full(
     raw_anonymous(env, method, path, body, content_type, &all).await
 }
 
+/// The `Warning` header values of a response ([`raw_full`]'s headers).
+pub fn warnings(headers: &[(String, String)]) -> Vec<&str> {
+    headers
+        .iter()
+        .filter(|(k, _)| k == "warning")
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
 /// [`raw_full`] without credentials (only the `headers` given).
 pub async fn raw_anonymous(
     env: &Environment,

@@ -16,6 +16,8 @@ mod server;
 
 pub use handler::{Body, Handler, HandlerFn, Request, Response, handler_fn, not_found, text};
 pub use router::{Router, clean_path};
+// the webhook server's connections (feature `webhook`)
+#[cfg(feature = "webhook")]
 pub(crate) use server::drive_conn;
 pub use server::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_HEADER_BYTES, Server,

@@ -250,6 +250,7 @@ macro_rules! drive_conn {
         }
     }};
 }
+#[cfg(feature = "webhook")]
 pub(crate) use drive_conn;
 
 /// Serves one connection as HTTP/1.1, or as h2 if `h2` (TLS only, after ALPN chose it).

@@ -1,9 +1,9 @@
 //! How the runtime's own parts run under a manager: [`Runnable`] for a
 //! [`Controller`] (leader-election group unless its options say otherwise), a
 //! [`Cache`] (caches group, ready once synced), an [`http::Server`](Server)
-//! (HTTP-servers group, or leader-election if it serves only on the leader) and a
-//! [`webhook::Server`] (webhooks group, ready once it listens), and [`Warmup`], the
-//! Warmup-group runnable a runnable's warmup runs as.
+//! (HTTP-servers group, or leader-election if it serves only on the leader), and [`Warmup`], the
+//! Warmup-group runnable a runnable's warmup runs as. (The webhook server's, webhooks group, is
+//! with the manager's webhook server, `webhooks`: feature `webhook`.)
 //!
 //! They live here, not beside the types, because the manager is above all of them:
 //! a cache, a controller or a server does not know the manager exists (as in Go, where
@@ -20,7 +20,6 @@ use crate::controller::Controller;
 use crate::error::BoxError;
 use crate::http::Server;
 use crate::reconcile::TypedRequest;
-use crate::webhook;
 
 #[async_trait]
 impl<R: TypedRequest> Runnable for Controller<R> {
@@ -77,25 +76,6 @@ impl Runnable for Server {
     }
     fn name(&self) -> String {
         format!("{} server", self.kind())
-    }
-}
-
-#[async_trait]
-impl Runnable for webhook::Server {
-    async fn start(&self, ctx: CancellationToken) -> Result<(), BoxError> {
-        self.serve(ctx).await.map_err(Into::into)
-    }
-    fn need_leader_election(&self) -> bool {
-        false
-    }
-    fn group(&self) -> Group {
-        Group::Webhooks
-    }
-    async fn wait_ready(&self, ctx: CancellationToken) -> bool {
-        self.wait_serving(ctx).await
-    }
-    fn name(&self) -> String {
-        "webhook server".into()
     }
 }
 

@@ -10,7 +10,13 @@ use super::Options;
 use crate::certwatcher::{DEFAULT_CERT_NAME, DEFAULT_KEY_NAME};
 use crate::metricsserver::{self as metrics_server, filters};
 use crate::tls::TlsOptions;
+#[cfg(feature = "webhook")]
 use crate::webhook;
+
+/// The default of `--webhook-port`: the webhook server's default port
+/// (`webhook::DEFAULT_PORT`, which the unit test below keeps it equal to), here so that the
+/// flag exists, as in every kubebuilder `main`, when the `webhook` feature is off.
+const WEBHOOK_PORT: u16 = 9443;
 
 /// The flags kubebuilder scaffolds into an operator's `main`.
 ///
@@ -122,7 +128,9 @@ pub struct Args {
     )]
     pub enable_http2: bool,
     /// The directory that contains the webhook certificate (else the webhook server's
-    /// default, `<tmp>/k8s-webhook-server/serving-certs`).
+    /// default, `<tmp>/k8s-webhook-server/serving-certs`). The webhook flags configure the
+    /// webhook server (feature `webhook`) and the manifests' Deployment; without the feature
+    /// they are accepted and configure nothing.
     #[arg(long = "webhook-cert-path", value_name = "DIR")]
     pub webhook_cert_path: Option<PathBuf>,
     /// The name of the webhook certificate file.
@@ -140,7 +148,7 @@ pub struct Args {
     )]
     pub webhook_cert_key: String,
     /// The port the webhook server listens on.
-    #[arg(long = "webhook-port", value_name = "PORT", default_value_t = webhook::DEFAULT_PORT)]
+    #[arg(long = "webhook-port", value_name = "PORT", default_value_t = WEBHOOK_PORT)]
     pub webhook_port: u16,
 }
 
@@ -160,7 +168,7 @@ impl Default for Args {
             webhook_cert_path: None,
             webhook_cert_name: DEFAULT_CERT_NAME.into(),
             webhook_cert_key: DEFAULT_KEY_NAME.into(),
-            webhook_port: webhook::DEFAULT_PORT,
+            webhook_port: WEBHOOK_PORT,
         }
     }
 }
@@ -178,12 +186,16 @@ impl Args {
         opts.leader_election = self.leader_elect;
         opts.pprof_bind_address = self.pprof_bind_address.clone();
         self.apply_metrics(&mut opts.metrics);
-        opts.webhook_server = Some(webhook::Server::new(self.webhook_options()));
+        #[cfg(feature = "webhook")]
+        {
+            opts.webhook_server = Some(webhook::Server::new(self.webhook_options()));
+        }
         opts
     }
 
     /// The webhook server's options as kubebuilder's `main` sets them: the port, the
     /// certificate from `--webhook-cert-path` (watched for changes), the TLS options.
+    #[cfg(feature = "webhook")]
     pub fn webhook_options(&self) -> webhook::Options {
         let mut o = webhook::Options {
             port: self.webhook_port,
@@ -317,4 +329,12 @@ async fn from_kubeconfig(
         Err(e) => Err(e),
     };
     loaded.map_err(|error| ConfigError::Kubeconfig { source_name, error })
+}
+
+#[cfg(all(test, feature = "webhook"))]
+mod tests {
+    #[test]
+    fn the_webhook_port_flag_defaults_to_the_servers_default_port() {
+        assert_eq!(super::WEBHOOK_PORT, crate::webhook::DEFAULT_PORT);
+    }
 }

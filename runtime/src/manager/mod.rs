@@ -10,8 +10,8 @@
 //! [`Group::START_ORDER`] (`start`) and stopped in [`Group::STOP_ORDER`] within the
 //! grace period. Controllers
 //! ([`crate::controller`]) are runnables; the builder adds them for you. The webhook
-//! server ([`crate::webhook`]) is [`Options::webhook_server`], handed out by
-//! [`Manager::webhook_server`] and run in the webhooks group. Leader
+//! server (feature `webhook`: `crate::webhook`) is `Options::webhook_server`, handed out by
+//! `Manager::webhook_server` (`webhooks`) and run in the webhooks group. Leader
 //! election plugs in at one seam (`leader`); [`shutdown_signal`] and the
 //! [`Args`] flags cover `main`. [`Manager::rbac_rules`] (`rbac`) says which RBAC
 //! rules all of this needs ([`crate::rbac`]).
@@ -44,6 +44,8 @@ mod rbac;
 mod runnable;
 mod signals;
 mod start;
+#[cfg(feature = "webhook")]
+mod webhooks;
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -59,7 +61,6 @@ use crate::healthz::{self, Checker};
 use crate::http::{self, Handler};
 use crate::metricsserver::ExtraHandlers;
 use crate::recorder;
-use crate::webhook;
 
 /// The error a runnable fails with (the crate's one boxed error, [`crate::error::BoxError`]).
 pub use crate::error::BoxError;
@@ -94,8 +95,8 @@ struct Inner {
     probe_addr: Option<SocketAddr>,
     pprof_addr: Option<SocketAddr>,
     recorder: recorder::Provider,
-    webhook_server: webhook::Server,
-    webhook_added: std::sync::Once,
+    #[cfg(feature = "webhook")]
+    webhook: webhooks::Slot,
     /// Whether a recorder was handed out (its Events need RBAC, `rbac_rules`).
     events_used: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
@@ -160,10 +161,8 @@ impl Manager {
         let groups = Group::START_ORDER.map(|g| RunnableGroup::new(g, tx.clone()));
         let leader = leader::Leader::new(&client, &opts, tx.clone())?;
         let recorder = recorder::Provider::new(client.clone());
-        let webhook_server = opts
-            .webhook_server
-            .clone()
-            .unwrap_or_else(|| webhook::Server::new(webhook::Options::default()));
+        #[cfg(feature = "webhook")]
+        let webhook = webhooks::Slot::new(&opts);
         Ok(Self {
             inner: Arc::new(Inner {
                 kube: client,
@@ -178,8 +177,8 @@ impl Manager {
                 probe_addr,
                 pprof_addr,
                 recorder,
-                webhook_server,
-                webhook_added: std::sync::Once::new(),
+                #[cfg(feature = "webhook")]
+                webhook,
                 events_used: std::sync::atomic::AtomicBool::new(false),
                 state: Mutex::new(State {
                     started: false,
@@ -296,28 +295,6 @@ impl Manager {
             .events_used
             .store(true, std::sync::atomic::Ordering::Relaxed);
         self.inner.recorder.event_recorder(name)
-    }
-
-    /// The webhook server this manager runs (Go's `mgr.GetWebhookServer()`):
-    /// [`Options::webhook_server`], or one with default `webhook::Options`. The
-    /// first call adds it to the manager (Webhooks group, started after the HTTP
-    /// servers and before the caches); it serves only once a handler is registered,
-    /// so asking for it costs nothing when no webhook is set up.
-    pub fn webhook_server(&self) -> webhook::Server {
-        let server = self.inner.webhook_server.clone();
-        self.inner.webhook_added.call_once(|| {
-            if let Err(error) = self.add(server.clone()) {
-                tracing::error!(%error, "unable to add the webhook server to the manager");
-            }
-        });
-        server
-    }
-
-    /// What the manager's webhook server serves ([`webhook::Server::registrations`]),
-    /// without adding the server to the manager as [`Manager::webhook_server`] does:
-    /// what `ctrl::manifests` generates the webhook configurations from.
-    pub fn webhook_registrations(&self) -> Vec<webhook::Registration> {
-        self.inner.webhook_server.registrations()
     }
 
     /// The options the manager was built with.

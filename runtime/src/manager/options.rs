@@ -11,6 +11,7 @@ use crate::leaderelection::{
     self, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
 };
 use crate::metricsserver::{self as metrics_server, DEFAULT_BIND_ADDRESS};
+#[cfg(feature = "webhook")]
 use crate::webhook;
 
 /// controller-runtime's default graceful shutdown period.
@@ -100,7 +101,8 @@ pub struct Options {
     /// The webhook server the manager runs (Go's `Options.WebhookServer`); `None`
     /// makes one with default `webhook::Options` (port 9443, cert dir
     /// `<tmp>/k8s-webhook-server/serving-certs`). See
-    /// [`Manager::webhook_server`](super::Manager::webhook_server).
+    /// [`Manager::webhook_server`](super::Manager::webhook_server). Feature `webhook`.
+    #[cfg(feature = "webhook")]
     pub webhook_server: Option<webhook::Server>,
     /// Defaults for every controller built against this manager (Go's
     /// `Options.Controller`): a controller's own options win, then these, then
@@ -131,6 +133,7 @@ impl Default for Options {
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
+            #[cfg(feature = "webhook")]
             webhook_server: None,
             controller: config::Controller::default(),
         }

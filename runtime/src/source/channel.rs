@@ -14,14 +14,14 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::trigger::{EventInfo, kind_of_type, with_trigger};
+use super::trigger::{EventInfo, with_trigger};
 use super::{Error, Source};
 use crate::event::GenericEvent;
 use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
-use crate::workqueue::triggers::{Event, Origin};
+use crate::workqueue::triggers::{Event, Kind as ObjectKind, Origin};
 
 /// The per-destination buffer controller-runtime uses.
 pub const DEFAULT_BUFFER_SIZE: usize = 1024;
@@ -132,7 +132,7 @@ impl<K: Resource + Send + Sync + 'static, R: TypedRequest> Source<R> for Channel
         }
         let handler = self.handler.clone();
         let predicates = self.predicates.clone();
-        let kind = kind_of_type::<K>();
+        let kind = ObjectKind::of_type::<K>();
         tokio::spawn(async move {
             while let Some(evt) = rx.recv().await {
                 if predicates.iter().all(|p| p.generic(&evt)) {
@@ -140,7 +140,7 @@ impl<K: Resource + Send + Sync + 'static, R: TypedRequest> Source<R> for Channel
                         origin: Origin::Channel,
                         event: Event::Generic,
                         initial_list: false,
-                        kind: &kind,
+                        kind,
                         object: &*evt.object,
                     };
                     with_trigger(&*queue, info, |q| handler.generic(&evt, q));

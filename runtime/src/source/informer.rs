@@ -19,6 +19,7 @@ use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
+use crate::workqueue::triggers::Kind as ObjectKind;
 
 /// A [`Source`] of the events of one informer.
 pub struct Informer<K: CacheObject, R: TypedRequest = Request> {
@@ -53,11 +54,11 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Informer<K, R> {
             return Err(Error::msg(format!("{} was already started", self.name())));
         }
         let (handler, preds) = (self.handler.clone(), self.predicates.clone());
-        let kind: Arc<str> = K::kind(self.informer.dynamic_type()).into();
+        let kind = ObjectKind::intern(&K::kind(self.informer.dynamic_type()));
         let reg = self
             .informer
             .add_quick_event_handler(move |n: Notification<K>| {
-                deliver(n, &preds, &*handler, &*queue, &kind)
+                deliver(n, &preds, &*handler, &*queue, kind)
             });
         self.registered.send_replace(Some(reg.clone()));
         let informer = self.informer.clone();

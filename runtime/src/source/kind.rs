@@ -25,7 +25,7 @@ use crate::handler::{BoxHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{Request, TypedRequest};
 use crate::workqueue::Queue;
-use crate::workqueue::triggers::Event;
+use crate::workqueue::triggers::{Event, Kind as ObjectKind};
 
 /// How often `Kind` checks whether a type not yet served has appeared
 /// (controller-runtime retries every 10 s).
@@ -108,7 +108,7 @@ pub(super) fn deliver<K: Resource + 'static, R: TypedRequest>(
     preds: &[BoxPredicate<K>],
     handler: &dyn EventHandler<K, R>,
     queue: &(dyn Queue<R> + 'static),
-    kind: &Arc<str>,
+    kind: ObjectKind,
 ) {
     let origin = handler.trigger_origin();
     let info = |event, initial_list, object| EventInfo {
@@ -154,7 +154,7 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Kind<K, R> {
         let handler = self.handler.clone();
         let preds = self.predicates.clone();
         let registered = self.registered.clone();
-        let kind: Arc<str> = K::kind(&dt).into();
+        let kind = ObjectKind::intern(&K::kind(&dt));
         tokio::spawn(async move {
             let already = cache.get_informer_with::<K>(&dt).has_synced();
             if !already && !Self::wait_for_type(&cache, &dt, &ctx).await {
@@ -162,7 +162,7 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Kind<K, R> {
             }
             let informer = cache.get_informer_with::<K>(&dt);
             let reg = informer.add_quick_event_handler(move |n: Notification<K>| {
-                deliver(n, &preds, &*handler, &*queue, &kind)
+                deliver(n, &preds, &*handler, &*queue, kind)
             });
             registered.send_replace(Some(reg.clone()));
             ctx.cancelled().await;

@@ -1,6 +1,7 @@
 //! Field validation of a create, update or patch body (`?fieldValidation=`, upstream's
 //! `metav1.FieldValidation*`): unknown fields of custom resources (what the CRD schema's pruning
-//! would drop, `schema::prune`) and duplicate fields in a JSON body. `Strict` fails with 400
+//! would drop, `schema::prune`) and duplicate fields in a JSON body (found while the body is decoded,
+//! [`api::json`](crate::api::json)). `Strict` fails with 400
 //! `strict decoding error: unknown field "spec.x", duplicate field "spec.y"`; `Warn` (the default,
 //! as upstream) answers each as a `Warning` header
 //! ([`endpoints::Warnings`](crate::endpoints::Warnings)); `Ignore` says nothing. The write itself
@@ -11,11 +12,6 @@
 //! ([`super::versioned`]) before it reaches the verbs, so there `Warn` says nothing (`Strict` still
 //! fails).
 
-use std::cell::RefCell;
-use std::collections::HashSet;
-use std::fmt;
-
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::api::status::ApiError;
@@ -42,19 +38,42 @@ pub(crate) fn mode(req: &Req) -> Result<Mode, ApiError> {
     }
 }
 
-/// Checks `obj` (the decoded body, or the patched object, at `rt`'s version) and the raw
-/// body of `req` by the request's mode.
+/// Checks `obj` (the patched object, at `rt`'s version) and the raw body of `req` (the patch) by
+/// the request's mode.
 pub(crate) fn check(rt: &ResourceType, obj: &Value, req: &Req) -> Result<(), ApiError> {
-    check_with(rt, obj, req, true)
+    check_with(rt, obj, req, || {
+        if is_json(req) {
+            crate::api::json::duplicate_keys(&req.body)
+        } else {
+            Vec::new()
+        }
+    })
+}
+
+/// Checks `obj`, the request's body as decoded, with `duplicates`, the keys the decoder found
+/// given twice ([`endpoints::decode_body_noting_duplicates`](crate::endpoints::decode_body_noting_duplicates)),
+/// by the request's mode.
+pub(crate) fn check_decoded(
+    rt: &ResourceType,
+    obj: &Value,
+    req: &Req,
+    duplicates: Vec<String>,
+) -> Result<(), ApiError> {
+    check_with(rt, obj, req, || duplicates)
 }
 
 /// Checks `obj`, an object that is not the request's body (one an admission webhook returned),
 /// by the request's mode: unknown fields only.
 pub(crate) fn check_object(rt: &ResourceType, obj: &Value, req: &Req) -> Result<(), ApiError> {
-    check_with(rt, obj, req, false)
+    check_with(rt, obj, req, Vec::new)
 }
 
-fn check_with(rt: &ResourceType, obj: &Value, req: &Req, body: bool) -> Result<(), ApiError> {
+fn check_with(
+    rt: &ResourceType,
+    obj: &Value,
+    req: &Req,
+    duplicates: impl FnOnce() -> Vec<String>,
+) -> Result<(), ApiError> {
     let mode = mode(req)?;
     if mode == Mode::Ignore {
         return Ok(());
@@ -63,13 +82,11 @@ fn check_with(rt: &ResourceType, obj: &Value, req: &Req, body: bool) -> Result<(
         .iter()
         .map(|f| format!("unknown field {f:?}"))
         .collect();
-    if body && is_json(req) {
-        problems.extend(
-            duplicate_fields(&req.body)
-                .iter()
-                .map(|f| format!("duplicate field {f:?}")),
-        );
-    }
+    problems.extend(
+        duplicates()
+            .iter()
+            .map(|f| format!("duplicate field {f:?}")),
+    );
     if problems.is_empty() {
         return Ok(());
     }
@@ -97,109 +114,5 @@ fn unknown_fields(rt: &ResourceType, obj: &Value) -> Vec<String> {
     match (&rt.crd, &rt.schema) {
         (Some(_), Some(sch)) => crate::registry::schema::unknown_fields(sch, obj),
         _ => Vec::new(),
-    }
-}
-
-/// The paths (`spec.a`, `spec.list[0].b`) of keys given twice in a JSON body; empty when the
-/// body is not JSON (the decoder reports that).
-pub(crate) fn duplicate_fields(body: &[u8]) -> Vec<String> {
-    let found = RefCell::new(Vec::new());
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let walk = Walk {
-        path: String::new(),
-        found: &found,
-    };
-    if walk.deserialize(&mut de).is_err() {
-        return Vec::new();
-    }
-    found.into_inner()
-}
-
-/// Walks a JSON value, recording duplicate keys under their path.
-struct Walk<'a> {
-    path: String,
-    found: &'a RefCell<Vec<String>>,
-}
-
-impl Walk<'_> {
-    fn at(&self, path: String) -> Self {
-        Walk {
-            path,
-            found: self.found,
-        }
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            if !seen.insert(key) {
-                self.found.borrow_mut().push(path.clone());
-            }
-            map.next_value_seed(self.at(path))?;
-        }
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
-        while seq
-            .next_element_seed(self.at(format!("{}[{i}]", self.path)))?
-            .is_some()
-        {
-            i += 1;
-        }
-        Ok(())
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn duplicate_keys_are_found_with_their_paths() {
-        let body =
-            br#"{"spec": {"a": 1, "a": 2, "l": [{"b": 1, "b": {}}]}, "kind": "X", "kind": "X"}"#;
-        assert_eq!(
-            duplicate_fields(body),
-            vec!["spec.a", "spec.l[0].b", "kind"]
-        );
-        assert!(duplicate_fields(br#"{"a": {"a": 1}}"#).is_empty());
-        assert!(duplicate_fields(b"not json").is_empty());
     }
 }

@@ -182,16 +182,18 @@ pub(crate) fn body(
     req: &Req,
     admitted: Option<Value>,
 ) -> Result<Value, ApiError> {
-    let (mut obj, from_body) = match admitted {
-        Some(obj) => (obj, false),
-        None => (endpoints::decode_body(req)?, true),
+    let (mut obj, duplicates) = match admitted {
+        Some(obj) => (obj, None),
+        None => {
+            let (obj, dups) = endpoints::decode_body_noting_duplicates(req)?;
+            (obj, Some(dups))
+        }
     };
     let siblings = state.registry.siblings(&r.rt);
     crate::registry::objects::check_type(&mut obj, &r.rt, &siblings)?;
-    if from_body {
-        fields::check(&r.rt, &obj, req)?;
-    } else {
-        fields::check_object(&r.rt, &obj, req)?;
+    match duplicates {
+        Some(dups) => fields::check_decoded(&r.rt, &obj, req, dups)?,
+        None => fields::check_object(&r.rt, &obj, req)?,
     }
     if state.settings.stamp_traceparent {
         stamp_traceparent(&mut obj, req);

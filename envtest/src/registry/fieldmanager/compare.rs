@@ -5,7 +5,7 @@
 //! fields from everyone else. Paths use `fieldset`'s tokens; [`Shape`] says which lists are
 //! associative and which maps are atomic.
 
-use std::collections::BTreeSet;
+use std::cmp::Ordering;
 
 use serde_json::Value;
 
@@ -42,6 +42,40 @@ pub(crate) fn compare(shape: &Shape, old: Option<&Value>, new: &Value) -> Compar
     w.out
 }
 
+/// The fields of two maps (either may be missing or not a map) in key order, each with its value
+/// in `old` and in `new`: both maps walked side by side (their keys are sorted), no lookups.
+fn fields<'v>(
+    old: Option<&'v Value>,
+    new: Option<&'v Value>,
+) -> impl Iterator<Item = (&'v String, Option<&'v Value>, Option<&'v Value>)> {
+    let mut a = old
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .peekable();
+    let mut b = new
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .peekable();
+    std::iter::from_fn(move || {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((ka, _)), Some((kb, _))) => ka.cmp(kb),
+        };
+        Some(match order {
+            Ordering::Less => a.next().map(|(k, v)| (k, Some(v), None))?,
+            Ordering::Greater => b.next().map(|(k, v)| (k, None, Some(v)))?,
+            Ordering::Equal => {
+                let ((k, o), (_, n)) = (a.next()?, b.next()?);
+                (k, Some(o), Some(n))
+            }
+        })
+    })
+}
+
 struct Walk<'a, 'b> {
     shape: &'a Shape<'b>,
     at: Path,
@@ -52,18 +86,11 @@ struct Walk<'a, 'b> {
 impl Walk<'_, '_> {
     /// The fields of two maps (either may be missing).
     fn children(&mut self, old: Option<&Value>, new: Option<&Value>) {
-        let keys: BTreeSet<&String> = [old, new]
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object)
-            .flat_map(|m| m.keys())
-            .collect();
-        for k in keys {
+        for (k, o, n) in fields(old, new) {
             // Ownership is never tracked for the managedFields themselves.
             if k == "managedFields" && self.at.len() == 1 && self.at[0] == "f:metadata" {
                 continue;
             }
-            let (o, n) = (old.and_then(|v| v.get(k)), new.and_then(|v| v.get(k)));
             // An unchanged field adds, modifies and removes nothing (checked before its path
             // is built: most fields of an update).
             if let (Some(a), Some(b)) = (o, n)
@@ -205,5 +232,51 @@ impl Walk<'_, '_> {
             self.node(oe.as_ref(), ne.as_ref());
             self.at.pop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn keys(
+        old: Option<&Value>,
+        new: Option<&Value>,
+    ) -> Vec<(String, Option<Value>, Option<Value>)> {
+        fields(old, new)
+            .map(|(k, o, n)| (k.clone(), o.cloned(), n.cloned()))
+            .collect()
+    }
+
+    #[test]
+    fn fields_of_two_maps_side_by_side_in_key_order() {
+        let old = json!({"a": 1, "c": 3, "e": 5});
+        let new = json!({"b": 2, "c": 4, "f": 6, "g": 7});
+        assert_eq!(
+            keys(Some(&old), Some(&new)),
+            vec![
+                ("a".into(), Some(json!(1)), None),
+                ("b".into(), None, Some(json!(2))),
+                ("c".into(), Some(json!(3)), Some(json!(4))),
+                ("e".into(), Some(json!(5)), None),
+                ("f".into(), None, Some(json!(6))),
+                ("g".into(), None, Some(json!(7))),
+            ]
+        );
+        assert_eq!(
+            keys(None, Some(&json!({"x": 1}))),
+            vec![("x".into(), None, Some(json!(1)))]
+        );
+        assert_eq!(
+            keys(Some(&json!("s")), Some(&json!({"x": 1}))),
+            vec![("x".into(), None, Some(json!(1)))]
+        );
+        assert_eq!(
+            keys(Some(&json!({"x": 1})), None),
+            vec![("x".into(), Some(json!(1)), None)]
+        );
+        assert!(keys(None, None).is_empty());
     }
 }

@@ -26,12 +26,11 @@ async fn the_sample_becomes_available() {
         .await
         .expect("envtest");
     let webhooks = LocalWebhooks::new(Default::default()).expect("webhook server");
-    let opts = Options {
+    let opts = webhooks.options(Options {
         metrics_bind_address: "0".into(),
         health_probe_bind_address: "0".into(),
-        webhook_server: Some(webhooks.server.clone()),
         ..Default::default()
-    };
+    });
     let mgr = memcached_operator::manager(env.client(), opts).expect("manager");
     webhooks.install(env.client(), &mgr, "memcached-operator").await.expect("webhooks");
     let stop = ctrl::CancellationToken::new();

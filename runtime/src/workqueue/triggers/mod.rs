@@ -2,23 +2,28 @@
 //! say why it ran (controller-runtime #1186 asks for this; its queue forgets).
 //!
 //! A [`Trigger`] is one cause: an event a source delivered (where from — `For`, `Owns`,
-//! `Watches`, a map func, a channel, a func source — which event, and the object's kind,
-//! namespace, name and resourceVersion), or a requeue the controller made (error backoff,
+//! `Watches`, a map func, a channel, a func source — which event, and the object: an
+//! [`ObjectRef`], its kind, resourceVersion and stored trace context, and its namespace and
+//! name unless it is the reconciled object itself), or a requeue the controller made (error backoff,
 //! `requeue_after`, `requeue`). [`Triggers`] is the set of one queued key: adds that the
 //! queue de-duplicates are merged into it (same origin, event and object: one entry, its
 //! count up and its resourceVersion the newest), and it holds at most [`MAX_TRIGGERS`]
 //! entries, counting the rest as dropped.
 //!
 //! The priority queue keeps a key's set in the key's own slot (a `Kept`: the first cause
-//! inline, no allocation until a second distinct cause joins); [`super::Triggered`] keeps
-//! them beside any other [`super::Queue`]. Sources stamp their adds with [`super::Stamped`]. The controller
+//! inline, no allocation until a second distinct cause joins, and copying a trigger in costs
+//! no allocation: see `object`); [`super::Triggered`] keeps them beside any other
+//! [`super::Queue`]. Sources stamp their adds with [`super::Stamped`]. The controller
 //! hands the set of each key it takes to the reconcile, which reads it with
 //! `reconcile::triggers()`.
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
+
+mod object;
+
+pub use object::{Kind, ObjectRef, TRACEPARENT_ANNOTATIONS, traceparent_from_annotations};
 
 /// The most distinct triggers a queued key keeps; further ones are counted in
 /// [`Triggers::dropped`].
@@ -96,61 +101,6 @@ impl Event {
     }
 }
 
-/// The object an event was about, as far as a trigger remembers it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ObjectRef {
-    /// Its kind (`ConfigMap`), empty when the source cannot tell.
-    pub kind: Arc<str>,
-    /// Its namespace, empty for cluster-scoped objects.
-    pub namespace: String,
-    /// Its name.
-    pub name: String,
-    /// Its resourceVersion as the event carried it (for merged triggers: the newest).
-    pub resource_version: String,
-    /// The W3C trace context stored on the object (KEP-5915's `tracing.k8s.io/traceparent`
-    /// annotation, or another of [`TRACEPARENT_ANNOTATIONS`]), if any.
-    pub traceparent: Option<String>,
-}
-
-/// The annotations a trigger reads a trace context from, first match wins. KEP-5915
-/// (kubernetes/enhancements#5916) stores the W3C `traceparent` as
-/// `tracing.k8s.io/traceparent`; projects that did this before it used names of their own:
-/// sbomscanner `sbomscanner.kubewarden.io/traceparent` (kubewarden/sbomscanner#1280),
-/// agent-sandbox `opentelemetry.io/trace-context` (a JSON map of W3C headers,
-/// kubernetes-sigs/agent-sandbox#234), openkruise agents `agents.kruise.io/trace-context`
-/// (openkruise/agents#604). A value is either a `traceparent` or such a JSON map.
-pub const TRACEPARENT_ANNOTATIONS: &[&str] = &[
-    "tracing.k8s.io/traceparent",
-    "sbomscanner.kubewarden.io/traceparent",
-    "opentelemetry.io/trace-context",
-    "agents.kruise.io/trace-context",
-];
-
-/// The W3C `traceparent` stored in `annotations` under one of
-/// [`TRACEPARENT_ANNOTATIONS`], if any: the value itself, or the `traceparent` entry of a
-/// JSON map. Only the shape is checked (`version-traceid-spanid-flags`, 55 characters).
-pub fn traceparent_from_annotations(
-    annotations: &std::collections::BTreeMap<String, String>,
-) -> Option<String> {
-    TRACEPARENT_ANNOTATIONS.iter().find_map(|name| {
-        let value = annotations.get(*name)?.trim();
-        let tp = if value.starts_with('{') {
-            let map: std::collections::BTreeMap<String, String> =
-                serde_json::from_str(value).ok()?;
-            map.get("traceparent")?.clone()
-        } else {
-            value.to_string()
-        };
-        let parts: Vec<&str> = tp.split('-').collect();
-        let shaped = parts.len() == 4
-            && [2, 32, 16, 2]
-                .iter()
-                .zip(&parts)
-                .all(|(n, p)| p.len() == *n && p.bytes().all(|b| b.is_ascii_hexdigit()));
-        shaped.then_some(tp)
-    })
-}
-
 /// One cause of a queued key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trigger {
@@ -161,9 +111,9 @@ pub struct Trigger {
     /// True for a create from the informer's initial list (a start-up or relist), not
     /// from a watch event.
     pub initial_list: bool,
-    /// The object the event was about (none for requeues and func sources). Shared: a
-    /// trigger stamped on several adds is cloned with one reference count.
-    pub object: Option<Arc<ObjectRef>>,
+    /// The object the event was about (none for requeues and func sources). Copying it
+    /// allocates nothing (see [`ObjectRef`]).
+    pub object: Option<ObjectRef>,
     /// How many adds were merged into this trigger (at least 1).
     pub count: u32,
 }
@@ -187,7 +137,7 @@ impl Trigger {
 
     /// This trigger about `object`.
     pub fn with_object(mut self, object: ObjectRef) -> Self {
-        self.object = Some(Arc::new(object));
+        self.object = Some(object);
         self
     }
 
@@ -197,15 +147,15 @@ impl Trigger {
         self
     }
 
-    /// Whether `other` is this very add again: the same cause about the same shared object
-    /// (what a source lends for each add of one event), so merging it only counts it. The
-    /// dedup hit's fast path: three byte compares and one pointer compare.
+    /// Whether `other` is this very add again: the same cause about the same object
+    /// reference (what a source lends for each add of one event), so merging it only counts
+    /// it. The dedup hit's fast path: byte, pointer and number compares.
     #[inline]
     fn repeats(&self, other: &Trigger) -> bool {
         (self.origin, self.event, self.initial_list)
             == (other.origin, other.event, other.initial_list)
             && match (&self.object, &other.object) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (Some(a), Some(b)) => a.is(b),
                 (None, None) => true,
                 _ => false,
             }
@@ -219,10 +169,7 @@ impl Trigger {
             && self.initial_list == other.initial_list
             && match (&self.object, &other.object) {
                 (None, None) => true,
-                (Some(a), Some(b)) => {
-                    Arc::ptr_eq(a, b)
-                        || (a.name == b.name && a.namespace == b.namespace && a.kind == b.kind)
-                }
+                (Some(a), Some(b)) => a.is(b) || a.same_object(b),
                 _ => false,
             }
     }
@@ -235,7 +182,7 @@ impl Trigger {
         self.count = self.count.saturating_add(newer.count);
         let same = match (&self.object, &newer.object) {
             (_, None) => true,
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (Some(a), Some(b)) => a.is(b),
             (None, Some(_)) => false,
         };
         if !same {
@@ -245,25 +192,16 @@ impl Trigger {
 }
 
 impl fmt::Display for Trigger {
-    /// `owns:update ConfigMap ns/name@rv`, `for:create(initial) …`, `requeue:requeue_after`,
-    /// with `×n` when `n` adds were merged.
+    /// `owns:update ConfigMap ns/name@rv`, `for:create(initial) ConfigMap@rv` (the
+    /// reconciled object itself: the request names it), `requeue:requeue_after`, with `×n`
+    /// when `n` adds were merged.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.origin.as_str(), self.event.as_str())?;
         if self.initial_list {
             f.write_str("(initial)")?;
         }
         if let Some(o) = &self.object {
-            f.write_str(" ")?;
-            if !o.kind.is_empty() {
-                write!(f, "{} ", o.kind)?;
-            }
-            if !o.namespace.is_empty() {
-                write!(f, "{}/", o.namespace)?;
-            }
-            f.write_str(&o.name)?;
-            if !o.resource_version.is_empty() {
-                write!(f, "@{}", o.resource_version)?;
-            }
+            write!(f, " {o}")?;
         }
         if self.count > 1 {
             write!(f, " ×{}", self.count)?;
@@ -274,7 +212,7 @@ impl fmt::Display for Trigger {
 
 /// The bounded, merged set of triggers of one queued key (what a reconcile reads).
 ///
-/// Inside it is the queue's own slot contents ([`Kept`], moved out at hand-out, nothing
+/// Inside it is the queue's own slot contents (a `Kept`, moved out at hand-out, nothing
 /// rebuilt) and the raw stamps of the key's queue wait, turned into a `Duration` only when
 /// [`Triggers::waited`] is read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -371,7 +309,7 @@ impl Triggers {
     pub fn traceparents(&self) -> impl Iterator<Item = &str> {
         let mut seen: Vec<&str> = Vec::new();
         self.iter()
-            .filter_map(|t| t.object.as_ref()?.traceparent.as_deref())
+            .filter_map(|t| t.object.as_ref()?.traceparent())
             .filter(move |tp| {
                 let new = !seen.contains(tp);
                 if new {
@@ -512,13 +450,7 @@ mod tests {
     use super::*;
 
     fn cm(name: &str, rv: &str) -> ObjectRef {
-        ObjectRef {
-            kind: "ConfigMap".into(),
-            namespace: "ns".into(),
-            name: name.into(),
-            resource_version: rv.into(),
-            traceparent: None,
-        }
+        ObjectRef::named(Kind::intern("ConfigMap"), "ns", name, rv)
     }
 
     #[test]
@@ -532,6 +464,13 @@ mod tests {
             s.to_string(),
             "owns:update ConfigMap ns/a@2 ×2, requeue:requeue_after"
         );
+    }
+
+    #[test]
+    fn a_trigger_fits_in_four_words() {
+        // What each queued key's slot holds inline: a larger trigger would cost every key.
+        assert!(std::mem::size_of::<Trigger>() <= 32);
+        assert_eq!(std::mem::size_of::<Kept>(), std::mem::size_of::<Trigger>());
     }
 
     #[test]
@@ -566,25 +505,6 @@ mod tests {
         assert_eq!(
             (dropped_only.len(), dropped_only.to_string()),
             (0, "(+1 dropped)".into())
-        );
-    }
-
-    #[test]
-    fn traceparents_are_read_from_every_known_annotation_shape() {
-        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-        let one = |k: &str, v: &str| [(k.to_string(), v.to_string())].into_iter().collect();
-        assert_eq!(
-            traceparent_from_annotations(&one("tracing.k8s.io/traceparent", tp)).as_deref(),
-            Some(tp)
-        );
-        let json = format!("{{\"traceparent\":\"{tp}\"}}");
-        assert_eq!(
-            traceparent_from_annotations(&one("opentelemetry.io/trace-context", &json)).as_deref(),
-            Some(tp)
-        );
-        assert_eq!(
-            traceparent_from_annotations(&one("tracing.k8s.io/traceparent", "00-zz")),
-            None
         );
     }
 }
