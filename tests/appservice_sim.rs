@@ -152,7 +152,7 @@ fn appservice_converges_under_faults_for_every_seed() {
 /// The bar: 1,000 seeds of the full fault schedule, every checker green
 /// (`cargo test --test appservice_sim -- --ignored --nocapture` prints the time taken).
 #[test]
-#[ignore = "1,000 seeds take about a minute; run with --ignored"]
+#[ignore = "1,000 seeds take about 35 s on 2 cores (--profile sim); run with --ignored"]
 fn appservice_converges_under_faults_for_a_thousand_seeds() {
     let report = check_seeds(1000);
     if std::env::var_os(sim::SEED_VAR).is_none() {
@@ -304,7 +304,7 @@ fn sharded_appservice_converges_and_no_shard_writes_anothers_objects() {
 /// 200 seeds of the sharded scenario (`cargo test --profile sim --test appservice_sim --
 /// --ignored sharded --nocapture`).
 #[test]
-#[ignore = "200 sharded seeds take about a minute of CPU; run with --ignored"]
+#[ignore = "200 sharded seeds take about 30 s on 2 cores (--profile sim); run with --ignored"]
 fn sharded_appservice_converges_for_two_hundred_seeds() {
     let t0 = std::time::Instant::now();
     let report = sim::check(0..200, sharded_simulation, sharded_scenario);
