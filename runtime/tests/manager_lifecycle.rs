@@ -1,6 +1,7 @@
 //! The manager's lifecycle on envtest (controller-runtime's `manager_test.go` "Start"
 //! and "Add" cases and `runnable_group_test.go`): start and stop order observed by
-//! runnables recording instants, errors, grace period, late adds, start twice.
+//! runnables recording instants, errors, grace period, late adds, start twice, and a dropped
+//! `start` future aborting what it started (a crashed process, as the simulation crashes one).
 
 mod manager_common;
 
@@ -487,4 +488,49 @@ async fn adds_racing_start_and_stop_either_run_or_are_refused() {
         "only accepted runnables ran (some accepted ones may be dropped unstarted)"
     );
     assert!(mgr.add(RunnableFunc::new(|_| async { Ok(()) })).is_err());
+}
+
+/// Fires its signal when dropped: the runnable's future ended, by return or by abort.
+struct OnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_start_future_aborts_every_runnable_at_once() {
+    let env = env().await;
+    let mgr = manager(&env, quiet());
+    let (started, started_rx) = once();
+    let (dropped, dropped_rx) = once();
+    // Deaf to its context: only an abort ends it.
+    let deaf = RunnableFunc::new(move |_ctx| {
+        let (started, guard) = (started(), OnDrop(dropped()));
+        async move {
+            let _guard = guard;
+            if let Some(tx) = started {
+                let _ = tx.send(());
+            }
+            std::future::pending::<()>().await;
+            Ok(())
+        }
+    })
+    .named("deaf");
+    mgr.add(deaf).unwrap();
+    let ctx = CancellationToken::new();
+    tokio::select! {
+        r = mgr.start(ctx.clone()) => panic!("start returned before anything stopped it: {r:?}"),
+        s = started_rx => s.expect("the runnable started"),
+    }
+    // `start`'s future is dropped here, as a crashed process ends: its context was never
+    // cancelled, so the runnable ends only if the manager aborted it.
+    assert!(!ctx.is_cancelled());
+    tokio::time::timeout(Duration::from_secs(10), dropped_rx)
+        .await
+        .expect("the runnable was aborted when start's future was dropped")
+        .expect("its drop signal");
 }
