@@ -6,8 +6,8 @@
 //! not a plain number, a stored trace context — is shared behind one `Arc`, built only when
 //! there is something to put in it.
 //!
-//! Its neighbours: `super` (the trigger and the set that carry it), `crate::source::trigger`
-//! (which builds one per event).
+//! Its neighbour: `super` (the trigger and the set that carry it). Sources, a layer above,
+//! build one per event.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
