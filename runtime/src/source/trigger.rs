@@ -1,7 +1,8 @@
 //! What a source tells the queue about each event it delivers: a [`Trigger`] naming the
-//! handler's origin, the event and the object (kind, namespace, name, resourceVersion,
-//! stored trace context), stamped on the handler's adds through [`Stamped`]. Built only
-//! when the controller's queue keeps triggers ([`Queue::records_triggers`]).
+//! handler's origin, the event and the object (kind, resourceVersion, stored trace context,
+//! and the namespace and name of any object but the reconciled one), stamped on the
+//! handler's adds through [`Stamped`]. Built only when the controller's queue keeps triggers
+//! ([`Queue::records_triggers`]).
 
 use kube::Resource;
 
