@@ -260,11 +260,10 @@ fn kubectl_accepts(dir: &Path) -> bool {
         .spawn()
         .expect("run the operator");
     let stdout = child.stdout.take().expect("stdout");
-    let found = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .any(|l| l.contains("--kubeconfig "));
-    assert!(found, "no kubeconfig line");
+    assert!(
+        line_then_drain(stdout, |l| l.contains("--kubeconfig ")),
+        "no kubeconfig line"
+    );
     let kubectl = |args: &[&str]| {
         let out = Command::new("kubectl")
             .args(args)
@@ -304,6 +303,18 @@ fn kubectl_accepts(dir: &Path) -> bool {
     let _ = child.kill();
     let _ = child.wait();
     true
+}
+
+/// Reads `stdout` until a line matches `want` (false if it ends first), then keeps reading it
+/// to the end on a thread of its own. The pipe must stay open: a Rust program whose stdout is
+/// closed panics on its next `println!` ("failed printing to stdout: Broken pipe"), so dropping
+/// the reader at the matching line killed `ctrl-envtest serve` whenever it was descheduled
+/// between that line and the next, and the kubectl call after it found no server.
+fn line_then_drain(stdout: std::process::ChildStdout, want: impl Fn(&str) -> bool) -> bool {
+    let mut lines = BufReader::new(stdout).lines();
+    let found = lines.by_ref().map_while(Result::ok).any(|l| want(&l));
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    found
 }
 
 /// `kubectl` with `kubeconfig`: its output, asserting success.
@@ -364,10 +375,7 @@ fn deployed_without_a_forbidden(dir: &Path) {
             .expect("ctrl-envtest serve"),
     );
     let stdout = server.0.stdout.take().expect("stdout");
-    let serving = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .any(|l| l.starts_with("kubeconfig: "));
+    let serving = line_then_drain(stdout, |l| l.starts_with("kubeconfig: "));
     assert!(serving, "ctrl-envtest serve did not start");
 
     let default = dir.join("config/default");

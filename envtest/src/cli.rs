@@ -155,20 +155,31 @@ pub async fn main() -> std::process::ExitCode {
         eprintln!("ctrl-envtest: cannot write {}: {e}", path.display());
         return std::process::ExitCode::FAILURE;
     }
-    println!("ctrl-envtest serving {}", env.url());
-    println!("kubeconfig: {}", path.display());
-    println!(
+    say(format_args!("ctrl-envtest serving {}", env.url()));
+    say(format_args!("kubeconfig: {}", path.display()));
+    say(format_args!(
         "try:        kubectl --kubeconfig {} get namespaces",
         path.display()
-    );
-    println!("or:         export KUBECONFIG={}", path.display());
-    println!(
+    ));
+    say(format_args!(
+        "or:         export KUBECONFIG={}",
+        path.display()
+    ));
+    say(format_args!(
         "the kubeconfig is the admin (system:masters) over {}: kubectl sends tokens only over TLS",
         env.https_url()
-    );
-    println!("Ctrl-C to stop.");
+    ));
+    say(format_args!("Ctrl-C to stop."));
     let _ = tokio::signal::ctrl_c().await;
     env.stop();
-    println!("stopped");
+    say(format_args!("stopped"));
     std::process::ExitCode::SUCCESS
+}
+
+/// Writes a line of `serve`'s banner to stdout, ignoring a closed stdout as Go's `fmt.Println`
+/// does: the server outlives whoever read its first lines (`println!` panics on a broken pipe,
+/// which ended the server when a test stopped reading at the `kubeconfig:` line).
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }

@@ -88,6 +88,54 @@ async fn serve_writes_kubeconfig_and_answers() {
     child.kill().await.unwrap();
 }
 
+/// `serve` with its stdout closed before it prints (a reader that stopped at the `kubeconfig:`
+/// line, as the scaffold test's did): it keeps serving, and Ctrl-C still stops it cleanly
+/// (`println!` panicked on the broken pipe and ended the server).
+#[tokio::test]
+async fn serve_outlives_a_closed_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kc");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--kubeconfig-out"])
+        .arg(&kc)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut text = String::new();
+    for _ in 0..600 {
+        text = std::fs::read_to_string(&kc).unwrap_or_default();
+        let parsed = kube::config::Kubeconfig::from_yaml(&text);
+        if parsed.is_ok_and(|k| k.current_context.is_some()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&text).expect("serve wrote its kubeconfig"),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let _ = rustls_provider();
+    let client = kube::Client::try_from(config).unwrap();
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
+    let listed = namespaces.list(&Default::default()).await;
+    assert!(listed.is_ok(), "serve stopped serving: {listed:?}");
+    let pid = child.id().expect("still running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait())
+        .await
+        .expect("Ctrl-C stops serve")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
 /// kube builds a rustls connector even for http:// URLs; make sure a provider is installed.
 fn rustls_provider() -> Result<(), std::sync::Arc<rustls::crypto::CryptoProvider>> {
     rustls::crypto::ring::default_provider().install_default()
