@@ -119,10 +119,11 @@ impl<'a> Client<'a> {
             .unwrap_or_default()
     }
 
-    /// Every object of `res` in `ns` that decodes as `T`.
+    /// Every object of `res` in `ns` that decodes as `T` (from a borrowed `Value`, as the
+    /// registry decodes built-in types: one `Deserialize` instantiation per type).
     pub fn list<T: DeserializeOwned>(&self, res: &Res, ns: Option<&str>) -> Vec<T> {
         (self.list_values(res, ns).into_iter())
-            .filter_map(|v| serde_json::from_value(v).ok())
+            .filter_map(|v| T::deserialize(&v).ok())
             .collect()
     }
 

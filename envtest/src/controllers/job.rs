@@ -84,7 +84,7 @@ impl Reconciler for Jobs {
 fn owned_pods(c: &Client<'_>, job: &Value) -> Vec<Value> {
     let sel: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector> = job
         .pointer("/spec/selector")
-        .and_then(|s| serde_json::from_value(s.clone()).ok());
+        .and_then(|s| serde::Deserialize::deserialize(s).ok());
     let uid = meta::meta_str(job, "uid").unwrap_or("");
     let selects = |p: &Value| match &sel {
         Some(s) if client::selector_usable(Some(s)) => client::selects(Some(s), p),

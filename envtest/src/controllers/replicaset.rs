@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::client::{self, Client, Key, PODS, REPLICASETS, pod_active, pod_available, pod_ready};
@@ -52,7 +53,7 @@ impl Reconciler for ReplicaSets {
 
     fn reconcile(&self, c: &Client<'_>, key: &Key) -> Option<Duration> {
         let rsv = c.get_value(&REPLICASETS, &key.0, &key.1)?;
-        let rs: ReplicaSet = serde_json::from_value(rsv.clone()).ok()?;
+        let rs = ReplicaSet::deserialize(&rsv).ok()?;
         let spec = rs.spec.clone().unwrap_or_default();
         let pods = owned_pods(c, &rsv, &rs);
         let want = i64::from(spec.replicas.unwrap_or(1));

@@ -72,7 +72,7 @@ impl Reconciler for StatefulSets {
 fn owned_pods(c: &Client<'_>, set: &Value) -> Vec<Value> {
     let sel = set
         .pointer("/spec/selector")
-        .and_then(|s| serde_json::from_value(s.clone()).ok());
+        .and_then(|s| serde::Deserialize::deserialize(s).ok());
     let name = meta::name(set).to_string();
     let member = move |p: &Value| {
         ordinal(&name, meta::name(p)).is_some() && client::selects(sel.as_ref(), p)

@@ -15,7 +15,7 @@ use k8s_openapi::{NamespaceResourceScope, Resource};
 
 use serde_json::Value;
 
-use crate::registry::{ResourceType, ScaleSpec, View};
+use crate::registry::{DecodeFn, ResourceType, ScaleSpec, View};
 
 /// Status subresource.
 const S: u8 = 1;
@@ -26,26 +26,56 @@ const G: u8 = 4;
 /// Create-only virtual resource.
 const V: u8 = 8;
 
-/// Decodes `v` as `K`, the way upstream decodes a body into its Go type.
+/// Decodes `v` as `K`, the way upstream decodes a body into its Go type. A borrowed `Value` is
+/// the one deserializer ctrl-envtest decodes built-in types with (the controllers too): each
+/// deserializer compiles a type's whole `Deserialize` tree again.
 fn decode<K: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
     K::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
 }
 
+/// The resource type of `K` (its constants and [`decode`]); the rest is [`resource_type`], which
+/// is not generic, so that it is compiled once instead of once per built-in type.
 fn t<K: Resource + serde::de::DeserializeOwned + 'static>(
     flags: u8,
     short: &[&str],
     fields: &[&str],
 ) -> ResourceType {
-    let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
-    let api_version = K::API_VERSION.to_string();
+    let names = Names {
+        group: K::GROUP,
+        version: K::VERSION,
+        kind: K::KIND,
+        plural: K::URL_PATH_SEGMENT,
+        api_version: K::API_VERSION,
+        namespaced: TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>(),
+    };
+    resource_type(names, flags, short, fields, decode::<K>)
+}
+
+/// What [`t`] reads from a `k8s_openapi` type.
+struct Names {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    api_version: &'static str,
+    namespaced: bool,
+}
+
+fn resource_type(
+    n: Names,
+    flags: u8,
+    short: &[&str],
+    fields: &[&str],
+    decode: DecodeFn,
+) -> ResourceType {
     ResourceType {
-        group: K::GROUP.to_string(),
-        version: K::VERSION.to_string(),
-        kind: K::KIND.to_string(),
-        list_kind: format!("{}List", K::KIND),
-        plural: K::URL_PATH_SEGMENT.to_string(),
-        singular: K::KIND.to_ascii_lowercase(),
-        namespaced,
+        group: n.group.to_string(),
+        version: n.version.to_string(),
+        kind: n.kind.to_string(),
+        list_kind: format!("{}List", n.kind),
+        plural: n.plural.to_string(),
+        singular: n.kind.to_ascii_lowercase(),
+        namespaced: n.namespaced,
         short_names: short.iter().map(|s| s.to_string()).collect(),
         categories: Vec::new(),
         status: flags & S != 0,
@@ -57,10 +87,10 @@ fn t<K: Resource + serde::de::DeserializeOwned + 'static>(
         generation: flags & G != 0,
         crd: None,
         schema: None,
-        storage_version: api_version,
+        storage_version: n.api_version.to_string(),
         virtual_create: flags & V != 0,
         fields: fields.iter().map(|s| s.to_string()).collect(),
-        decode: Some(decode::<K>),
+        decode: Some(decode),
         view: None,
     }
 }

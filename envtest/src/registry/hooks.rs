@@ -57,7 +57,7 @@ pub(crate) fn update_object(
     put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Committed, bool), ApiError> {
-    let (obj, removed) = rest::update(api, rt, Target { ns, name, sub, put }, w, make)?;
+    let (obj, removed) = rest::update(api, rt, Target { ns, name, sub, put }, w, Box::new(make))?;
     if !w.dry_run {
         settle(api, Written::new(Verb::Update, rt, &obj.obj, removed));
     }
@@ -105,7 +105,7 @@ impl FollowUps {
         make: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Arc<Value>, ApiError> {
         let w = WriteOpts::default();
-        let (obj, removed) = rest::update(api, rt, Target::object(ns, name), w, make)?;
+        let (obj, removed) = rest::update(api, rt, Target::object(ns, name), w, Box::new(make))?;
         self.push(Written::new(Verb::Update, rt, &obj.obj, removed));
         Ok(obj.obj)
     }

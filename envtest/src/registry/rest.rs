@@ -169,6 +169,10 @@ impl<'a> Target<'a> {
     }
 }
 
+/// How [`update`] builds the new object from the stored one. Boxed, so that the update path is
+/// compiled once rather than once per caller's closure (27 callers: ~19,000 lines of LLVM IR).
+pub(crate) type Make<'a> = Box<dyn FnOnce(&Value) -> Result<Value, ApiError> + 'a>;
+
 /// The shared update path (no observers; [`super::hooks::update_object`] runs them after it).
 /// `make` builds the new object from the stored one. Returns the resulting object and whether it
 /// was removed.
@@ -177,7 +181,7 @@ pub(crate) fn update(
     rt: &Arc<ResourceType>,
     at: Target<'_>,
     w: WriteOpts<'_>,
-    make: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    make: Make<'_>,
 ) -> Result<(Committed, bool), ApiError> {
     let Target { ns, name, sub, put } = at;
     let key = rt.store_key();

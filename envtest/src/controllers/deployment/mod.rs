@@ -34,6 +34,7 @@ pub(crate) mod util;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::client::{self, Client, DEPLOYMENTS, Key, PODS, REPLICASETS};
@@ -104,7 +105,7 @@ pub(super) struct Sync<'a> {
 impl<'a> Sync<'a> {
     fn load(c: Client<'a>, key: &Key) -> Option<Self> {
         let dv = c.get_value(&DEPLOYMENTS, &key.0, &key.1)?;
-        let d: Deployment = serde_json::from_value(dv.clone()).ok()?;
+        let d = Deployment::deserialize(&dv).ok()?;
         let status = d.status.clone().unwrap_or_default();
         let mut s = Sync {
             c,

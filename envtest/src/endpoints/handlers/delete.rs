@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use http::Response;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::api::meta;
@@ -46,7 +47,7 @@ pub(crate) fn options(req: &Req) -> Result<DeleteOpts, ApiError> {
 /// sends it for built-in kinds, protobuf (`api::protobuf`).
 fn from_body(body: &[u8], media: &str) -> Result<DeleteOptions, ApiError> {
     let decoded = if media == crate::api::protobuf::MEDIA {
-        serde_json::from_value(crate::api::protobuf::decode(body)?)
+        DeleteOptions::deserialize(&crate::api::protobuf::decode(body)?)
     } else {
         if let Some(c) = too_deep(body, MAX_NESTING_DEPTH) {
             return Err(ApiError::bad_request(format!(
