@@ -1,6 +1,6 @@
 //! The operator's webhook certificates on a configured cluster: with webhooks registered
 //! and no `--webhook-cert-path`, it runs its own
-//! [`CertRotator`](crate::certrotator::CertRotator), named as its manifests name things
+//! [`CertRotator`], named as its manifests name things
 //! ([`crate::manifests::certs`]): the Secret `<name>-webhook-server-cert` and the webhook
 //! Service `<name>-webhook-service` in the namespace it runs in. With
 //! `--webhook-cert-path` it serves the files it is given (cert-manager's, or your own);

@@ -3,11 +3,11 @@
 //!
 //! With no certificate given, the rotator makes a CA and a serving certificate for the
 //! webhook Service's DNS names and keeps them in a Secret (`ca.crt`, `ca.key`, `tls.crt`,
-//! `tls.key`, [`keypair`]), renews them ahead of expiry, writes the serving pair into the
+//! `tls.key`, `keypair`), renews them ahead of expiry, writes the serving pair into the
 //! webhook server's certificate directory (where its [`CertWatcher`](crate::certwatcher)
 //! picks a new pair up without a restart), and injects the CA bundle as `caBundle` into the
 //! webhook configurations and CRD conversion stanzas it is told about ([`Target`],
-//! [`inject`]), putting it back when someone removes it (it watches them). Its readiness
+//! `inject`), putting it back when someone removes it (it watches them). Its readiness
 //! check ([`CertRotator::ready_checker`]) fails until the bundle was injected, and
 //! [`CertRotator::add_to`] adds it, the check and its RBAC rules ([`CertRotator::rbac_rules`])
 //! to a [`Manager`].
@@ -19,7 +19,7 @@
 //! - Upstream lets the kubelet project the Secret into the pod; here the rotator writes the
 //!   files itself (the Deployment mounts an `emptyDir`), so a rotation is served within the
 //!   watcher's change check instead of the kubelet's sync period, and the bundle is injected
-//!   *before* the files change ([`run`]): an API server never meets a certificate its bundle
+//!   *before* the files change (`run`): an API server never meets a certificate its bundle
 //!   does not trust.
 //! - It runs in the manager's first group
 //!   ([`Group::HttpServers`](crate::manager::Group::HttpServers)) and reports ready once the
