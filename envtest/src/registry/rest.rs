@@ -183,7 +183,6 @@ pub(crate) fn update(
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
-    let sibs = api.registry.siblings(rt);
     let alloc = defaults::Allocation::begin(api, rt, &okey);
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
@@ -196,7 +195,7 @@ pub(crate) fn update(
             .manager
             .filter(|m| m.subresource.is_none())
             .and_then(|_| new.pointer("/metadata/managedFields").cloned());
-        objects::check_type_unless(&mut new, rt, &sibs, cur.get("metadata"))?;
+        objects::check_type_unless(&mut new, rt, Some(&api.registry), cur.get("metadata"))?;
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
