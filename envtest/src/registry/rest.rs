@@ -194,7 +194,7 @@ pub(crate) fn update(
         let given_fields = w
             .manager
             .filter(|m| m.subresource.is_none())
-            .and_then(|_| new.pointer("/metadata/managedFields").cloned());
+            .and_then(|_| meta::meta_field(&new, "managedFields").cloned());
         objects::check_type_unless(&mut new, rt, Some(&api.registry), cur.get("metadata"))?;
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
@@ -226,8 +226,7 @@ pub(crate) fn update(
         }
         defaults::prepare_for_update(&alloc, rt, cur, &mut new)?;
         // Upstream's shouldDeleteDuringUpdate: a graceful deletion (simulated Pods) waits.
-        let graceful = cur
-            .pointer("/metadata/deletionGracePeriodSeconds")
+        let graceful = meta::meta_field(cur, "deletionGracePeriodSeconds")
             .and_then(Value::as_i64)
             .is_some_and(|g| g > 0);
         if deleting

@@ -411,10 +411,15 @@ impl Store {
             Decision::Done(outcome) => return Ok(outcome),
         };
         let bytes = serialize(&obj);
-        if ty == EventType::Deleted {
-            col.objects.remove(okey);
-        } else {
-            col.objects.insert(okey.clone(), bytes.clone());
+        match (ty, col.objects.get_mut(okey)) {
+            (EventType::Deleted, _) => {
+                col.objects.remove(okey);
+            }
+            // An update replaces the bytes under the key already held.
+            (_, Some(slot)) => *slot = bytes.clone(),
+            (_, None) => {
+                col.objects.insert(okey.clone(), bytes.clone());
+            }
         }
         col.population.set(col.objects.len());
         let ev = Arc::new(Event {
