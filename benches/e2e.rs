@@ -29,7 +29,10 @@
 //! Knobs: `CTRL_BENCH_E2E_SIZES=1000,10000`, `CTRL_BENCH_E2E_REPS`, `CTRL_BENCH_E2E_RATES`,
 //! `CTRL_BENCH_E2E_CHURN_SECS`, `CTRL_BENCH_E2E_CHURN_OBJECTS`, `CTRL_BENCH_E2E_CONCURRENCY`
 //! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn;
-//! `CTRL_BENCH_E2E_ROWS=ctrl` runs (a) and (b) for the rows whose label contains it only.
+//! `CTRL_BENCH_E2E_ROWS=ctrl` runs (a) and (b) for the rows whose label contains it only;
+//! `CTRL_BENCH_E2E_WARMUP=0` skips the uncounted (a) run of each row before a size's
+//! repetitions (on in the full run, off past `PATCH_MAX`); `CTRL_BENCH_E2E_PATCH=0` runs (a)
+//! without (b).
 //! `CTRL_BENCH_E2E_SIZES=1000000` (never in the default run) holds a million objects and runs (a)
 //! only, not (b) (see `PATCH_MAX`). Charts go
 //! to `target/bench-plots/`; `docs/benchmarks.md` shows the latest run.
@@ -537,6 +540,11 @@ struct Config {
     churn_secs: f64,
     churn_objects: usize,
     knobs: Knobs,
+    /// One uncounted (a) run of every row before each size's repetitions
+    /// (`CTRL_BENCH_E2E_WARMUP=0` turns it off; on in the full run).
+    warmup: bool,
+    /// Run (b) (`CTRL_BENCH_E2E_PATCH=0`: (a) only, e.g. to profile it).
+    patch: bool,
     /// The rows (a) and (b) run: `CTRL_BENCH_E2E_ROWS=ctrl` (label substrings, comma
     /// separated) keeps those whose label contains one; all by default.
     rows: Vec<Imp>,
@@ -579,6 +587,8 @@ fn config() -> Config {
         knobs: Knobs {
             concurrency: env_num("CTRL_BENCH_E2E_CONCURRENCY").unwrap_or(16).max(1),
         },
+        warmup: env_num::<u8>("CTRL_BENCH_E2E_WARMUP").map_or(full, |w| w != 0),
+        patch: env_num::<u8>("CTRL_BENCH_E2E_PATCH").is_none_or(|p| p != 0),
         sizes,
         rows: rows_wanted(),
     }
@@ -693,9 +703,18 @@ impl Runs {
     }
 }
 
-/// (a) and (b) at one size, each run printed as it ends.
+/// (a) and (b) at one size, each run printed as it ends. First, unless
+/// `CTRL_BENCH_E2E_WARMUP=0` or the size is past `PATCH_MAX`, one (a) run of every row that is
+/// printed but not counted: a process's first run at a size pays for the allocator's first pages
+/// and the server's first lists of that many objects, and it was every row's slowest.
 async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
     let mut runs = Runs::default();
+    if cfg.warmup && n <= PATCH_MAX {
+        for &imp in &cfg.rows {
+            let s = cold(imp, env, n, false, cfg.knobs).await;
+            print_sample("(a) warm-up, not counted,", 0, imp, &s);
+        }
+    }
     for rep in 0..cfg.reps {
         // Each repetition starts with another row, so no row always runs first (right after
         // the previous repetition's last row freed its objects).
@@ -706,7 +725,7 @@ async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
             let s = cold(imp, env, n, false, cfg.knobs).await;
             print_sample("(a)", rep, imp, &s);
             runs.a.entry(imp).or_default().push(s);
-            if imp != Imp::Floor && n <= PATCH_MAX {
+            if cfg.patch && imp != Imp::Floor && n <= PATCH_MAX {
                 let s = cold(imp, env, n, true, cfg.knobs).await;
                 print_sample("(b)", rep, imp, &s);
                 runs.b.entry(imp).or_default().push(s);

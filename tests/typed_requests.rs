@@ -7,7 +7,8 @@
 //! request names. The queue deduplicates by request value (the same namespace/name in
 //! two clusters is two requests, one request added many times while in flight is
 //! reconciled once more), rate-limits each value on its own, and the metrics carry the
-//! controller's name.
+//! controller's name. On virtual time (tokio's paused clock, every client on the
+//! servers' in-memory transport): each retry comes exactly at its backoff.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use ctrl::prelude::*;
 use ctrl::source::{Channel, Kind};
 use ctrl::workqueue::ItemExponentialFailureRateLimiter;
 use ctrl_envtest::Environment;
+use ctrl_envtest::wait::Wait;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
@@ -145,13 +147,13 @@ fn config_map(name: &str) -> ConfigMap {
     }
 }
 
-/// Polls `cond` until it holds; panics after [`WAIT`].
+/// Polls `cond` until it holds; panics after [`WAIT`] (ctrl-envtest's poll, every 10 ms).
 async fn eventually<F: std::future::Future<Output = bool>>(what: &str, cond: impl Fn() -> F) {
-    let deadline = Instant::now() + WAIT;
-    while !cond().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    Wait::new()
+        .timeout(WAIT)
+        .interval(Duration::from_millis(10))
+        .until(what, cond, |held| *held)
+        .await;
 }
 
 /// When each reconcile of `req` started.
@@ -199,7 +201,7 @@ fn counter(family: &str, label: &str, result: Option<&str>) -> f64 {
         .sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_controller_of_cluster_requests_from_two_api_servers_and_a_channel() {
     let env_a = Environment::start().await.expect("envtest a");
     let env_b = Environment::start().await.expect("envtest b");
@@ -208,14 +210,17 @@ async fn a_controller_of_cluster_requests_from_two_api_servers_and_a_channel() {
         health_probe_bind_address: "0".into(),
         ..Default::default()
     };
-    let mgr = Manager::new(env_a.client(), opts).expect("manager");
-    let cache_b = Cache::new(env_b.client(), Default::default());
+    let mgr = Manager::new(env_a.in_memory_client(), opts).expect("manager");
+    let cache_b = Cache::new(env_b.in_memory_client(), Default::default());
     mgr.add(cache_b.clone()).expect("add cache b");
 
     let log = Log::default();
     let gate = Arc::new(Semaphore::new(0));
     let reconciler = MultiCluster {
-        clients: HashMap::from([("a".into(), env_a.client()), ("b".into(), env_b.client())]),
+        clients: HashMap::from([
+            ("a".into(), env_a.in_memory_client()),
+            ("b".into(), env_b.in_memory_client()),
+        ]),
         log: log.clone(),
         gate: gate.clone(),
         gated: AtomicUsize::new(0),
@@ -250,13 +255,13 @@ async fn a_controller_of_cluster_requests_from_two_api_servers_and_a_channel() {
     // The same namespace/name in two clusters: two requests, each reconciled through
     // its own cluster's client.
     for env in [&env_a, &env_b] {
-        let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+        let api: Api<ConfigMap> = Api::namespaced(env.in_memory_client(), "default");
         api.create(&PostParams::default(), &config_map("shared"))
             .await
             .expect("create");
     }
     for (cluster, env) in [("a", &env_a), ("b", &env_b)] {
-        let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+        let api: Api<ConfigMap> = Api::namespaced(env.in_memory_client(), "default");
         eventually(
             &format!("the ConfigMap of cluster {cluster} annotated"),
             || {
@@ -299,7 +304,8 @@ async fn a_controller_of_cluster_requests_from_two_api_servers_and_a_channel() {
         "eleven adds, two reconciles"
     );
 
-    // A failing request is retried with its own exponential backoff, then forgotten.
+    // A failing request is retried with its own exponential backoff, exactly, then
+    // forgotten.
     let flaky = ClusterRequest::new("channel", "flaky");
     send("flaky").await;
     reconciled(&log, &flaky, 4).await;
@@ -307,9 +313,9 @@ async fn a_controller_of_cluster_requests_from_two_api_servers_and_a_channel() {
     for (i, pair) in attempts.windows(2).enumerate() {
         let want = BASE_DELAY * 2u32.pow(i as u32);
         let gap = pair[1] - pair[0];
-        assert!(
-            gap >= want,
-            "retry {i} came after {gap:?}, before its backoff {want:?}"
+        assert_eq!(
+            gap, want,
+            "retry {i} came at another instant than its backoff"
         );
     }
     let queue = controller

@@ -3,15 +3,17 @@
 //! and the errors for unknown or duplicate indexes (ported from controller-runtime's
 //! `cache_test.go` "should be able to index an object field" cases).
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use ctrl_envtest::Environment;
 use ctrl_runtime::cache::{self, Cache, ListOptions, Options, Reader};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{Expression, Selector};
+use support::until;
 use tokio_util::sync::CancellationToken;
 
 fn tier(c: &ConfigMap) -> Vec<String> {
@@ -85,15 +87,8 @@ async fn index_queries_follow_label_changes() {
     api.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect("patch");
-    let mut ok = false;
-    for _ in 0..500 {
-        if names(&cache, web()).await == ["c"] {
-            ok = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(ok, "index did not follow the relabel");
+    let relabelled = || async { names(&cache, web()).await == ["c"] };
+    until("the index follows the relabel", relabelled).await;
     let db = ListOptions::new()
         .matching_field("metadata.labels.tier", "db")
         .in_namespace("east");
@@ -105,13 +100,8 @@ async fn index_queries_follow_label_changes() {
         .await
         .expect("patch");
     let db = || ListOptions::new().matching_field("metadata.labels.tier", "db");
-    for _ in 0..500 {
-        if names(&cache, db()).await == ["a"] {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(names(&cache, db()).await, ["a"]);
+    let unlabelled = || async { names(&cache, db()).await == ["a"] };
+    until("the index drops the unlabelled", unlabelled).await;
     ctx.cancel();
 }
 

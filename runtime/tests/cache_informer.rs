@@ -3,6 +3,8 @@
 //! resync, and the cache options (ported from controller-runtime's
 //! `pkg/cache/cache_test.go` and `informer_cache_test.go`).
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +21,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::core::{ApiResource, DynamicObject, PartialObjectMeta};
 use parking_lot::Mutex;
+use support::eventually;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 fn cm(ns: &str, name: &str) -> ConfigMap {
@@ -63,17 +67,6 @@ async fn start_synced(cache: &Cache) -> CancellationToken {
     let ctx = start(cache);
     assert!(cache.wait_for_cache_sync(ctx.clone()).await);
     ctx
-}
-
-/// Polls `f` for up to 10 s.
-async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    for _ in 0..1000 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn watches(env: &Environment, resource: &str) -> usize {
@@ -345,12 +338,10 @@ async fn slow_handler_overflows_into_coalesced_events_without_stalling_others() 
             .expect("delete");
     }
     // The fast handler saw every event while the slow one is still stuck.
-    for _ in 0..500 {
-        if fast_count.load(Ordering::SeqCst) >= 50 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually("the fast handler sees 50 events", || {
+        fast_count.load(Ordering::SeqCst) >= 50
+    })
+    .await;
     assert_eq!(fast_count.load(Ordering::SeqCst), 50);
     assert!(slow.coalesced() > 0, "the slow handler overflowed");
 
@@ -379,30 +370,50 @@ fn rv_of(c: &ConfigMap) -> String {
     c.metadata.resource_version.clone().unwrap_or_default()
 }
 
-#[tokio::test]
+/// controller-runtime's default sync period: ten hours.
+const TEN_HOURS: Duration = Duration::from_secs(10 * 3600);
+
+#[tokio::test(start_paused = true)]
 async fn resync_replays_every_object_as_an_update_with_old_equal_new() {
     let env = Environment::start().await.expect("envtest");
-    create(&env, "default", "r").await;
+    let api: Api<ConfigMap> = Api::namespaced(env.in_memory_client(), "default");
+    api.create(&PostParams::default(), &cm("default", "r"))
+        .await
+        .expect("create");
     let opts = Options {
-        sync_period: Duration::from_millis(200),
+        sync_period: TEN_HOURS,
         ..Default::default()
     };
-    let cache = Cache::new(env.client(), opts);
-    let same = Arc::new(AtomicUsize::new(0));
+    let cache = Cache::new(env.in_memory_client(), opts);
+    let resyncs: Arc<Mutex<Vec<Instant>>> = Arc::default();
     {
-        let same = same.clone();
+        let resyncs = resyncs.clone();
         cache
             .get_informer::<ConfigMap>()
             .add_event_handler(move |n: Notification<ConfigMap>| {
                 if let Notification::Update(e) = n
                     && Arc::ptr_eq(&e.object_old, &e.object_new)
                 {
-                    same.fetch_add(1, Ordering::SeqCst);
+                    resyncs.lock().push(Instant::now());
                 }
             });
     }
+    let started = Instant::now();
     let ctx = start(&cache);
-    eventually("two resyncs", || same.load(Ordering::SeqCst) >= 2).await;
+    // Twenty virtual hours: each resync comes a jittered period (0.9 to 1.1 of it, as
+    // client-go jitters) after the last, none sooner.
+    tokio::time::sleep(TEN_HOURS.mul_f64(2.2) + Duration::from_secs(1)).await;
+    let at = resyncs.lock().clone();
+    assert_eq!(at.len(), 2, "two resyncs of the one object: {at:?}");
+    let mut last = started;
+    for t in at {
+        let gap = t.duration_since(last);
+        assert!(
+            gap >= TEN_HOURS.mul_f64(0.9) && gap <= TEN_HOURS.mul_f64(1.1),
+            "a resync {gap:?} after the last"
+        );
+        last = t;
+    }
     ctx.cancel();
 }
 

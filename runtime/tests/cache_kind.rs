@@ -1,7 +1,11 @@
 //! `source::Kind` on the shared cache, against ctrl-envtest: predicates filter, the
 //! object reconciler adapter reads `Arc<K>` from the cache, and a controller whose CRD
 //! is installed after it started syncs once the type appears (controller-runtime's
-//! `source_test.go` / `kind.go` behaviour).
+//! `source_test.go` / `kind.go` behaviour). On virtual time, through the server's
+//! in-memory client: the type is found at the source's first retry, exactly
+//! [`KIND_RETRY_INTERVAL`] after it first looked.
+
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +24,8 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use parking_lot::Mutex;
 use serde_json::json;
+use support::eventually;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 fn opts() -> ControllerOptions {
@@ -37,18 +43,8 @@ fn start_cache(cache: &Cache) -> CancellationToken {
     ctx
 }
 
-async fn eventually(what: &str, secs: u64, f: impl Fn() -> bool) {
-    for _ in 0..secs * 100 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 async fn create_cm(env: &Environment, name: &str) {
-    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let api: Api<ConfigMap> = Api::namespaced(env.in_memory_client(), "default");
     let cm = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -78,10 +74,10 @@ impl Reconciler<Arc<ConfigMap>> for Record {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn kind_filters_with_predicates_and_feeds_object_reconcilers_from_the_cache() {
     let env = Environment::start().await.expect("envtest");
-    let cache = Cache::new(env.client(), Options::default());
+    let cache = Cache::new(env.in_memory_client(), Options::default());
     let ctx = start_cache(&cache);
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let r = reconcile::as_reconciler(cache.clone(), Record(seen.clone()));
@@ -104,11 +100,9 @@ async fn kind_filters_with_predicates_and_feeds_object_reconcilers_from_the_cach
     create_cm(&env, "keep-1").await;
     create_cm(&env, "drop-1").await;
     create_cm(&env, "keep-2").await;
-    eventually("both kept objects reconciled", 10, || {
-        seen.lock().len() >= 2
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    eventually("both kept objects reconciled", || seen.lock().len() >= 2).await;
+    // Long past any delivery (virtual time): the dropped one never comes.
+    tokio::time::sleep(Duration::from_secs(60)).await;
     let mut got = seen.lock().clone();
     got.sort();
     assert_eq!(got, ["keep-1", "keep-2"]);
@@ -134,22 +128,22 @@ fn widget_crd() -> CustomResourceDefinition {
     .expect("valid CRD")
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_kind_whose_crd_is_installed_later_syncs_when_it_appears() {
     let env = Environment::start().await.expect("envtest");
-    let cache = Cache::new(env.client(), Options::default());
+    let cache = Cache::new(env.in_memory_client(), Options::default());
     let ctx = start_cache(&cache);
     let ar = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("example.com", "v1", "Widget"),
         "widgets",
     );
-    let seen: Arc<Mutex<Vec<Request>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<(Request, Instant)>>> = Arc::default();
     let r = {
         let seen = seen.clone();
         reconcile::func(move |_ctx, req| {
             let seen = seen.clone();
             async move {
-                seen.lock().push(req);
+                seen.lock().push((req, Instant::now()));
                 Ok(Action::done())
             }
         })
@@ -163,14 +157,15 @@ async fn a_kind_whose_crd_is_installed_later_syncs_when_it_appears() {
     .await
     .expect("watch");
     let (c2, x) = (c.clone(), ctx.clone());
+    let started = Instant::now();
     let run = tokio::spawn(async move { c2.start(x).await });
 
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let crds: Api<CustomResourceDefinition> = Api::all(env.in_memory_client());
     crds.create(&PostParams::default(), &widget_crd())
         .await
         .expect("install CRD");
-    let widgets: Api<DynamicObject> = Api::namespaced_with(env.client(), "default", &ar);
+    let widgets: Api<DynamicObject> = Api::namespaced_with(env.in_memory_client(), "default", &ar);
     let w = DynamicObject::new("w1", &ar)
         .within("default")
         .data(json!({"spec": {"size": 1}}));
@@ -179,12 +174,19 @@ async fn a_kind_whose_crd_is_installed_later_syncs_when_it_appears() {
         .await
         .expect("create widget");
     let want = Request::new("default", "w1");
-    eventually(
-        "reconcile after the CRD appeared",
-        KIND_RETRY_INTERVAL.as_secs() + 10,
-        || seen.lock().contains(&want),
-    )
+    let reconciled = || {
+        seen.lock()
+            .iter()
+            .find(|(r, _)| *r == want)
+            .map(|(_, t)| *t)
+    };
+    eventually("reconcile after the CRD appeared", || {
+        reconciled().is_some()
+    })
     .await;
+    // The source looked at start (no such type), and again a retry interval later.
+    let at = reconciled().expect("reconciled").duration_since(started);
+    assert_eq!(at, KIND_RETRY_INTERVAL, "found the type at another instant");
     assert!(!run.is_finished(), "the controller keeps running");
     ctx.cancel();
 }

@@ -3,6 +3,8 @@
 //! `remove_informer`, the watch error handler, the list page size, and a
 //! `source::Informer` feeding a controller from an informer the test holds.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +21,7 @@ use ctrl_runtime::source::{self, Source};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 use parking_lot::Mutex;
+use support::eventually;
 use tokio_util::sync::CancellationToken;
 
 fn cm(ns: &str, name: &str, keep: bool) -> ConfigMap {
@@ -61,16 +64,6 @@ async fn start(cache: &Cache) -> CancellationToken {
         "the cache started"
     );
     ctx
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..1000 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("never happened: {what}");
 }
 
 fn annotate(value: &'static str) -> NamespaceConfig {

@@ -10,6 +10,8 @@
 //! cached process-wide, and a test running without the subscriber on another thread
 //! can switch the `reconcile` span off); the span test picks its spans by namespace.
 
+mod support;
+
 mod field_capture;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +31,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 use parking_lot::Mutex;
+use support::eventually;
 use tokio_util::sync::CancellationToken;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -186,16 +189,6 @@ async fn create(api: &Api<ConfigMap>, name: &str) {
     api.create(&PostParams::default(), &cm)
         .await
         .expect("create configmap");
-}
-
-async fn eventually(what: &str, f: impl Fn() -> bool) {
-    for _ in 0..1000 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test]

@@ -19,8 +19,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
-use leaderelection_common::{Audit, LEASE, Replica, env, le_options};
+use leaderelection_common::{
+    Audit, LEASE, MAX_RETRY, Replica, client, env, le_options, virtual_clock,
+};
 use tokio::time::Instant;
+
+/// The current (fake) wall clock.
+fn now() -> Timestamp {
+    ctrl_runtime::clock::now()
+}
 
 fn foreign(name: &str, duration: i32, renew: Timestamp) -> Lease {
     Lease {
@@ -40,14 +47,15 @@ fn foreign(name: &str, duration: i32, renew: Timestamp) -> Lease {
 }
 
 fn leases(env: &Environment) -> Api<Lease> {
-    Api::namespaced(env.client(), "default")
+    Api::namespaced(client(env), "default")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_renewing_foreign_holder_is_respected_then_taken_over_after_its_lease_duration() {
+    let _clock = virtual_clock();
     let env = env().await;
     let api = leases(&env);
-    let future = Timestamp::now() + SignedDuration::from_hours(1);
+    let future = now() + SignedDuration::from_hours(1);
     api.create(&PostParams::default(), &foreign("foreign", 2, future))
         .await
         .expect("create");
@@ -59,7 +67,7 @@ async fn a_renewing_foreign_holder_is_respected_then_taken_over_after_its_lease_
     while Instant::now() < until {
         let mut l = api.get("foreign").await.expect("get");
         let spec = l.spec.get_or_insert_with(Default::default);
-        spec.renew_time = Some(MicroTime(Timestamp::now() + SignedDuration::from_hours(1)));
+        spec.renew_time = Some(MicroTime(now() + SignedDuration::from_hours(1)));
         api.replace("foreign", &PostParams::default(), &l)
             .await
             .expect("renew");
@@ -67,9 +75,20 @@ async fn a_renewing_foreign_holder_is_respected_then_taken_over_after_its_lease_
         assert_eq!(audit.current(), None, "took a lease its holder renews");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    // Stop renewing: taken over, but not before its 2 s lease duration passed.
+    // Stop renewing: taken over, but not before its 2 s lease duration passed, and at
+    // the candidate's first attempt after it: the candidate saw the last renewal at its
+    // next attempt (within a jittered retry period), and tries again within another.
     let started = audit.next_start(0, Duration::from_secs(10)).await;
-    assert!(started.at >= last_renew + Duration::from_secs(2));
+    let after = started.at.duration_since(last_renew);
+    let lease = Duration::from_secs(2);
+    assert!(
+        after >= lease,
+        "taken over {after:?} after the last renewal"
+    );
+    assert!(
+        after <= lease + 2 * MAX_RETRY,
+        "taken over {after:?} after the last renewal"
+    );
     let spec = api.get("foreign").await.expect("get").spec.expect("spec");
     assert_eq!(
         spec.holder_identity.as_deref(),
@@ -79,11 +98,12 @@ async fn a_renewing_foreign_holder_is_respected_then_taken_over_after_its_lease_
     r.stop().await.expect("clean stop");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_stale_foreign_lease_is_taken_over_and_written_as_client_go_does() {
+    let _clock = virtual_clock();
     let env = env().await;
     let api = leases(&env);
-    let past = Timestamp::now() - SignedDuration::from_hours(1);
+    let past = now() - SignedDuration::from_hours(1);
     api.create(&PostParams::default(), &foreign("stale", 1, past))
         .await
         .expect("create");
@@ -116,11 +136,12 @@ async fn a_stale_foreign_lease_is_taken_over_and_written_as_client_go_does() {
     assert_eq!(spec.holder_identity.as_deref(), Some(id.as_str()));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn conflicts_are_retried_and_a_release_clears_the_holder() {
+    let _clock = virtual_clock();
     let env = env().await;
     let api = leases(&env);
-    let past = Timestamp::now() - SignedDuration::from_hours(1);
+    let past = now() - SignedDuration::from_hours(1);
     api.create(&PostParams::default(), &foreign("conflict", 1, past))
         .await
         .expect("create");
@@ -215,8 +236,9 @@ async fn options_are_checked_when_the_manager_is_built() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn caches_and_other_runnables_run_everywhere_and_only_the_leader_is_elected() {
+    let _clock = virtual_clock();
     let env = env().await;
     let audit = Audit::default();
     let mut managers = Vec::new();

@@ -1,7 +1,8 @@
 //! A leader that cannot renew (envtest fails every Lease update with 500) stops
 //! leading after its renew deadline and before any standby may take the lease over,
 //! and its manager stops with "leader election lost"; once updates work again a
-//! standby takes over, with no moment of two leaders.
+//! standby takes over, with no moment of two leaders. On virtual time: the leader gives
+//! up at the exact instant its renew deadline passes.
 
 mod leaderelection_common;
 
@@ -12,22 +13,20 @@ use ctrl_runtime::manager::Error;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
-use leaderelection_common::{Audit, LEASE, RENEW, Replica, env, le_options};
+use leaderelection_common::{
+    Audit, LEASE, RENEW, RETRY, Replica, client, env, instant_of, le_options, virtual_clock,
+};
 use tokio::time::Instant;
 
-/// The monotonic instant at which this process's wall clock read `ts`.
-fn instant_of(ts: Timestamp) -> Instant {
-    let (now, wall) = (Instant::now(), Timestamp::now());
-    let ago = wall.duration_since(ts);
-    if ago.is_negative() {
-        now + ago.unsigned_abs()
-    } else {
-        now - ago.unsigned_abs()
-    }
+/// The renewTime of Lease `default/renew`.
+async fn renew_time(leases: &Api<Lease>) -> Option<Timestamp> {
+    let lease = leases.get("renew").await.expect("lease");
+    Some(lease.spec?.renew_time?.0)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_leader_that_cannot_renew_stops_before_anyone_can_take_over() {
+    let _clock = virtual_clock();
     let env = env().await;
     let audit = Audit::default();
     let mut replicas: Vec<Replica> = (0..3)
@@ -37,57 +36,66 @@ async fn a_leader_that_cannot_renew_stops_before_anyone_can_take_over() {
     let leader = audit.current().expect("a leader");
     // Let a few renewals happen, then break every Lease update.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let leases: Api<Lease> = Api::namespaced(env.client(), "default");
-    let renew_time = |l: &Lease| l.spec.as_ref().and_then(|s| s.renew_time.clone());
-    let before = leases.get("renew").await.expect("lease");
+    let leases: Api<Lease> = Api::namespaced(client(&env), "default");
     env.faults().fail_next(
         100_000,
         FaultMatch::any().verb(Verb::Update).resource("leases"),
         FaultStatus::internal_error(),
     );
-    // The last renewal that got through: the first instant this test saw it (a
+    // The last renewal that got through, and the first instant this test saw it (a
     // standby cannot have seen it any earlier, so cannot take over before
     // `seen + LEASE`).
-    let mut last = renew_time(&before);
+    let mut last = renew_time(&leases).await;
     let mut seen = Instant::now();
     let pos = replicas
         .iter()
         .position(|r| r.idx == leader)
         .expect("leader");
-    let old = replicas.swap_remove(pos);
-    let handle = &old.handle;
-    while !handle.is_finished() {
-        let now = leases.get("renew").await.expect("lease");
-        if renew_time(&now) != last {
-            last = renew_time(&now);
+    let mut handle = replicas.swap_remove(pos).handle;
+    let ended = loop {
+        tokio::select! {
+            biased;
+            ended = &mut handle => break ended.expect("manager task"),
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+        let now = renew_time(&leases).await;
+        if now != last {
+            last = now;
             seen = Instant::now();
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let err = old.finished().await.expect_err("leader election lost");
+    };
+    let stopped = Instant::now();
+    let err = ended.expect_err("leader election lost");
     assert!(matches!(err, Error::LeaderElectionLost), "{err}");
     assert_eq!(err.to_string(), "leader election lost");
-    let stopped = audit.last_stop(leader).expect("the leader stopped").at;
-    // The leader wrote its last renewTime (with this process's clock) when it began
-    // that renewal; its failing attempts began a retry period after that renewal
-    // succeeded, and it may give up only a renew deadline after they began. (When
-    // the test first *saw* the renewal is no lower bound: the failing attempts may
-    // have begun before the test's read.)
-    let last_renew = last.as_ref().expect("the leader renewed").0;
-    assert!(
-        stopped >= instant_of(last_renew) + RENEW,
-        "gave up before the renew deadline"
+    // With no grace period: its runnables are aborted as `start` returns.
+    audit.aborted(leader);
+    // The leader wrote its last renewTime when it began that renewal (no request takes
+    // virtual time); it slept a retry period, then tried for a renew deadline (at +0,
+    // +200 and +400 ms, each failing) and gave up when the deadline passed: exactly then.
+    let last_renew = instant_of(last.expect("the leader renewed"));
+    assert_eq!(
+        stopped.duration_since(last_renew),
+        RETRY + RENEW,
+        "gave up at another instant than its renew deadline"
     );
     assert!(
         stopped < seen + LEASE,
         "still leading when a standby could take over"
     );
-    assert_eq!(audit.current(), None, "nobody leads while updates fail");
+    let starts = audit.events().iter().filter(|e| e.started).count();
+    assert_eq!(starts, 1, "nobody else leads while updates fail");
 
     env.faults().clear();
     let seen_events = audit.events().len();
     let next = audit.next_start(seen_events, Duration::from_secs(10)).await;
     assert_ne!(next.replica, leader);
+    // A standby takes over once the lease it last saw renewed has expired: never sooner.
+    assert!(
+        next.at >= last_renew + LEASE,
+        "taken over {:?} after the last renewal",
+        next.at.duration_since(last_renew)
+    );
     assert_eq!(audit.max_concurrent(), 1, "{:?}", audit.events());
     let lease = leases.get("renew").await.expect("lease");
     let spec = lease.spec.expect("spec");

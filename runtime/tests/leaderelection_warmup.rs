@@ -14,7 +14,7 @@ use ctrl_runtime::manager::{Group, Manager};
 use ctrl_runtime::reconcile::{self, Action, Request};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
-use leaderelection_common::{Audit, Replica, env, le_options};
+use leaderelection_common::{Audit, Replica, client, env, le_options, virtual_clock};
 use tokio::sync::mpsc;
 
 fn configmap_lists(r: &RequestRecord) -> bool {
@@ -22,7 +22,7 @@ fn configmap_lists(r: &RequestRecord) -> bool {
 }
 
 async fn create_configmaps(env: &Environment, n: usize) {
-    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let api: Api<ConfigMap> = Api::namespaced(client(env), "default");
     for i in 0..n {
         let cm = ConfigMap {
             metadata: ObjectMeta {
@@ -98,12 +98,14 @@ async fn lists_after_takeover(lease: &str, warmup: bool) -> usize {
     lists
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_warm_standby_lists_before_leadership_and_its_first_reconcile_needs_no_list() {
+    let _clock = virtual_clock();
     assert_eq!(lists_after_takeover("warm", true).await, 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cold_standby_lists_only_after_it_is_elected() {
+    let _clock = virtual_clock();
     assert!(lists_after_takeover("cold", false).await >= 1);
 }

@@ -1,5 +1,12 @@
 //! Helpers shared by the leader-election tests: short-lease manager replicas on one
 //! envtest, and an audit log of when each replica's leader-only runnable ran.
+//!
+//! The tests run on virtual time (`#[tokio::test(start_paused = true)]` with
+//! [`virtual_clock`] entered): the elector reads tokio's clock for its deadlines and
+//! `ctrl::clock` for the times it writes, the replicas and the test talk to the server
+//! through its in-memory transport (no socket: a request in flight on a socket would let
+//! the paused clock jump past it), so a lease duration costs no wall time and each test
+//! asserts the instant a leader gave up or took over, not "after long enough".
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -7,7 +14,9 @@ use std::time::Duration;
 
 use ctrl_envtest::Environment;
 use ctrl_envtest::wait::Wait;
+use ctrl_runtime::clock::{Clock, ClockGuard};
 use ctrl_runtime::manager::{Error, Manager, Options, RunnableFunc};
+use k8s_openapi::jiff::Timestamp;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -19,10 +28,40 @@ pub const LEASE: Duration = Duration::from_secs(1);
 pub const RENEW: Duration = Duration::from_millis(600);
 /// Retry period.
 pub const RETRY: Duration = Duration::from_millis(200);
+/// The longest a candidate waits between two attempts: the retry period jittered by
+/// client-go's factor 1.2 (`RETRY * 2.2`).
+pub const MAX_RETRY: Duration = Duration::from_millis(440);
 
 /// A fresh embedded API server.
 pub async fn env() -> Environment {
     Environment::builder().start().await.expect("start envtest")
+}
+
+/// The wall time a virtual-time test starts at: whole seconds, so a `MicroTime` written
+/// from the fake clock converts back to the exact tokio instant ([`instant_of`]).
+pub const START: i64 = 1_800_000_000;
+
+/// Makes a fake wall clock starting at [`START`] current on this thread: it follows
+/// tokio's (paused) clock. Keep the guard for the whole test.
+pub fn virtual_clock() -> ClockGuard {
+    let start = Timestamp::from_second(START).expect("a valid timestamp");
+    Clock::fake(start).enter()
+}
+
+/// The tokio instant at which the current clock read `ts` (exact on the fake clock).
+pub fn instant_of(ts: Timestamp) -> Instant {
+    let (now, wall) = (Instant::now(), ctrl_runtime::clock::now());
+    let ago = wall.duration_since(ts);
+    if ago.is_negative() {
+        now + ago.unsigned_abs()
+    } else {
+        now - ago.unsigned_abs()
+    }
+}
+
+/// The client the tests and the replicas use: the server's in-memory transport.
+pub fn client(env: &Environment) -> kube::Client {
+    env.in_memory_client()
 }
 
 /// Manager options with leader election on Lease `default/<lease>`, short timings.
@@ -68,6 +107,13 @@ impl Audit {
             }
         })
         .named(format!("leader-only-{replica}"))
+    }
+
+    /// Records `replica`'s runnable as stopped now: its manager returned and aborted it
+    /// (a lost election stops with no grace period, so the runnable may not have run
+    /// again to log its own stop).
+    pub fn aborted(&self, replica: usize) {
+        self.push(replica, false);
     }
 
     fn push(&self, replica: usize, started: bool) {
@@ -150,7 +196,7 @@ impl Replica {
     /// `NewLeaderElector` does: a test that reads the gauge builds every replica
     /// before it starts any, or a replica built late hides the leader.
     pub fn build(env: &Environment, idx: usize, opts: Options, audit: &Audit) -> Manager {
-        let mgr = Manager::new(env.client(), opts).expect("manager");
+        let mgr = Manager::new(client(env), opts).expect("manager");
         mgr.add(audit.runnable(idx)).expect("add");
         mgr
     }

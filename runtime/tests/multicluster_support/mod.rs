@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ctrl_envtest::Environment;
+use ctrl_envtest::wait::Wait;
 use ctrl_runtime::error::BoxError;
 use ctrl_runtime::handler::EnqueueRequestsFromMapFunc;
 use ctrl_runtime::multicluster::{
@@ -35,16 +36,13 @@ pub const ANNOTATION: &str = "ctrl.rs/reconciled-in";
 /// How long a test waits for anything.
 pub const WAIT: Duration = Duration::from_secs(30);
 
-/// Polls `cond` until it holds; panics after [`WAIT`].
+/// Polls `cond` until it holds; panics after [`WAIT`] (ctrl-envtest's poll, every 10 ms).
 pub async fn eventually<F: Future<Output = bool>>(what: &str, cond: impl Fn() -> F) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !cond().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    Wait::new()
+        .timeout(WAIT)
+        .interval(Duration::from_millis(10))
+        .until(what, cond, |held| *held)
+        .await;
 }
 
 /// The admin kubeconfig of `env` (over TLS, as kubectl would use it).
