@@ -335,6 +335,7 @@ impl EnvironmentBuilder {
         let state = Arc::new(State {
             api: api.clone(),
             auth: auth.clone(),
+            admission: crate::admission::Configured::new(&store),
             faults: Faults::new(store),
             settings: Settings {
                 bookmark_interval: self.bookmark_interval,
@@ -450,7 +451,7 @@ fn seed(state: &Apiserver, crds: Vec<Value>) -> Result<(), Error> {
                 name: name.clone(),
                 message: e.message,
             };
-            crate::registry::objects::check_type(&mut c, &crd_rt, &[]).map_err(crd_err)?;
+            crate::registry::objects::check_type(&mut c, &crd_rt, None).map_err(crd_err)?;
             create_object(state, &crd_rt, None, c, Default::default()).map_err(crd_err)?;
         }
     }

@@ -13,7 +13,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{Value, json};
 
 fn policy(name: &str, spec: Value) -> ValidatingAdmissionPolicy {
@@ -274,4 +274,51 @@ async fn a_policy_that_does_not_compile_is_refused() {
     );
     assert_eq!(st.code, 422);
     assert!(st.message.contains("spec.validations[0].expression: Invalid value: \"object.data.size( <= 2\": compilation failed: ERROR: <input>:1:"), "{}", st.message);
+}
+
+/// A binding created or deleted at run time applies to the next write (admission reads a count
+/// of the bindings on every write instead of listing them: this holds that count to the store).
+#[tokio::test]
+async fn bindings_added_and_removed_at_run_time_apply_to_the_next_write() {
+    let env = common::env().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let bindings = Api::<ValidatingAdmissionPolicyBinding>::all(env.client());
+    let small = binding(
+        "small-b",
+        json!({"policyName": "small", "validationActions": ["Deny"]}),
+    );
+    cms.create(&PostParams::default(), &three_keys("before"))
+        .await
+        .expect("no policy yet");
+    install(
+        &env,
+        policy("small", small_configmaps(json!({}))),
+        small.clone(),
+    )
+    .await;
+    let st = status_of(
+        cms.create(&PostParams::default(), &three_keys("during"))
+            .await
+            .expect_err("the new binding denies the next write"),
+    );
+    assert_eq!(st.code, 422);
+
+    bindings
+        .delete("small-b", &DeleteParams::default())
+        .await
+        .expect("delete binding");
+    cms.create(&PostParams::default(), &three_keys("unbound"))
+        .await
+        .expect("the binding is gone: the policy no longer applies");
+
+    bindings
+        .create(&PostParams::default(), &small)
+        .await
+        .expect("bind again");
+    let st = status_of(
+        cms.create(&PostParams::default(), &three_keys("again"))
+            .await
+            .expect_err("bound again: denied again"),
+    );
+    assert_eq!(st.code, 422);
 }

@@ -493,3 +493,59 @@ async fn the_admission_path_refuses_the_patches_the_verb_path_refuses() {
         );
     }
 }
+
+/// A configuration created or deleted at run time takes effect on the next write, as upstream's
+/// configuration informer does (admission reads a count of the configurations on every write
+/// instead of listing them: this holds that count to the store).
+#[tokio::test]
+async fn configurations_added_and_removed_at_run_time_apply_to_the_next_write() {
+    let s = setup().await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.env.client(), "default");
+    cms.create(&PostParams::default(), &cm("before", "bad", true))
+        .await
+        .expect("no webhook yet: nothing reviews the write");
+    assert!(s.checks.0.lock().is_empty(), "no webhook was called");
+
+    standard(&s).await;
+    let made = cms
+        .create(&PostParams::default(), &cm("during", "ok", true))
+        .await
+        .expect("admitted through both webhooks");
+    assert_eq!(made.data.unwrap()["probe"], "/healthz", "mutated");
+    let (code, _) = api_err(
+        cms.create(&PostParams::default(), &cm("refused", "bad", true))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422, "the validating webhook now reviews writes");
+
+    let dp = DeleteParams::default();
+    Api::<MutatingWebhookConfiguration>::all(s.env.client())
+        .delete("m", &dp)
+        .await
+        .unwrap();
+    let made = cms
+        .create(&PostParams::default(), &cm("half", "ok", true))
+        .await
+        .unwrap();
+    assert!(
+        !made.data.unwrap().contains_key("probe"),
+        "the mutating webhook is gone"
+    );
+    let (code, _) = api_err(
+        cms.create(&PostParams::default(), &cm("refused2", "bad", true))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 422, "the validating one is still there");
+
+    Api::<ValidatingWebhookConfiguration>::all(s.env.client())
+        .delete("v", &dp)
+        .await
+        .unwrap();
+    let calls = s.checks.0.lock().len();
+    cms.create(&PostParams::default(), &cm("after", "bad", true))
+        .await
+        .expect("no webhook left: the write is not reviewed");
+    assert_eq!(s.checks.0.lock().len(), calls, "no webhook was called");
+}

@@ -41,6 +41,7 @@ use crate::api::warning::Warnings;
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
 use crate::registry::conversion::convert_to;
+use crate::storage::{Population, Store};
 
 use rules::Hook;
 
@@ -86,11 +87,43 @@ pub(crate) fn seed(api: &Arc<Apiserver>, configs: &[WebhookConfiguration]) -> Re
         let obj = obj.as_mut().map_err(|e| e.to_string())?;
         let rt = config_type(api, plural).ok_or("admissionregistration.k8s.io/v1 is not served")?;
         let mut obj = obj.take();
-        crate::registry::objects::check_type(&mut obj, &rt, &[]).map_err(|e| e.message)?;
+        crate::registry::objects::check_type(&mut obj, &rt, None).map_err(|e| e.message)?;
         crate::registry::hooks::create_object(api, &rt, None, obj, Default::default())
             .map_err(|e| e.message)?;
     }
     Ok(())
+}
+
+/// Whether any webhook configuration or policy binding is stored, read without the store's lock
+/// or a lookup: the counts of their three collections ([`Population`]), which every write reads
+/// before it asks for the configurations themselves (most servers have none). A configuration
+/// created or deleted is counted by the time its write is answered, so the next write sees it.
+/// Held by the HTTP side's state (`endpoints::State`), made once per server.
+#[derive(Clone, Debug)]
+pub(crate) struct Configured {
+    mutating: Population,
+    validating: Population,
+    bindings: Population,
+}
+
+impl Configured {
+    /// The counts of `store`'s webhook configurations and policy bindings.
+    pub fn new(store: &Store) -> Self {
+        let count = |plural: &str| store.population(&(GROUP.to_string(), plural.to_string()));
+        Configured {
+            mutating: count("mutatingwebhookconfigurations"),
+            validating: count("validatingwebhookconfigurations"),
+            bindings: count("validatingadmissionpolicybindings"),
+        }
+    }
+
+    fn no_webhooks(&self) -> bool {
+        self.mutating.is_empty() && self.validating.is_empty()
+    }
+
+    fn no_bindings(&self) -> bool {
+        self.bindings.is_empty()
+    }
 }
 
 fn configs(api: &Apiserver, plural: &str) -> Vec<Value> {
@@ -158,17 +191,18 @@ type Matched = (Hook, Arc<ResourceType>);
 /// never reviewed.
 pub(crate) fn matching(
     api: &Apiserver,
+    configured: &Configured,
     rt: &Arc<ResourceType>,
     sub: Option<&str>,
     op: Op,
 ) -> Option<Matching> {
-    if rt.virtual_create || rt.group == GROUP {
+    if rt.virtual_create || rt.group == GROUP || configured.no_webhooks() {
+        // No configuration at all (most requests): nothing to list or match the type against.
         return None;
     }
     let mutating = configs(api, "mutatingwebhookconfigurations");
     let validating = configs(api, "validatingwebhookconfigurations");
     if mutating.is_empty() && validating.is_empty() {
-        // No configuration at all (most requests): nothing to match the type against.
         return None;
     }
     let equivalents = api.registry.siblings(rt);

@@ -15,13 +15,12 @@ use crate::cel::policy::{Activation, Failure, Verdict, evaluate};
 use crate::registry::ResourceType;
 use crate::registry::context::Apiserver;
 
-use super::{Attributes, GROUP, configs, rules};
+use super::{Attributes, Configured, GROUP, configs, rules};
 
-/// Whether any policy is bound (the handlers then run admission even without webhooks).
-pub(crate) fn any_bound(api: &Apiserver, rt: &ResourceType) -> bool {
-    !(rt.group == GROUP
-        || rt.virtual_create
-        || configs(api, "validatingadmissionpolicybindings").is_empty())
+/// Whether any policy is bound (the handlers then run admission even without webhooks):
+/// read from the count of bindings, without listing them.
+pub(crate) fn any_bound(configured: &Configured, rt: &ResourceType) -> bool {
+    !(rt.group == GROUP || rt.virtual_create || configured.no_bindings())
 }
 
 fn name_of(o: &Value) -> &str {
@@ -32,8 +31,13 @@ fn name_of(o: &Value) -> &str {
 
 /// Runs every bound policy on a write whose new object is `new` (none for a delete): warnings go
 /// to the request's, the first denial is the error.
-pub(crate) fn admit(api: &Apiserver, a: &Attributes, new: Option<&Value>) -> Result<(), ApiError> {
-    if !any_bound(api, a.rt) {
+pub(crate) fn admit(
+    api: &Apiserver,
+    configured: &Configured,
+    a: &Attributes,
+    new: Option<&Value>,
+) -> Result<(), ApiError> {
+    if !any_bound(configured, a.rt) {
         return Ok(());
     }
     let bindings = configs(api, "validatingadmissionpolicybindings");

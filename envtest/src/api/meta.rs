@@ -35,7 +35,13 @@ pub(crate) fn check_types(obj: &Value, decoded: Option<&Value>) -> Result<(), St
 
 /// `metadata.<field>` as a string, if present.
 pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.get("metadata")?.get(field)?.as_str()
+    meta_field(obj, field)?.as_str()
+}
+
+/// `metadata.<field>`, if present (what `obj.pointer("/metadata/<field>")` finds, without the
+/// two strings a pointer allocates per token: the write path reads these on every write).
+pub(crate) fn meta_field<'a>(obj: &'a Value, field: &str) -> Option<&'a Value> {
+    obj.get("metadata")?.get(field)
 }
 
 pub(crate) fn name(obj: &Value) -> &str {

@@ -37,6 +37,8 @@ pub(crate) struct State {
     /// Authentication and authorization.
     pub auth: Arc<Auth>,
     pub faults: Faults,
+    /// Whether any admission webhook or policy is configured (read on every write).
+    pub admission: crate::admission::Configured,
     pub settings: Settings,
     pub shutdown: CancellationToken,
     pub addr: SocketAddr,

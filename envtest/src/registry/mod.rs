@@ -113,9 +113,19 @@ impl ResourceType {
         }
     }
 
+    /// Whether `av` is this type's apiVersion ([`Self::api_version`], without building it).
+    pub fn is_api_version(&self, av: &str) -> bool {
+        if self.group.is_empty() {
+            return av == self.version;
+        }
+        av.strip_prefix(self.group.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(self.version.as_str())
+    }
+
     /// Stored objects must be reshaped before they are served at this resource.
     pub fn rewrites(&self) -> bool {
-        self.view.is_some() || self.storage_version != self.api_version()
+        self.view.is_some() || !self.is_api_version(&self.storage_version)
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {

@@ -2,25 +2,24 @@
 //! ([`okey`]), the type check every body passes before it is stored ([`check_type`]) and the form a stored object is served in
 //! ([`served`]). Part of the registry: calls `api` and `storage` only.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
-use super::ResourceType;
+use super::{Registry, ResourceType};
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::storage::ObjKey;
 
 /// The object's type fields and metadata must decode (`meta::check_types`, else 400), and
 /// `apiVersion`/`kind` must name the endpoint's type (missing ones are filled in). Custom
-/// resources may carry any served version of their group; objects are stored at the storage
-/// version.
+/// resources may carry any served version of their group (looked up in `registry` only when the
+/// object names a version other than `rt`'s; with no registry, only `rt`'s is accepted); objects
+/// are stored at the storage version.
 pub(crate) fn check_type(
     obj: &mut Value,
     rt: &ResourceType,
-    served: &[Arc<ResourceType>],
+    registry: Option<&Registry>,
 ) -> Result<(), ApiError> {
-    check_type_unless(obj, rt, served, None)
+    check_type_unless(obj, rt, registry, None)
 }
 
 /// [`check_type`] of an update's new object, whose `metadata`, when equal to `decoded` (the
@@ -28,7 +27,7 @@ pub(crate) fn check_type(
 pub(crate) fn check_type_unless(
     obj: &mut Value,
     rt: &ResourceType,
-    served: &[Arc<ResourceType>],
+    registry: Option<&Registry>,
     decoded: Option<&Value>,
 ) -> Result<(), ApiError> {
     meta::check_types(obj, decoded).map_err(|e| {
@@ -37,22 +36,13 @@ pub(crate) fn check_type_unless(
             rt.kind, rt.version, rt.kind
         ))
     })?;
-    let want_av = rt.api_version();
-    let av = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let kind = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or("");
+    let (av, kind) = (text("apiVersion"), text("kind"));
     if !kind.is_empty() && kind != rt.kind {
         let version = if av.is_empty() {
-            rt.version.clone()
+            rt.version.as_str()
         } else {
-            av.rsplit('/').next().unwrap_or("").to_string()
+            av.rsplit('/').next().unwrap_or("")
         };
         return Err(ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {}: the object kind does not match the endpoint",
@@ -60,23 +50,33 @@ pub(crate) fn check_type_unless(
         )));
     }
     let ok_av = av.is_empty()
-        || av == want_av
-        || served
-            .iter()
-            .any(|t| t.api_version() == av && t.kind == rt.kind);
+        || rt.is_api_version(av)
+        || registry.is_some_and(|r| {
+            r.siblings(rt)
+                .iter()
+                .any(|t| t.is_api_version(av) && t.kind == rt.kind)
+        });
     if !ok_av {
         return Err(ApiError::bad_request(format!(
-            "the API version in the data ({av}) does not match the expected API version ({want_av})"
+            "the API version in the data ({av}) does not match the expected API version ({})",
+            rt.api_version()
         )));
     }
     match &rt.view {
         Some(view) => (view.from_view)(obj),
         None => {
-            obj["apiVersion"] = json!(rt.storage_version);
-            obj["kind"] = json!(rt.kind);
+            set_text(obj, "apiVersion", &rt.storage_version);
+            set_text(obj, "kind", &rt.kind);
         }
     }
     Ok(())
+}
+
+/// Sets `obj[key]` to the string `text`, unless it is that already (most bodies).
+fn set_text(obj: &mut Value, key: &str, text: &str) {
+    if obj.get(key).and_then(Value::as_str) != Some(text) {
+        obj[key] = Value::String(text.to_string());
+    }
 }
 
 /// The store key of an object.

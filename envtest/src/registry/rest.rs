@@ -187,7 +187,6 @@ pub(crate) fn update(
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
-    let sibs = api.registry.siblings(rt);
     let alloc = defaults::Allocation::begin(api, rt, &okey);
     let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
@@ -199,8 +198,8 @@ pub(crate) fn update(
         let given_fields = w
             .manager
             .filter(|m| m.subresource.is_none())
-            .and_then(|_| new.pointer("/metadata/managedFields").cloned());
-        objects::check_type_unless(&mut new, rt, &sibs, cur.get("metadata"))?;
+            .and_then(|_| meta::meta_field(&new, "managedFields").cloned());
+        objects::check_type_unless(&mut new, rt, Some(&api.registry), cur.get("metadata"))?;
         check_identity(&mut new, rt, ns, name)?;
         check_preconditions(cur, &new, rt, name, put)?;
         meta::keep_immutable(&mut new, cur);
@@ -231,8 +230,7 @@ pub(crate) fn update(
         }
         defaults::prepare_for_update(&alloc, rt, cur, &mut new)?;
         // Upstream's shouldDeleteDuringUpdate: a graceful deletion (simulated Pods) waits.
-        let graceful = cur
-            .pointer("/metadata/deletionGracePeriodSeconds")
+        let graceful = meta::meta_field(cur, "deletionGracePeriodSeconds")
             .and_then(Value::as_i64)
             .is_some_and(|g| g > 0);
         if deleting

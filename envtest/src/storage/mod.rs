@@ -21,6 +21,7 @@ pub(crate) use page::PageQuery;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -137,9 +138,30 @@ pub struct WatchStats {
     pub dropped: u64,
 }
 
+/// How many objects one collection holds, readable without the store's lock: a handle
+/// ([`Store::population`]) a layer above keeps to skip work on a collection that is empty on
+/// every request (admission's webhook configurations and policy bindings) without a lookup.
+/// The count is set under the lock by the write that changes it, before the write returns, so
+/// a request that starts after a write was answered reads the count that write left.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Population(Arc<AtomicUsize>);
+
+impl Population {
+    /// Whether the collection holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.0.load(Ordering::Acquire) == 0
+    }
+
+    fn set(&self, n: usize) {
+        self.0.store(n, Ordering::Release);
+    }
+}
+
 #[derive(Default)]
 struct Collection {
     objects: BTreeMap<ObjKey, Bytes>,
+    /// `objects.len()`, for readers without the lock.
+    population: Population,
     history: VecDeque<Arc<Event>>,
     /// Lists and watches from below this resourceVersion are expired.
     floor: u64,
@@ -154,6 +176,24 @@ struct Inner {
     /// Ordered, so that closing every watch (a fault) ends them in one order every run
     /// (the simulation replays it).
     cols: BTreeMap<StoreKey, Collection>,
+    /// Every [`Population`] handed out, so that a collection dropped and made again (a CRD
+    /// deleted and created again) counts into the handle its readers hold.
+    populations: BTreeMap<StoreKey, Population>,
+}
+
+impl Inner {
+    /// The collection of `key`, made empty if there is none (no key copied when there is).
+    fn collection(&mut self, key: &StoreKey) -> &mut Collection {
+        if !self.cols.contains_key(key) {
+            let population = self.populations.get(key).cloned().unwrap_or_default();
+            let col = Collection {
+                population,
+                ..Collection::default()
+            };
+            self.cols.insert(key.clone(), col);
+        }
+        self.cols.get_mut(key).expect("inserted above")
+    }
 }
 
 /// What a write closure decides.
@@ -319,6 +359,7 @@ impl Store {
                 rv: 1,
                 lists: BTreeMap::new(),
                 cols: BTreeMap::new(),
+                populations: BTreeMap::new(),
             }),
             window: window.max(1),
             watch_buffer: watch_buffer.max(1),
@@ -360,22 +401,27 @@ impl Store {
     {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let col = inner.cols.entry(key.clone()).or_default();
+        let next_rv = inner.rv + 1;
+        let col = inner.collection(key);
         let cur_bytes = col.objects.get(okey).cloned();
         let cur = cur_bytes.as_deref().map(parse);
         let change = f(cur.as_ref())?;
-        let next_rv = inner.rv + 1;
         let (ty, obj) = match decide(change, cur, next_rv, dry_run)? {
             Decision::Write(ty, obj) => (ty, obj),
             Decision::Done(outcome) => return Ok(outcome),
         };
         let bytes = serialize(&obj);
-        inner.rv = next_rv;
-        if ty == EventType::Deleted {
-            col.objects.remove(okey);
-        } else {
-            col.objects.insert(okey.clone(), bytes.clone());
+        match (ty, col.objects.get_mut(okey)) {
+            (EventType::Deleted, _) => {
+                col.objects.remove(okey);
+            }
+            // An update replaces the bytes under the key already held.
+            (_, Some(slot)) => *slot = bytes.clone(),
+            (_, None) => {
+                col.objects.insert(okey.clone(), bytes.clone());
+            }
         }
+        col.population.set(col.objects.len());
         let ev = Arc::new(Event {
             ty,
             rv: next_rv,
@@ -384,6 +430,7 @@ impl Store {
             old: cur_bytes,
         });
         col.record(ev, self.window);
+        inner.rv = next_rv;
         drop(guard);
         let c = Committed {
             obj: Arc::new(obj),
@@ -462,7 +509,7 @@ impl Store {
     pub fn watch(&self, key: &StoreKey, start: Start) -> Result<Subscription, u64> {
         let mut inner = self.inner.lock();
         let rv = inner.rv;
-        let col = inner.cols.entry(key.clone()).or_default();
+        let col = inner.collection(key);
         let (initial, backlog) = match start {
             Start::Current { initial } => (
                 if initial {
@@ -540,7 +587,17 @@ impl Store {
 
     /// Drops a collection whose resource is gone: its watches end, its objects vanish.
     pub fn drop_collection(&self, key: &StoreKey) {
-        self.inner.lock().cols.remove(key);
+        if let Some(col) = self.inner.lock().cols.remove(key) {
+            col.population.set(0);
+        }
+    }
+
+    /// The live count of the objects of a collection (made empty if it does not exist yet).
+    pub fn population(&self, key: &StoreKey) -> Population {
+        let mut inner = self.inner.lock();
+        let p = inner.collection(key).population.clone();
+        inner.populations.insert(key.clone(), p.clone());
+        p
     }
 }
 
@@ -551,5 +608,46 @@ impl crate::faults::WatchControl for Store {
 
     fn compact(&self) {
         Store::compact(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(store: &Store, key: &StoreKey, name: &str) {
+        let okey = (String::new(), name.to_string());
+        let obj = json!({"metadata": {"name": name}});
+        store
+            .commit(key, &okey, false, |_| Ok(Change::Put(obj)))
+            .expect("put");
+    }
+
+    #[test]
+    fn a_population_follows_writes_and_a_dropped_collection() {
+        let store = Store::new(10, 10);
+        let key = ("g".to_string(), "things".to_string());
+        let count = store.population(&key);
+        assert!(count.is_empty());
+        put(&store, &key, "a");
+        assert!(!count.is_empty(), "counted by the time the write returns");
+        let okey = (String::new(), "a".to_string());
+        store
+            .commit(&key, &okey, true, |_| Ok(Change::Remove))
+            .expect("dry-run remove");
+        assert!(!count.is_empty(), "a dry run removes nothing");
+        store
+            .commit(&key, &okey, false, |_| Ok(Change::Remove))
+            .expect("remove");
+        assert!(count.is_empty());
+
+        put(&store, &key, "b");
+        store.drop_collection(&key);
+        assert!(count.is_empty(), "a dropped collection holds nothing");
+        put(&store, &key, "c");
+        assert!(
+            !count.is_empty(),
+            "the collection made again counts into the same handle"
+        );
     }
 }

@@ -17,7 +17,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -154,6 +154,8 @@ struct Buffer<K> {
 pub(crate) struct Sink<K> {
     buf: Mutex<Buffer<K>>,
     notify: Notify,
+    /// Events were queued by [`Sink::push_quiet`] and the delivery task not yet woken.
+    unwoken: AtomicBool,
     capacity: usize,
     /// Flips to true once the handler was given the informer's initial state; a
     /// watch channel so that [`HandlerRegistration::wait_synced`] needs no polling.
@@ -175,6 +177,7 @@ impl<K: Send + Sync + 'static> Sink<K> {
                 closed: false,
             }),
             notify: Notify::new(),
+            unwoken: AtomicBool::new(false),
             capacity: capacity.max(1),
             synced: watch::channel(false).0,
             coalesced: AtomicU64::new(0),
@@ -183,8 +186,30 @@ impl<K: Send + Sync + 'static> Sink<K> {
         })
     }
 
-    /// Queues an event for the object stored under `key`; never blocks.
+    /// Queues an event for the object stored under `key` and wakes the delivery task; never
+    /// blocks.
     pub(crate) fn push(&self, key: &Arc<str>, n: Notification<K>) {
+        self.push_quiet(key, n);
+        self.wake_pending();
+    }
+
+    /// Queues an event without waking the delivery task: the informer queues a burst (a list
+    /// page's objects) this way and calls [`Sink::wake_pending`] once at its end, so the
+    /// delivery task is woken once per burst instead of once per object (each wake of a parked
+    /// worker thread is a system call on the informer's path).
+    pub(crate) fn push_quiet(&self, key: &Arc<str>, n: Notification<K>) {
+        self.queue(key, n);
+        self.unwoken.store(true, Ordering::Release);
+    }
+
+    /// Wakes the delivery task if events were queued quietly since the last wake.
+    pub(crate) fn wake_pending(&self) {
+        if self.unwoken.swap(false, Ordering::AcqRel) {
+            self.notify.notify_one();
+        }
+    }
+
+    fn queue(&self, key: &Arc<str>, n: Notification<K>) {
         let mut b = self.buf.lock();
         if b.closed {
             return;
@@ -208,8 +233,6 @@ impl<K: Send + Sync + 'static> Sink<K> {
                 }
             }
         }
-        drop(b);
-        self.notify.notify_one();
     }
 
     /// Marks the point after which the handler has seen the informer's initial state.

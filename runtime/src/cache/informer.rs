@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use kube::Client;
 use kube::runtime::watcher::{self, Event};
 use parking_lot::{Mutex, RwLock};
@@ -352,9 +352,44 @@ impl<K: CacheObject> Inner<K> {
         obj
     }
 
+    /// Queues `n` for every handler; they are woken by [`Inner::wake_handlers`] once the
+    /// watch has no further event ready.
     fn dispatch(&self, sinks: &[Arc<Sink<K>>], key: &Arc<str>, n: Notification<K>) {
         for s in sinks {
-            s.push(key, n.clone());
+            s.push_quiet(key, n.clone());
+        }
+    }
+
+    fn wake_handlers(&self) {
+        for s in self.handlers.read().iter() {
+            s.wake_pending();
+        }
+    }
+
+    /// The next event: one the streams have ready is taken without waiting (a list page's
+    /// objects arrive as one burst); before waiting for more, the handlers are woken for
+    /// what was queued. `None` once stopped or the streams ended.
+    async fn next_event(
+        &self,
+        events: &mut futures::stream::SelectAll<BoxStream<'static, (usize, WatchResult<K>)>>,
+        resync: &mut std::pin::Pin<&mut tokio::time::Sleep>,
+        ctx: &CancellationToken,
+    ) -> Option<(usize, WatchResult<K>)> {
+        loop {
+            if let Some(ready) = events.next().now_or_never() {
+                // Once stopped (or removed), no further event is applied.
+                return ready.filter(|_| !ctx.is_cancelled());
+            }
+            self.wake_handlers();
+            tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return None,
+                _ = resync.as_mut() => {
+                    self.resync();
+                    resync.as_mut().reset(self.next_resync());
+                }
+                ev = events.next() => return ev.filter(|_| !ctx.is_cancelled()),
+            }
         }
     }
 
@@ -500,21 +535,7 @@ impl<K: CacheObject> Inner<K> {
         let resync = tokio::time::sleep_until(self.next_resync());
         tokio::pin!(resync);
         tracing::debug!(informer = %self.name, "informer started");
-        loop {
-            let (i, ev) = tokio::select! {
-                // Biased: once stopped (or removed), no further event is applied.
-                biased;
-                _ = ctx.cancelled() => break,
-                _ = &mut resync => {
-                    self.resync();
-                    resync.as_mut().reset(self.next_resync());
-                    continue;
-                }
-                ev = events.next() => match ev {
-                    Some(ev) => ev,
-                    None => break,
-                },
-            };
+        while let Some((i, ev)) = self.next_event(&mut events, &mut resync, &ctx).await {
             match ev {
                 Err(err) => self.watch_failed(&err),
                 // Only a relist (the scope's second list or later, also after a list
@@ -547,6 +568,7 @@ impl<K: CacheObject> Inner<K> {
                 Ok(Event::Delete(obj)) => self.delete(&scopes[i], i, obj),
             }
         }
+        self.wake_handlers();
         tracing::debug!(informer = %self.name, "informer stopped");
     }
 

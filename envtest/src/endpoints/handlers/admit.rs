@@ -51,8 +51,8 @@ pub(crate) async fn object(
     make: impl FnOnce(Option<&Value>) -> Result<Option<Value>, ApiError>,
 ) -> Result<Option<Value>, ApiError> {
     let rt = &r.rt;
-    let hooks = admission::matching(state, rt, r.sub.as_deref(), op);
-    if hooks.is_none() && !admission::policy::any_bound(state, rt) {
+    let hooks = admission::matching(state, &state.admission, rt, r.sub.as_deref(), op);
+    if hooks.is_none() && !admission::policy::any_bound(&state.admission, rt) {
         return Ok(None);
     }
     let dry_run = req.query.dry_run()?;
@@ -92,7 +92,12 @@ pub(crate) async fn object(
         Some(hooks) => hooks.admit(state, &attrs, new.clone()).await?,
         None => None,
     };
-    admission::policy::admit(state, &attrs, mutated.as_ref().or(new.as_ref()))?;
+    admission::policy::admit(
+        state,
+        &state.admission,
+        &attrs,
+        mutated.as_ref().or(new.as_ref()),
+    )?;
     Ok(mutated.map(|n| pinned(n, old.as_ref())))
 }
 

@@ -189,8 +189,7 @@ pub(crate) fn body(
             (obj, Some(dups))
         }
     };
-    let siblings = state.registry.siblings(&r.rt);
-    crate::registry::objects::check_type(&mut obj, &r.rt, &siblings)?;
+    crate::registry::objects::check_type(&mut obj, &r.rt, Some(&state.registry))?;
     match duplicates {
         Some(dups) => fields::check_decoded(&r.rt, &obj, req, dups)?,
         None => fields::check_object(&r.rt, &obj, req)?,

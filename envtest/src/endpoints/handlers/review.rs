@@ -17,7 +17,7 @@ pub(crate) fn review(
     req: &Req,
 ) -> Result<Response<Body>, ApiError> {
     let mut obj = endpoints::decode_body(req)?;
-    crate::registry::objects::check_type(&mut obj, &r.rt, &[])?;
+    crate::registry::objects::check_type(&mut obj, &r.rt, None)?;
     let ns = r.namespace.as_deref().unwrap_or("");
     let out = crate::auth::review::answer(&state.auth, &req.user, &r.rt.plural, ns, obj)?;
     Ok(endpoints::object(201, &out, req))

@@ -98,7 +98,7 @@ impl Walk<'_, '_> {
             {
                 continue;
             }
-            self.at.push(format!("f:{k}"));
+            self.at.push(fieldset::field_token(k));
             self.field(k, o, n);
             self.at.pop();
         }

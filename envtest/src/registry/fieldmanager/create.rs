@@ -61,7 +61,7 @@ pub(super) fn fields_v1(shape: &Shape, obj: &Value) -> Map<String, Value> {
             Some(Value::Object(n))
                 if n.is_empty() && matches!(k.as_str(), "apiVersion" | "kind") => {}
             Some(n) => {
-                out.insert(format!("f:{k}"), n);
+                out.insert(fieldset::field_token(k), n);
             }
             None => {}
         }
@@ -96,7 +96,7 @@ impl<'v> Walk<'_, 'v> {
                 continue;
             }
             if let Some(n) = self.field(k, c, Shape::child(schema, k)) {
-                out.insert(format!("f:{k}"), n);
+                out.insert(fieldset::field_token(k), n);
             }
         }
         self.names.pop();
@@ -141,7 +141,7 @@ impl<'v> Walk<'_, 'v> {
         let mut out = Map::new();
         for (k, c) in m {
             if let Some(n) = self.field(k, c, Shape::child(schema, k)) {
-                out.insert(format!("f:{k}"), n);
+                out.insert(fieldset::field_token(k), n);
             }
         }
         out

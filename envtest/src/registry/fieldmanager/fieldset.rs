@@ -167,6 +167,15 @@ fn list_type(s: &Value) -> ListStrategy {
     }
 }
 
+/// The path element `f:<k>` of field `k` (built without the formatting machinery: one is made
+/// per field of every written object).
+pub(crate) fn field_token(k: &str) -> String {
+    let mut t = String::with_capacity(k.len() + 2);
+    t.push_str("f:");
+    t.push_str(k);
+    t
+}
+
 /// `k:{...}` for an element of a list keyed by `keys` (`None` if it lacks every key).
 pub(crate) fn key_token(elem: &Value, keys: &[String]) -> Option<String> {
     let mut ks: Vec<&String> = keys.iter().collect();
@@ -199,7 +208,7 @@ pub(crate) fn collect(
         out.insert(at.clone());
     }
     for (k, child) in m {
-        at.push(format!("f:{k}"));
+        at.push(field_token(k));
         match child {
             Value::Object(_) if shape.atomic_map(names, k) => {
                 out.insert(at.clone());

@@ -156,7 +156,7 @@ fn base_entries<'c>(
     sent: Option<Value>,
 ) -> Vec<(Entry, Unread<'c>)> {
     let stored = move || {
-        let kept = cur.and_then(|c| c.pointer("/metadata/managedFields"));
+        let kept = cur.and_then(|c| meta::meta_field(c, "managedFields"));
         match sent {
             Some(s) if kept == Some(&s) => managed::read_owned(s),
             _ => cur.map(managed::read_unparsed).unwrap_or_default(),

@@ -67,7 +67,7 @@ pub(crate) fn store(
     create: bool,
     w: WriteOpts,
 ) -> Result<(u16, Committed), ApiError> {
-    crate::registry::objects::check_type(&mut obj, &r.rt, &state.registry.siblings(&r.rt))?;
+    crate::registry::objects::check_type(&mut obj, &r.rt, Some(&state.registry))?;
     let ns = r.namespace.as_deref();
     if create {
         meta::remove_meta(&mut obj, "resourceVersion");

@@ -95,7 +95,7 @@ impl<'a> Apply<'a> {
             )));
         }
         // Type errors are reported before anything is read.
-        crate::registry::objects::check_type(&mut body.clone(), rt, &state.registry.siblings(rt))?;
+        crate::registry::objects::check_type(&mut body.clone(), rt, Some(&state.registry))?;
         let api_version = body
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -140,7 +140,7 @@ impl<'a> Apply<'a> {
                 set: self.set.clone(),
             };
             managed::write(&mut obj, &[entry]);
-            crate::registry::objects::check_type(&mut obj, rt, &state.registry.siblings(rt))?;
+            crate::registry::objects::check_type(&mut obj, rt, Some(&state.registry))?;
             match hooks::create_object(state, rt, ns, obj, w) {
                 Ok(out) => return Ok((201, out)),
                 Err(e) if e.reason == "AlreadyExists" => {}
