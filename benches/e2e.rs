@@ -1,6 +1,7 @@
 //! End to end, through the API server: one in-process ctrl-envtest holding N custom
 //! objects (`Widget`, a CRD with a status subresource), and three rows doing the same
-//! work on it in one run, interleaved (each repetition starts with the next row in turn):
+//! work on it in one run, interleaved (each repetition starts with the next row in turn; at
+//! each size every repetition of (a) runs before the first of (b)):
 //!
 //! - **ctrl**: a `Manager` with one controller from the `ControllerBuilder` (`for_::<Widget>()`),
 //!   whose reconciler reads its object through the manager's (cached) client;
@@ -706,7 +707,10 @@ impl Runs {
 /// (a) and (b) at one size, each run printed as it ends. First, unless
 /// `CTRL_BENCH_E2E_WARMUP=0` or the size is past `PATCH_MAX`, one (a) run of every row that is
 /// printed but not counted: a process's first run at a size pays for the allocator's first pages
-/// and the server's first lists of that many objects, and it was every row's slowest.
+/// and the server's first lists of that many objects, and it was every row's slowest. Then every
+/// repetition of (a), then every repetition of (b): a (b) run patches every object's status, so
+/// an (a) run after one lists larger objects than an (a) run before it; all (a) runs of a size
+/// see the same objects this way.
 async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
     let mut runs = Runs::default();
     if cfg.warmup && n <= PATCH_MAX {
@@ -716,23 +720,31 @@ async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
         }
     }
     for rep in 0..cfg.reps {
-        // Each repetition starts with another row, so no row always runs first (right after
-        // the previous repetition's last row freed its objects).
-        let mut order = cfg.rows.clone();
-        let rows = order.len().max(1);
-        order.rotate_left(rep % rows);
-        for imp in order {
+        for imp in rotated(&cfg.rows, rep) {
             let s = cold(imp, env, n, false, cfg.knobs).await;
             print_sample("(a)", rep, imp, &s);
             runs.a.entry(imp).or_default().push(s);
-            if cfg.patch && imp != Imp::Floor && n <= PATCH_MAX {
-                let s = cold(imp, env, n, true, cfg.knobs).await;
-                print_sample("(b)", rep, imp, &s);
-                runs.b.entry(imp).or_default().push(s);
-            }
+        }
+    }
+    if !cfg.patch || n > PATCH_MAX {
+        return runs;
+    }
+    for rep in 0..cfg.reps {
+        for imp in rotated(&cfg.rows, rep).filter(|i| *i != Imp::Floor) {
+            let s = cold(imp, env, n, true, cfg.knobs).await;
+            print_sample("(b)", rep, imp, &s);
+            runs.b.entry(imp).or_default().push(s);
         }
     }
     runs
+}
+
+/// The rows in repetition `rep`'s order: each repetition starts with another row, so no row
+/// always runs first (right after the previous repetition's last row freed its objects).
+fn rotated(rows: &[Imp], rep: usize) -> impl Iterator<Item = Imp> {
+    let mut order = rows.to_vec();
+    order.rotate_left(rep % rows.len().max(1));
+    order.into_iter()
 }
 
 fn pct(v: &[f64], q: f64) -> f64 {
