@@ -37,16 +37,18 @@
 //! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
 //!                write (no request rewriting)
 //! registry/      served types, hooks (writes, then the write observers), rest (generic
-//!                create/update/delete), strategy, crd, fieldmanager, schema, conversion,
-//!                builtins, context (the Apiserver: types, store, observers)
+//!                create/update/delete), strategy, crd, fieldmanager, schema (its format
+//!                checks, ratchet), conversion, builtins, context (the Apiserver: types, store,
+//!                observers)
 //! auth/          authentication (tokens, ServiceAccount JWTs, client certificates),
 //!                impersonation, RBAC, the review answers, the bootstrap policy — reads storage,
 //!                used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
-//! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
+//! cel/           CEL: CRD rules and their ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
 //! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
-//! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
+//! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings,
+//!                quantities, addresses
 //! faults         fault injection and the request log (a leaf)
 //! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```

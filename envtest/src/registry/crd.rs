@@ -381,7 +381,7 @@ pub(crate) fn validate_custom(
 
 /// The schema's checks and then its CEL rules ([`crate::cel::rules`]), as apiextensions' strategy
 /// runs them: on update, errors about values left unchanged are ratcheted away
-/// ([`crate::cel::ratchet`]); rules are not run on an object with type or required-field errors.
+/// ([`super::ratchet`]); rules are not run on an object with type or required-field errors.
 fn schema_and_rules(
     sch: &Value,
     obj: &Value,
@@ -394,7 +394,7 @@ fn schema_and_rules(
         schema::validate(sch, obj)
     };
     if let Some(old) = old {
-        causes.retain(|c| crate::cel::ratchet::keep(&c.field, obj, old));
+        causes.retain(|c| super::ratchet::keep(&c.field, obj, old));
     }
     if !crate::cel::rules::has_rules(sch) {
         return causes;
