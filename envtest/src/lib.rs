@@ -122,8 +122,10 @@
 //!   fields of JSON bodies are a 400 under `Strict`, `Warning` headers under `Warn` (the default),
 //!   dropped silently under `Ignore` (`endpoints::handlers::fields`). The CRD's CEL rules
 //!   (`x-kubernetes-validations`, `messageExpression`, transition rules on `oldSelf`, ratcheting on
-//!   update, upstream's cost limits) and `format` checks are evaluated in process (`cel`), as are
-//!   the expressions of ValidatingAdmissionPolicies. CRDs with `conversion.strategy: Webhook`
+//!   update, upstream's cost limits) are evaluated in process (`cel`), as are the expressions of
+//!   ValidatingAdmissionPolicies — with the `cel` feature (on by default; ctrl's `envtest`
+//!   leaves it off, `envtest-cel` turns it on). Without it a CRD with rules, a policy or a
+//!   binding is refused with a 422 naming the feature. `format` checks need no CEL. CRDs with `conversion.strategy: Webhook`
 //!   convert through their webhook (`registry::conversion`) wherever a real API server converts;
 //!   other multi-version CRDs store one object served at every version. Admission webhook
 //!   `warnings` reach clients as `Warning: 299` headers.
@@ -166,6 +168,7 @@
 mod admission;
 mod api;
 pub(crate) mod auth;
+#[cfg(feature = "cel")]
 pub(crate) mod cel;
 mod controllers;
 mod endpoints;

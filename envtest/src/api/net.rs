@@ -89,7 +89,11 @@ impl Url {
             query: query.into(),
         })
     }
+}
 
+/// What the CEL URL library reads of a URL (`getHostname`, `getPort`).
+#[cfg(feature = "cel")]
+impl Url {
     /// The host without its port (an IPv6 address without its brackets).
     pub(crate) fn hostname(&self) -> &str {
         if let Some(rest) = self.host.strip_prefix('[') {
@@ -125,15 +129,23 @@ mod tests {
 
     #[test]
     fn parses_request_uris() {
-        let u = Url::parse("https://user@example.com:8080/a/b?x=1&x=2").unwrap();
+        let u = Url::parse("https://user@example.com:8080/a/b?x=1&x=2#f").unwrap();
         assert_eq!(
-            (u.hostname(), u.port(), u.path.as_str()),
-            ("example.com", "8080", "/a/b")
+            (u.scheme.as_str(), u.host.as_str(), u.path.as_str()),
+            ("https", "example.com:8080", "/a/b")
         );
-        let v6 = Url::parse("http://[::1]:80/").unwrap();
-        assert_eq!((v6.hostname(), v6.port()), ("::1", "80"));
+        assert_eq!(u.query, "x=1&x=2");
         assert!(Url::parse("/just/a/path").is_some());
         assert!(Url::parse("example.com").is_none());
         assert!(Url::parse("").is_none());
+    }
+
+    #[cfg(feature = "cel")]
+    #[test]
+    fn splits_host_and_port() {
+        let u = Url::parse("https://user@example.com:8080/a/b").unwrap();
+        assert_eq!((u.hostname(), u.port()), ("example.com", "8080"));
+        let v6 = Url::parse("http://[::1]:80/").unwrap();
+        assert_eq!((v6.hostname(), v6.port()), ("::1", "80"));
     }
 }

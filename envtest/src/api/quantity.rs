@@ -74,15 +74,6 @@ impl Quantity {
         )
     }
 
-    /// The integer `i` as a quantity.
-    pub(crate) fn from_int(i: i64) -> Quantity {
-        Quantity {
-            mantissa: i128::from(i),
-            exp: 0,
-        }
-        .normal()
-    }
-
     fn normal(mut self) -> Quantity {
         while self.mantissa != 0 && self.mantissa % 10 == 0 && self.exp < 40 {
             self.mantissa /= 10;
@@ -112,14 +103,6 @@ impl Quantity {
         a.cmp(&b)
     }
 
-    /// The sum (`neg`: the difference), `None` where it overflows.
-    pub(crate) fn checked_add(&self, o: &Quantity, neg: bool) -> Option<Quantity> {
-        let (a, b, exp) = self.aligned(o);
-        let b = if neg { -b } else { b };
-        let mantissa = a.checked_add(b)?;
-        Some(Quantity { mantissa, exp }.normal())
-    }
-
     /// The sum, saturating where it would overflow (resource sums never come near).
     pub(crate) fn plus(&self, o: &Quantity) -> Quantity {
         let (a, b, exp) = self.aligned(o);
@@ -130,14 +113,36 @@ impl Quantity {
         .normal()
     }
 
-    /// -1, 0 or 1 (`q.Sign()`).
-    pub(crate) fn sign(&self) -> i64 {
-        self.mantissa.signum() as i64
-    }
-
     /// Greater than zero (`q.Cmp(zero) == 1`).
     pub(crate) fn is_positive(&self) -> bool {
         self.mantissa > 0
+    }
+}
+
+/// What only the CEL quantity library asks of a quantity (`quantity(..).add(..)`, `sign()`,
+/// `asInteger()`, ...).
+#[cfg(feature = "cel")]
+impl Quantity {
+    /// The integer `i` as a quantity.
+    pub(crate) fn from_int(i: i64) -> Quantity {
+        Quantity {
+            mantissa: i128::from(i),
+            exp: 0,
+        }
+        .normal()
+    }
+
+    /// The sum (`neg`: the difference), `None` where it overflows.
+    pub(crate) fn checked_add(&self, o: &Quantity, neg: bool) -> Option<Quantity> {
+        let (a, b, exp) = self.aligned(o);
+        let b = if neg { -b } else { b };
+        let mantissa = a.checked_add(b)?;
+        Some(Quantity { mantissa, exp }.normal())
+    }
+
+    /// -1, 0 or 1 (`q.Sign()`).
+    pub(crate) fn sign(&self) -> i64 {
+        self.mantissa.signum() as i64
     }
 
     /// The value as an `i64`, `None` if it is fractional or does not fit (`q.AsInt64()`).
@@ -167,14 +172,23 @@ mod tests {
         assert_eq!(q("1Gi"), q("1024Mi"));
         assert_eq!(q("100m"), q("0.1"));
         assert_eq!(q("1k"), q("1e3"));
-        assert_eq!(Quantity::from_int(1000), q("1k"));
         assert!(q("1.5").cmp_to(&q("2")).is_lt());
+        assert_eq!(q("1").plus(&q("500m")), q("1.5"));
+        assert!(q("1m").is_positive() && !q("0").is_positive() && !q("-1").is_positive());
+        for bad in ["", "abc", "1.2.3", "1Xi", "--1"] {
+            assert!(Quantity::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[cfg(feature = "cel")]
+    #[test]
+    fn converts_and_subtracts_for_cel() {
+        let q = |s| Quantity::parse(s).unwrap_or_else(|| panic!("{s}"));
+        assert_eq!(Quantity::from_int(1000), q("1k"));
         assert_eq!(q("2").as_integer(), Some(2));
         assert_eq!(q("100m").as_integer(), None);
         assert_eq!(q("1").checked_add(&q("500m"), true), Some(q("0.5")));
         assert_eq!(q("-3m").sign(), -1);
-        for bad in ["", "abc", "1.2.3", "1Xi", "--1"] {
-            assert!(Quantity::parse(bad).is_none(), "{bad}");
-        }
+        assert_eq!(q("1500m").as_float(), 1.5);
     }
 }

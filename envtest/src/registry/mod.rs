@@ -18,6 +18,8 @@
 //! * [`defaults`]: built-in defaulting and the strategies' create-time status
 //!   (`PrepareForCreate`), Service cluster IP and node port allocation.
 //! * [`conversion`]: CRD webhook conversion (data, validation, the conversion call).
+//! * `without_cel` (built without the `cel` feature): the 422 for a CRD with CEL rules and for
+//!   ValidatingAdmissionPolicies, which need it.
 pub(crate) mod builtins;
 pub(crate) mod context;
 pub(crate) mod conversion;
@@ -31,6 +33,8 @@ pub(crate) mod ratchet;
 pub(crate) mod rest;
 pub(crate) mod schema;
 pub(crate) mod strategy;
+#[cfg(not(feature = "cel"))]
+pub(crate) mod without_cel;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
