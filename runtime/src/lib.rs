@@ -41,6 +41,7 @@
 //! tls/            TLS hardening options, rustls server config, self-signed certificates
 //! certwatcher/    a certificate pair on disk, re-read when it changes
 //! metrics/        the process-wide Prometheus registry and its collectors
+//! task            spawn: tokio::spawn of a boxed future, its task code compiled once
 //! error           BoxError and panic_message, shared by every layer
 //! ```
 //!
@@ -86,6 +87,7 @@ pub mod recorder;
 #[cfg(feature = "sharding")]
 pub mod sharding;
 pub mod source;
+pub mod task;
 pub mod tls;
 #[cfg(feature = "webhook")]
 pub mod webhook;

@@ -43,6 +43,7 @@ const LAYERS: &[&str] = &[
     "tls",
     "certwatcher",
     "metrics",
+    "task",
     "error",
 ];
 

@@ -253,6 +253,22 @@ impl Cluster {
         F: FnOnce(kube::Client) -> Fut,
         Fut: Future<Output = Result<(), kube::Error>>,
     {
+        self.run_manager_boxed(
+            mgr,
+            stop,
+            Box::new(|c| Box::pin(demo(c)) as run::Script<'_>),
+        )
+        .await
+    }
+
+    /// [`Cluster::run_manager`]'s body, compiled once in ctrl rather than once per demo
+    /// type in every operator's binary.
+    async fn run_manager_boxed<'a>(
+        &self,
+        mgr: &Manager,
+        stop: &CancellationToken,
+        demo: Box<dyn FnOnce(kube::Client) -> run::Script<'a> + 'a>,
+    ) -> Result<(), BoxError> {
         if self.local_kubeconfig().is_none() {
             return Ok(mgr.start(stop.clone()).await?);
         }
@@ -264,6 +280,6 @@ impl Cluster {
             tracing::info!(target: "ctrl::cli::metrics", "metrics at {url}");
         }
         let script = self.demo().then(|| demo(self.client()));
-        run::manager_with_demo(mgr, stop, script).await
+        run::run_with_demo(mgr, stop, script).await
     }
 }

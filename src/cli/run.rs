@@ -2,6 +2,7 @@
 //! `--run-for` cancel, the manager run next to the local demo, and the exit status.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -60,6 +61,9 @@ pub fn exit(result: Result<(), Box<dyn std::error::Error + Send + Sync>>) -> Exi
 
 /// Runs `mgr` until `stop` and, once it leads (at once without leader election), the
 /// demo's `script`, unless stopped first. Returns when the manager has stopped.
+///
+/// A thin shell: the script is boxed and the rest compiled once, in ctrl, rather than
+/// once per script type in every operator's binary.
 pub async fn manager_with_demo<F>(
     mgr: &Manager,
     stop: &CancellationToken,
@@ -68,6 +72,19 @@ pub async fn manager_with_demo<F>(
 where
     F: Future<Output = Result<(), kube::Error>>,
 {
+    let script = script.map(|s| Box::pin(s) as Script<'_>);
+    run_with_demo(mgr, stop, script).await
+}
+
+/// A demo script, boxed.
+pub(super) type Script<'a> = Pin<Box<dyn Future<Output = Result<(), kube::Error>> + 'a>>;
+
+/// [`manager_with_demo`]'s body, for any script.
+pub(super) async fn run_with_demo(
+    mgr: &Manager,
+    stop: &CancellationToken,
+    script: Option<Script<'_>>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let running = {
         let (mgr, stop) = (mgr.clone(), stop.clone());
         tokio::spawn(async move { mgr.start(stop).await })

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::reconcile::{Reconciler, Request, TypedRequest};
 use crate::source::{BoxSource, Source};
+use crate::task::Task;
 use crate::workqueue::Queue;
 
 pub use options::{DEFAULT_CACHE_SYNC_TIMEOUT, Error, NewQueueFn, Options};
@@ -211,7 +212,7 @@ impl<R: TypedRequest> Controller<R> {
         tracing::info!(controller = %inner.name, worker_count = n, "Starting workers");
         let mut workers = JoinSet::new();
         for _ in 0..n {
-            workers.spawn(worker(inner.clone(), queue.clone(), ctx.clone()));
+            workers.spawn(Box::pin(worker(inner.clone(), queue.clone(), ctx.clone())) as Task);
         }
         drop(st);
 
@@ -233,7 +234,7 @@ impl<R: TypedRequest> Controller<R> {
 /// Shuts `queue` down once `ctx` is cancelled (the start's, or the warmup's).
 fn shut_down_with<R: TypedRequest>(ctx: &CancellationToken, queue: Arc<dyn Queue<R>>) {
     let ctx = ctx.clone();
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         ctx.cancelled().await;
         queue.shut_down();
     });

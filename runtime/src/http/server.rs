@@ -175,7 +175,7 @@ impl Server {
         let certs_ctx = ctx.child_token();
         if let Some(w) = self.tls.as_ref().and_then(|t| t.certs.clone()) {
             let c = certs_ctx.clone();
-            tokio::spawn(async move { w.watch(c).await });
+            crate::task::spawn(async move { w.watch(c).await });
         }
         let _stop_certs = certs_ctx.drop_guard();
         let conns = TaskTracker::new();

@@ -98,7 +98,7 @@ pub(crate) fn spawn_watch(
     name: String,
     observed: Arc<Observed>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let mut events = watcher(api, cfg).backoff(WatchBackoff::default()).boxed();
         while let Some(ev) = events.next().await {

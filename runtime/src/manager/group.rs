@@ -118,7 +118,7 @@ impl RunnableGroup {
         let name = r.name();
         if let Some(ready) = ready {
             let (r, ctx, name) = (r.clone(), self.ctx.clone(), name.clone());
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 let ok = r.wait_ready(ctx).await;
                 let _ = ready.send((name, ok));
             });

@@ -142,13 +142,13 @@ pub(super) async fn campaign(
         lease = %elector.config().name,
         identity = %elector.identity(),
     );
-    let task = tokio::spawn(
+    let task = crate::task::spawn(
         async move {
             if !elector.acquire(&token).await {
                 return;
             }
             let starter_errors = errors.clone();
-            tokio::spawn(async move {
+            crate::task::spawn(async move {
                 match group.start().await {
                     Ok(()) => elected.cancel(),
                     Err(e) => {

@@ -127,13 +127,13 @@ impl<K: Resource + Send + Sync + 'static, R: TypedRequest> Source<R> for Channel
             }
             f.dests.push(tx);
             if let Some(stream) = f.stream.take() {
-                tokio::spawn(sync_loop(ctx.clone(), stream, self.fanout.clone()));
+                crate::task::spawn(sync_loop(ctx.clone(), stream, self.fanout.clone()));
             }
         }
         let handler = self.handler.clone();
         let predicates = self.predicates.clone();
         let kind = ObjectKind::of_type::<K>();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             while let Some(evt) = rx.recv().await {
                 if predicates.iter().all(|p| p.generic(&evt)) {
                     let info = EventInfo {

@@ -62,7 +62,7 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Informer<K, R> {
             });
         self.registered.send_replace(Some(reg.clone()));
         let informer = self.informer.clone();
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             ctx.cancelled().await;
             informer.remove_event_handler(&reg);
         });

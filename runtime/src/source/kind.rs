@@ -155,7 +155,7 @@ impl<K: CacheObject, R: TypedRequest> Source<R> for Kind<K, R> {
         let preds = self.predicates.clone();
         let registered = self.registered.clone();
         let kind = ObjectKind::intern(&K::kind(&dt));
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             let already = cache.get_informer_with::<K>(&dt).has_synced();
             if !already && !Self::wait_for_type(&cache, &dt, &ctx).await {
                 return;
