@@ -83,25 +83,26 @@ impl<K: CacheObject> Target<K> {
 }
 
 /// `obj` as the body of a write: a typed resource as is (its serializer writes
-/// `apiVersion`/`kind`); a dynamic one with `apiVersion`/`kind` from `dt` when it
-/// lacks them.
+/// `apiVersion`/`kind`); a dynamic one with `apiVersion`/`kind` from `dt` when it lacks
+/// them ([`with_type_meta`]).
+///
+/// Never decoded back into `K`: a decode here would compile `K`'s whole `Deserialize`
+/// through `serde_json::Value` in every operator crate (for a Deployment, ~40 types'
+/// visitors), though typed resources never take that path.
 pub(crate) fn body<'a, K: WritableWith>(
     dt: &K::DynamicType,
     obj: &'a K,
-) -> Result<Cow<'a, K>, serde_json::Error> {
+) -> Result<Body<'a, K>, serde_json::Error> {
     if TypeId::of::<K::DynamicType>() == TypeId::of::<()>() {
-        return Ok(Cow::Borrowed(obj));
+        return Ok(Body::Object(obj));
     }
-    let mut v = serde_json::to_value(obj)?;
-    let Some(map) = v.as_object_mut() else {
-        return Ok(Cow::Borrowed(obj));
-    };
-    if map.contains_key("apiVersion") && map.contains_key("kind") {
-        return Ok(Cow::Borrowed(obj));
-    }
-    map.insert("apiVersion".into(), K::api_version(dt).into());
-    map.insert("kind".into(), K::kind(dt).into());
-    serde_json::from_value(v).map(Cow::Owned)
+    let bytes = serde_json::to_vec(obj)?;
+    Ok(
+        match with_type_meta(&bytes, &K::api_version(dt), &K::kind(dt))? {
+            Some(v) => Body::Json(v),
+            None => Body::Object(obj),
+        },
+    )
 }
 
 /// The JSON bytes of [`body`].
@@ -109,7 +110,45 @@ pub(crate) fn body_bytes<K: WritableWith>(
     dt: &K::DynamicType,
     obj: &K,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&*body(dt, obj)?)
+    serde_json::to_vec(&body(dt, obj)?)
+}
+
+/// What [`body`] sends: the object as it is, or its JSON with `apiVersion` and `kind`
+/// added.
+#[derive(Debug)]
+pub(crate) enum Body<'a, K> {
+    /// The object, serialized as it is.
+    Object(&'a K),
+    /// The object's JSON with its `apiVersion` and `kind`.
+    Json(serde_json::Value),
+}
+
+impl<K: Serialize> Serialize for Body<'_, K> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Object(obj) => obj.serialize(s),
+            Self::Json(v) => v.serialize(s),
+        }
+    }
+}
+
+/// The object of JSON `bytes` with `apiVersion` and `kind` set to these when it lacks
+/// either; `None` when it has both or is not a JSON object.
+fn with_type_meta(
+    bytes: &[u8],
+    api_version: &str,
+    kind: &str,
+) -> Result<Option<serde_json::Value>, serde_json::Error> {
+    let mut v: serde_json::Value = serde_json::from_slice(bytes)?;
+    let Some(map) = v.as_object_mut() else {
+        return Ok(None);
+    };
+    if map.contains_key("apiVersion") && map.contains_key("kind") {
+        return Ok(None);
+    }
+    map.insert("apiVersion".into(), api_version.into());
+    map.insert("kind".into(), kind.into());
+    Ok(Some(v))
 }
 
 /// Patch parameters for a server-side apply.
@@ -369,7 +408,7 @@ pub trait ObjectWriter: Sync {
             })?;
             let pp = apply_params(field_manager, force);
             let written = writer
-                .patch_as(dt, &*obj, &Patch::Apply(&*intent), pp)
+                .patch_as(dt, &*obj, &Patch::Apply(&intent), pp)
                 .await?;
             writer.client.remember_write(dt, &written, false);
             Ok(written)
