@@ -37,16 +37,18 @@
 //! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
 //!                write (no request rewriting)
 //! registry/      served types, hooks (writes, then the write observers), rest (generic
-//!                create/update/delete), strategy, crd, fieldmanager, schema, conversion,
-//!                builtins, context (the Apiserver: types, store, observers)
+//!                create/update/delete), strategy, crd, fieldmanager, schema (its format
+//!                checks, ratchet), conversion, builtins, context (the Apiserver: types, store,
+//!                observers)
 //! auth/          authentication (tokens, ServiceAccount JWTs, client certificates),
 //!                impersonation, RBAC, the review answers, the bootstrap policy — reads storage,
 //!                used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
-//! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
+//! cel/           CEL: CRD rules and their ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
 //! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
-//! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
+//! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings,
+//!                quantities, addresses
 //! faults         fault injection and the request log (a leaf)
 //! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```
@@ -121,8 +123,10 @@
 //!   fields of JSON bodies are a 400 under `Strict`, `Warning` headers under `Warn` (the default),
 //!   dropped silently under `Ignore` (`endpoints::handlers::fields`). The CRD's CEL rules
 //!   (`x-kubernetes-validations`, `messageExpression`, transition rules on `oldSelf`, ratcheting on
-//!   update, upstream's cost limits) and `format` checks are evaluated in process (`cel`), as are
-//!   the expressions of ValidatingAdmissionPolicies. CRDs with `conversion.strategy: Webhook`
+//!   update, upstream's cost limits) are evaluated in process (`cel`), as are the expressions of
+//!   ValidatingAdmissionPolicies — with the `cel` feature (on by default; ctrl's `envtest`
+//!   leaves it off, `envtest-cel` turns it on). Without it a CRD with rules, a policy or a
+//!   binding is refused with a 422 naming the feature. `format` checks need no CEL. CRDs with `conversion.strategy: Webhook`
 //!   convert through their webhook (`registry::conversion`) wherever a real API server converts;
 //!   other multi-version CRDs store one object served at every version. Admission webhook
 //!   `warnings` reach clients as `Warning: 299` headers.
@@ -165,6 +169,7 @@
 mod admission;
 mod api;
 pub(crate) mod auth;
+#[cfg(feature = "cel")]
 pub(crate) mod cel;
 mod controllers;
 mod endpoints;

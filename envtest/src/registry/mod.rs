@@ -13,21 +13,28 @@
 //! * [`objects`]: store keys, type checks and the served form of objects.
 //! * [`rest`]: the generic create / update / delete of one object, with the per-kind rules of
 //!   [`strategy`] and [`crd`], the managedFields of [`fieldmanager`] and the structural schemas
-//!   of [`schema`]; [`hooks`] runs the write observers (the controllers) after each write.
+//!   of [`schema`] (with its [`format`] checks and the [`ratchet`] of its errors on update);
+//!   [`hooks`] runs the write observers (the controllers) after each write.
 //! * [`defaults`]: built-in defaulting and the strategies' create-time status
 //!   (`PrepareForCreate`), Service cluster IP and node port allocation.
 //! * [`conversion`]: CRD webhook conversion (data, validation, the conversion call).
+//! * `without_cel` (built without the `cel` feature): the 422 for a CRD with CEL rules and for
+//!   ValidatingAdmissionPolicies, which need it.
 pub(crate) mod builtins;
 pub(crate) mod context;
 pub(crate) mod conversion;
 pub(crate) mod crd;
 pub(crate) mod defaults;
 pub(crate) mod fieldmanager;
+pub(crate) mod format;
 pub(crate) mod hooks;
 pub(crate) mod objects;
+pub(crate) mod ratchet;
 pub(crate) mod rest;
 pub(crate) mod schema;
 pub(crate) mod strategy;
+#[cfg(not(feature = "cel"))]
+pub(crate) mod without_cel;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

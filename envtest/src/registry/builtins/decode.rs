@@ -27,6 +27,7 @@ use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Number, Value};
 
 use super::rfc3339;
+use crate::api::quantity;
 
 /// A Go type, as far as the decode cares.
 #[derive(Debug)]
@@ -241,7 +242,7 @@ impl<'a> Walk<'a> {
             (Ty::Time, _) => self.time(v, false)?,
             (Ty::MicroTime, _) => self.time(v, true)?,
             (Ty::IntOrString, _) => self.int_or_string(v)?,
-            (Ty::Quantity, _) => quantity(v)?,
+            (Ty::Quantity, _) => check_quantity(v)?,
             (Ty::Struct(name, fields), Value::Object(m)) => self.object(name, fields, m)?,
             (Ty::Array(e), Value::Array(a)) => {
                 for x in a {
@@ -361,17 +362,20 @@ fn check_base64(s: &str) -> Result<(), usize> {
 }
 
 /// `resource.Quantity`'s `UnmarshalJSON`: a quoted or bare quantity (`ParseQuantity`).
-fn quantity(v: &Value) -> Result<(), String> {
-    const FORMAT_WRONG: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+fn check_quantity(v: &Value) -> Result<(), String> {
     let ok = match v {
         Value::String(s) => is_quantity(s.trim()),
         Value::Number(n) => is_quantity(&n.to_string()),
         _ => false,
     };
-    if ok { Ok(()) } else { Err(FORMAT_WRONG.into()) }
+    if ok {
+        Ok(())
+    } else {
+        Err(quantity::FORMAT_ERR.into())
+    }
 }
 
-/// Whether `s` parses as a quantity: the one call to re-point when the quantity parser moves.
+/// Whether `s` parses as a quantity.
 fn is_quantity(s: &str) -> bool {
-    crate::cel::library::quantity::Quantity::parse(s).is_some()
+    quantity::Quantity::parse(s).is_some()
 }
