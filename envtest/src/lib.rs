@@ -116,7 +116,8 @@
 //!   objects, lists, `Status` errors and watch frames when `Accept` lists it first); custom
 //!   resources answer a protobuf body 415 and protobuf-only `Accept` 406. `Status` bodies are Go's
 //!   bytes.
-//! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s); custom
+//! * Built-in bodies are type-checked as upstream's decode into their Go type, against their
+//!   generated OpenAPI schema, with Go's error texts (`registry::builtins::decode`: 400s); custom
 //!   resources are pruned, defaulted and validated against their CRD version's `openAPIV3Schema`
 //!   (422). `fieldValidation` is upstream's: unknown fields of custom resources and duplicate
 //!   fields of JSON bodies are a 400 under `Strict`, `Warning` headers under `Warn` (the default),
@@ -137,7 +138,7 @@
 //!   columns for the common built-ins, `-o wide` included, CRD `additionalPrinterColumns`,
 //!   otherwise Name and Age) for lists, gets and watches.
 //! * OpenAPI v3 documents carry full schemas (`endpoints::openapi`: built-ins from k8s-openapi's
-//!   schemars impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain`
+//!   schemars impls (`registry::builtins::schemas`), custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain`
 //!   works; each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 //!   [`Environment::in_memory_client`] is the same client with no socket: each request is handed

@@ -2,12 +2,17 @@
 //! string (`100m`, `1.5Gi`, `2e3`), comparing and adding exactly. A quantity is kept as
 //! `mantissa × 10^exp` in an `i128` (binary suffixes are integers).
 //!
-//! Two users: the built-in defaulting of Pods ([`crate::registry::defaults`]: a container's
+//! Three users: the type check of built-in bodies (`registry::builtins::decode`: a quantity
+//! field must parse), the built-in defaulting of Pods ([`crate::registry::defaults`]: a container's
 //! requests from its limits, the pod's overhead sums) and the CEL quantity library
 //! ([`crate::cel`]'s `quantity(s)`, behind the `cel` feature), which adds the CEL functions and
 //! the opaque value around this type.
 
 use std::cmp::Ordering;
+
+/// `ParseQuantity`'s `ErrFormatWrong`: the error of a string that is not a quantity.
+pub(crate) const FORMAT_ERR: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 /// A parsed `resource.Quantity`; `==` compares values (`1Gi == 1024Mi`).
 #[derive(Clone, Copy, Debug)]

@@ -56,9 +56,6 @@ pub(crate) struct ScaleSpec {
     pub label_selector: Option<String>,
 }
 
-/// Decodes an object as a typed built-in; the error text goes into a 400.
-pub(crate) type DecodeFn = fn(&Value) -> Result<(), String>;
-
 /// A built-in served as a view of another resource's objects: events.k8s.io/v1 Events are
 /// stored as core/v1 Events, as upstream does.
 #[derive(Debug, Clone, Copy)]
@@ -98,8 +95,10 @@ pub(crate) struct ResourceType {
     pub virtual_create: bool,
     /// Field selector fields besides metadata.name / metadata.namespace.
     pub fields: Vec<String>,
-    /// Built-ins: decodes the object as its k8s-openapi type (type errors become 400s).
-    pub decode: Option<DecodeFn>,
+    /// Built-ins: the schema name of the Go type a body decodes into
+    /// (`io.k8s.api.core.v1.Pod`); [`builtins::decode::check`] type-checks bodies against it
+    /// (type errors become 400s).
+    pub decode: Option<String>,
     /// Served as a view of another resource's collection.
     pub view: Option<View>,
 }

@@ -133,8 +133,8 @@ fn cel_causes(rt: &ResourceType, obj: &Value, _so_far: &[FieldCause]) -> Vec<Fie
 
 /// Generic metadata/data validation, then the CRD schema for custom resources.
 pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
-    if let Some(decode) = rt.decode {
-        decode(obj).map_err(|e| {
+    if let Some(go_type) = &rt.decode {
+        super::builtins::decode::check(go_type, obj).map_err(|e| {
             ApiError::bad_request(format!(
                 "{} in version {:?} cannot be handled as a {}: {e}",
                 rt.kind, rt.version, rt.kind

@@ -11,7 +11,7 @@ use cel::extractors::This;
 use cel::objects::Opaque;
 use cel::{Context, ExecutionError, Value};
 
-use crate::api::quantity::Quantity;
+use crate::api::quantity::{FORMAT_ERR, Quantity};
 
 use super::fail;
 
@@ -20,9 +20,6 @@ impl Opaque for Quantity {
         "kubernetes.Quantity"
     }
 }
-
-const FORMAT_ERR: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 fn of(v: &Value, f: &str) -> Result<Quantity, ExecutionError> {
     match v {
