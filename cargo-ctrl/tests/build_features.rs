@@ -16,8 +16,8 @@ use support::{scaffold, scaffold_api, workspace};
 /// Crates no generated project's build compiles unless it asks for them: the CPU profiler
 /// and its symbolizer (`ctrl/pprof`), OpenTelemetry (`ctrl/otel`), the protobuf crates that
 /// only ctrl-envtest's tests use (`k8s-pb`) or that compiled its descriptors (`protox`),
-/// ctrl-envtest's CronJob schedules (`ctrl/envtest-cronjob`), and ctrl's bench and test
-/// crates.
+/// ctrl-envtest's CronJob schedules (`ctrl/envtest-cronjob`) and CEL (`ctrl/envtest-cel`: cel-rust,
+/// its ANTLR runtime and time zones), and ctrl's bench and test crates.
 const LEFT_OUT: &[&str] = &[
     "pprof",
     "findshlibs",
@@ -26,6 +26,9 @@ const LEFT_OUT: &[&str] = &[
     "k8s-pb",
     "protox",
     "croner",
+    "cel",
+    "antlr4rust",
+    "chrono-tz",
     "criterion",
     "plotters",
     "cap",
@@ -124,7 +127,11 @@ fn a_generated_project_compiles_none_of_what_it_does_not_use() {
         "ctrl/apply-configurations",
     ];
     assert!(runtime_has(dir.path(), &with_apply, "apply-configurations"));
-    for (feature, package) in [("ctrl/envtest-cronjob", "croner"), ("ctrl/pprof", "pprof")] {
+    for (feature, package) in [
+        ("ctrl/envtest-cronjob", "croner"),
+        ("ctrl/envtest-cel", "cel"),
+        ("ctrl/pprof", "pprof"),
+    ] {
         let with = packages(dir.path(), &["-e", "normal,build", "--features", feature]);
         assert!(
             with.iter().any(|n| n == package),

@@ -37,16 +37,18 @@
 //! admission/     webhooks and ValidatingAdmissionPolicies on the old and new objects of a
 //!                write (no request rewriting)
 //! registry/      served types, hooks (writes, then the write observers), rest (generic
-//!                create/update/delete), strategy, crd, fieldmanager, schema, conversion,
-//!                builtins, context (the Apiserver: types, store, observers)
+//!                create/update/delete), strategy, crd, fieldmanager, schema (its format
+//!                checks, ratchet), conversion, builtins, context (the Apiserver: types, store,
+//!                observers)
 //! auth/          authentication (tokens, ServiceAccount JWTs, client certificates),
 //!                impersonation, RBAC, the review answers, the bootstrap policy — reads storage,
 //!                used by server/endpoints
 //! storage/       the store: bytes, resourceVersions, history, watch fan-out
-//! cel/           CEL: CRD rules, formats, ratcheting, policy expressions (on `api` only)
+//! cel/           CEL: CRD rules and their ratcheting, policy expressions (on `api` only)
 //! webhook_client HTTPS client for AdmissionReview and ConversionReview (a leaf)
 //! tls            the serving certificate and the TLS acceptor of `server` (a leaf)
-//! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings
+//! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings,
+//!                quantities, addresses
 //! faults         fault injection and the request log (a leaf)
 //! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```
@@ -114,14 +116,17 @@
 //!   objects, lists, `Status` errors and watch frames when `Accept` lists it first); custom
 //!   resources answer a protobuf body 415 and protobuf-only `Accept` 406. `Status` bodies are Go's
 //!   bytes.
-//! * Built-in bodies are decoded through their `k8s_openapi` type (type errors are 400s); custom
+//! * Built-in bodies are type-checked as upstream's decode into their Go type, against their
+//!   generated OpenAPI schema, with Go's error texts (`registry::builtins::decode`: 400s); custom
 //!   resources are pruned, defaulted and validated against their CRD version's `openAPIV3Schema`
 //!   (422). `fieldValidation` is upstream's: unknown fields of custom resources and duplicate
 //!   fields of JSON bodies are a 400 under `Strict`, `Warning` headers under `Warn` (the default),
 //!   dropped silently under `Ignore` (`endpoints::handlers::fields`). The CRD's CEL rules
 //!   (`x-kubernetes-validations`, `messageExpression`, transition rules on `oldSelf`, ratcheting on
-//!   update, upstream's cost limits) and `format` checks are evaluated in process (`cel`), as are
-//!   the expressions of ValidatingAdmissionPolicies. CRDs with `conversion.strategy: Webhook`
+//!   update, upstream's cost limits) are evaluated in process (`cel`), as are the expressions of
+//!   ValidatingAdmissionPolicies — with the `cel` feature (on by default; ctrl's `envtest`
+//!   leaves it off, `envtest-cel` turns it on). Without it a CRD with rules, a policy or a
+//!   binding is refused with a 422 naming the feature. `format` checks need no CEL. CRDs with `conversion.strategy: Webhook`
 //!   convert through their webhook (`registry::conversion`) wherever a real API server converts;
 //!   other multi-version CRDs store one object served at every version. Admission webhook
 //!   `warnings` reach clients as `Warning: 299` headers.
@@ -133,7 +138,7 @@
 //!   columns for the common built-ins, `-o wide` included, CRD `additionalPrinterColumns`,
 //!   otherwise Name and Age) for lists, gets and watches.
 //! * OpenAPI v3 documents carry full schemas (`endpoints::openapi`: built-ins from k8s-openapi's
-//!   schemars impls, custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain`
+//!   schemars impls (`registry::builtins::schemas`), custom resources from their CRD's `openAPIV3Schema`), so `kubectl explain`
 //!   works; each document's URL hash changes with its content.
 //! * [`Environment::client`] has `default_retry` off, so injected 429/5xx reach the caller.
 //!   [`Environment::in_memory_client`] is the same client with no socket: each request is handed
@@ -164,6 +169,7 @@
 mod admission;
 mod api;
 pub(crate) mod auth;
+#[cfg(feature = "cel")]
 pub(crate) mod cel;
 mod controllers;
 mod endpoints;

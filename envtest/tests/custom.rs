@@ -154,16 +154,7 @@ async fn status_writes_are_validated_on_status_only() {
         ),
         (json!(7), json!(true))
     );
-    let refused = |e: kube::Error| {
-        let st = status_of(e);
-        assert_eq!(
-            (st.code, st.reason.as_str()),
-            (422, "Invalid"),
-            "{}",
-            st.message
-        );
-        st.message
-    };
+    let refused = common::invalid_message;
     let long = api
         .patch_status("w", &pp, &status(json!({"phase": "Sideways"})))
         .await;

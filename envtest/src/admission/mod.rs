@@ -25,8 +25,37 @@
 //! environment was given (`EnvironmentBuilder::service_route`; there is no cluster DNS).
 //! Server-side apply's computed result is reviewed as the CREATE or UPDATE it amounts to.
 
+#[cfg(feature = "cel")]
 pub(crate) mod policy;
 mod rules;
+
+/// Built without the `cel` feature: ValidatingAdmissionPolicies and their bindings are refused
+/// when written (`registry::without_cel`), so none is ever bound and no write runs one.
+#[cfg(not(feature = "cel"))]
+pub(crate) mod policy {
+    use serde_json::Value;
+
+    use crate::api::status::ApiError;
+    use crate::registry::ResourceType;
+    use crate::registry::context::Apiserver;
+
+    use super::{Attributes, Configured};
+
+    /// Whether any policy binding is stored (none can be, without CEL).
+    pub(crate) fn any_bound(configured: &Configured, _: &ResourceType) -> bool {
+        !configured.no_bindings()
+    }
+
+    /// No policy to run.
+    pub(crate) fn admit(
+        _: &Apiserver,
+        _: &Configured,
+        _: &Attributes,
+        _: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
 
 use std::sync::Arc;
 

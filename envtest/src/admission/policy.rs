@@ -6,6 +6,8 @@
 //! code of the validation's `reason` (422 `Invalid` by default), `Warn` adds a `Warning`, `Audit`
 //! is accepted and dropped (there is no audit log). Evaluation errors and misconfigured bindings
 //! obey the policy's `failurePolicy`. Rules and selectors match as webhooks' do ([`super::rules`]).
+//! Compiled with the `cel` feature; without it no policy can be stored and [`super`] has a
+//! `policy` that runs none.
 
 use serde_json::{Map, Value, json};
 

@@ -13,11 +13,15 @@
 //!   conversion) goes through it.
 //! * [`strategic`]: strategic merge patch and the list strategies server-side apply reuses.
 //! * [`warning`]: the `Warning` headers a request collects for its client.
+//! * [`quantity`]: `resource.Quantity`; [`net`]: IP addresses, CIDRs and request URIs as
+//!   Kubernetes parses them (shared by the registry's `format` checks, Pod defaulting and CEL).
 
 pub(crate) mod json;
 pub(crate) mod meta;
+pub(crate) mod net;
 pub(crate) mod patch;
 pub(crate) mod protobuf;
+pub(crate) mod quantity;
 pub(crate) mod selector;
 pub(crate) mod status;
 pub(crate) mod strategic;

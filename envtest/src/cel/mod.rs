@@ -1,6 +1,8 @@
-//! CEL in ctrl-envtest: the rules of CRD schemas (`x-kubernetes-validations`), `format` checks,
-//! validation ratcheting, and the expressions of ValidatingAdmissionPolicies — all on cel-rust
-//! (the `cel` crate) with the Kubernetes CEL libraries added.
+//! CEL in ctrl-envtest: the rules of CRD schemas (`x-kubernetes-validations`, ratcheted on
+//! update) and the expressions of ValidatingAdmissionPolicies — all on cel-rust (the `cel`
+//! crate) with the Kubernetes CEL libraries added. The schema's `format` checks and the
+//! ratcheting of its other errors are the registry's (`registry::format`, `registry::ratchet`),
+//! and need no CEL.
 //!
 //! A leaf of the crate: it imports only [`crate::api`] (for `FieldCause`) and is called by the
 //! registry (custom-resource writes, CRD admission) and by admission (policies).
@@ -12,17 +14,13 @@
 //! - [`types`]: the compile-time type check of comparisons;
 //! - [`rules`]: evaluating a CRD's rules on an object (and its old version) with ratcheting;
 //! - [`crd`]: checking a CRD's rules when the CRD is written;
-//! - [`format`](mod@format): the `format` keyword's checks;
-//! - [`policy`]: the expressions of ValidatingAdmissionPolicies;
-//! - [`ratchet`]: dropping schema errors about values unchanged by an update.
+//! - [`policy`]: the expressions of ValidatingAdmissionPolicies.
 
 pub(crate) mod crd;
 pub(crate) mod env;
-pub(crate) mod format;
 pub(crate) mod library;
 pub(crate) mod policy;
 pub(crate) mod program;
-pub(crate) mod ratchet;
 pub(crate) mod rules;
 pub(crate) mod types;
 pub(crate) mod values;

@@ -3,11 +3,10 @@
 //! content hash and routes here; this module builds one group-version's document: a PATCH operation
 //! per resource (its `fieldValidation` parameter tells kubectl the server validates) and
 //! `components.schemas` with the full schemas `kubectl explain` reads — built-ins from
-//! `openapi::builtin` (k8s-openapi's generated schemas), custom resources from their CRD
+//! `registry::builtins::schemas` (k8s-openapi's generated schemas), custom resources from their CRD
 //! (`openapi::custom`), each document carrying every schema it references. Documents of
 //! built-in-only group-versions never change and are cached for the process.
 
-mod builtin;
 mod custom;
 
 use std::collections::{BTreeSet, HashMap};
@@ -17,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
+use crate::registry::builtins::schemas as builtin;
 use crate::registry::{ResourceType, Snapshot};
 
 /// One group-version document and the hash that goes into its URL.

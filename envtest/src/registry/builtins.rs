@@ -1,7 +1,9 @@
 //! The built-in resource types served from the start (kube-apiserver's REST storage providers,
 //! `k8s.io/kubernetes/pkg/controlplane/instance.go`). Group, version, kind, plural and scope come
 //! from `k8s_openapi`; subresources, short names, categories, generation tracking and
-//! field-selector fields are listed by hand. No controller runs behind them.
+//! field-selector fields are listed by hand. No controller runs behind them. A body of one is
+//! type-checked as upstream's decode into its Go type would (`decode`), against the kind's
+//! generated schema (`schemas`).
 
 use std::any::TypeId;
 
@@ -11,11 +13,12 @@ use k8s_openapi::api::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::{NamespaceResourceScope, Resource};
 
 use serde_json::Value;
 
-use crate::registry::{DecodeFn, ResourceType, ScaleSpec, View};
+use crate::registry::{ResourceType, ScaleSpec, View};
 
 /// Status subresource.
 const S: u8 = 1;
@@ -26,16 +29,10 @@ const G: u8 = 4;
 /// Create-only virtual resource.
 const V: u8 = 8;
 
-/// Decodes `v` as `K`, the way upstream decodes a body into its Go type. A borrowed `Value` is
-/// the one deserializer ctrl-envtest decodes built-in types with (the controllers too): each
-/// deserializer compiles a type's whole `Deserialize` tree again.
-fn decode<K: serde::de::DeserializeOwned>(v: &Value) -> Result<(), String> {
-    K::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
-}
-
-/// The resource type of `K` (its constants and [`decode`]); the rest is [`resource_type`], which
-/// is not generic, so that it is compiled once instead of once per built-in type.
-fn t<K: Resource + serde::de::DeserializeOwned + 'static>(
+/// The resource type of `K` (its constants and its schema's name, which [`decode::check`]
+/// type-checks bodies against); the rest is [`resource_type`], which is not generic, so that it
+/// is compiled once instead of once per built-in type.
+fn t<K: Resource + JsonSchema + 'static>(
     flags: u8,
     short: &[&str],
     fields: &[&str],
@@ -48,7 +45,7 @@ fn t<K: Resource + serde::de::DeserializeOwned + 'static>(
         api_version: K::API_VERSION,
         namespaced: TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>(),
     };
-    resource_type(names, flags, short, fields, decode::<K>)
+    resource_type(names, flags, short, fields, K::schema_name().into_owned())
 }
 
 /// What [`t`] reads from a `k8s_openapi` type.
@@ -66,7 +63,7 @@ fn resource_type(
     flags: u8,
     short: &[&str],
     fields: &[&str],
-    decode: DecodeFn,
+    schema_name: String,
 ) -> ResourceType {
     ResourceType {
         group: n.group.to_string(),
@@ -90,7 +87,7 @@ fn resource_type(
         storage_version: n.api_version.to_string(),
         virtual_create: flags & V != 0,
         fields: fields.iter().map(|s| s.to_string()).collect(),
-        decode: Some(decode),
+        decode: Some(schema_name),
         view: None,
     }
 }
@@ -208,7 +205,7 @@ fn complete(rt: &mut ResourceType) {
             from_view: event_from_view,
         });
         rt.storage_version = "v1".into();
-        rt.decode = Some(decode::<core::v1::Event>);
+        rt.decode = Some(core::v1::Event::schema_name().into_owned());
     }
     // Both autoscaling versions share one collection, as upstream.
     if rt.plural == "horizontalpodautoscalers" {
@@ -293,6 +290,10 @@ pub(crate) fn component_statuses() -> Vec<Value> {
         })
         .collect()
 }
+
+pub(crate) mod decode;
+mod rfc3339;
+pub(crate) mod schemas;
 
 #[cfg(test)]
 mod protobuf_table;

@@ -379,9 +379,9 @@ pub(crate) fn validate_custom(
     rt.invalid_if_any(meta::name(obj), &causes)
 }
 
-/// The schema's checks and then its CEL rules ([`crate::cel::rules`]), as apiextensions' strategy
+/// The schema's checks and then its CEL rules (`cel::rules`), as apiextensions' strategy
 /// runs them: on update, errors about values left unchanged are ratcheted away
-/// ([`crate::cel::ratchet`]); rules are not run on an object with type or required-field errors.
+/// ([`super::ratchet`]); rules are not run on an object with type or required-field errors.
 fn schema_and_rules(
     sch: &Value,
     obj: &Value,
@@ -394,24 +394,35 @@ fn schema_and_rules(
         schema::validate(sch, obj)
     };
     if let Some(old) = old {
-        causes.retain(|c| crate::cel::ratchet::keep(&c.field, obj, old));
+        causes.retain(|c| super::ratchet::keep(&c.field, obj, old));
     }
+    rules(sch, obj, old, &mut causes);
+    causes
+}
+
+/// The schema's CEL rules, after its other checks' `causes`.
+#[cfg(feature = "cel")]
+fn rules(sch: &Value, obj: &Value, old: Option<&Value>, causes: &mut Vec<FieldCause>) {
     if !crate::cel::rules::has_rules(sch) {
-        return causes;
+        return;
     }
     let blocking = ["FieldValueTypeInvalid", "FieldValueRequired"];
     if causes.iter().any(|c| blocking.contains(&c.reason)) {
         let detail = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
         causes.push(FieldCause::invalid("<nil>", &Value::Null, detail));
-        return causes;
+        return;
     }
     let outcome = crate::cel::rules::validate(sch, obj, old);
     for w in &outcome.warnings {
         tracing::debug!(warning = %w, "a CEL rule failed on an unchanged value: ratcheted");
     }
     causes.extend(outcome.errors);
-    causes
 }
+
+/// Built without the `cel` feature no stored CRD has rules: a CRD with any is refused when it
+/// is written ([`super::without_cel`]).
+#[cfg(not(feature = "cel"))]
+fn rules(_: &Value, _: &Value, _: Option<&Value>, _: &mut Vec<FieldCause>) {}
 
 /// The registry's side of a committed write: a CRD written (re)registers its types and
 /// conversion, a CRD removed unregisters them, ends its watches and drops its objects; a custom

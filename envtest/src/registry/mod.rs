@@ -13,21 +13,28 @@
 //! * [`objects`]: store keys, type checks and the served form of objects.
 //! * [`rest`]: the generic create / update / delete of one object, with the per-kind rules of
 //!   [`strategy`] and [`crd`], the managedFields of [`fieldmanager`] and the structural schemas
-//!   of [`schema`]; [`hooks`] runs the write observers (the controllers) after each write.
+//!   of [`schema`] (with its [`format`] checks and the [`ratchet`] of its errors on update);
+//!   [`hooks`] runs the write observers (the controllers) after each write.
 //! * [`defaults`]: built-in defaulting and the strategies' create-time status
 //!   (`PrepareForCreate`), Service cluster IP and node port allocation.
 //! * [`conversion`]: CRD webhook conversion (data, validation, the conversion call).
+//! * `without_cel` (built without the `cel` feature): the 422 for a CRD with CEL rules and for
+//!   ValidatingAdmissionPolicies, which need it.
 pub(crate) mod builtins;
 pub(crate) mod context;
 pub(crate) mod conversion;
 pub(crate) mod crd;
 pub(crate) mod defaults;
 pub(crate) mod fieldmanager;
+pub(crate) mod format;
 pub(crate) mod hooks;
 pub(crate) mod objects;
+pub(crate) mod ratchet;
 pub(crate) mod rest;
 pub(crate) mod schema;
 pub(crate) mod strategy;
+#[cfg(not(feature = "cel"))]
+pub(crate) mod without_cel;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -48,9 +55,6 @@ pub(crate) struct ScaleSpec {
     pub status_replicas: String,
     pub label_selector: Option<String>,
 }
-
-/// Decodes an object as a typed built-in; the error text goes into a 400.
-pub(crate) type DecodeFn = fn(&Value) -> Result<(), String>;
 
 /// A built-in served as a view of another resource's objects: events.k8s.io/v1 Events are
 /// stored as core/v1 Events, as upstream does.
@@ -91,8 +95,10 @@ pub(crate) struct ResourceType {
     pub virtual_create: bool,
     /// Field selector fields besides metadata.name / metadata.namespace.
     pub fields: Vec<String>,
-    /// Built-ins: decodes the object as its k8s-openapi type (type errors become 400s).
-    pub decode: Option<DecodeFn>,
+    /// Built-ins: the schema name of the Go type a body decodes into
+    /// (`io.k8s.api.core.v1.Pod`); [`builtins::decode::check`] type-checks bodies against it
+    /// (type errors become 400s).
+    pub decode: Option<String>,
     /// Served as a view of another resource's collection.
     pub view: Option<View>,
 }

@@ -14,8 +14,8 @@
 //! `minItems`/`maxItems`, `minProperties`/`maxProperties`, `nullable`, `default`, `allOf`,
 //! `anyOf`, `oneOf`, `not`, `x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`,
 //! `x-kubernetes-embedded-resource`, `x-kubernetes-list-type` (`set`/`map` duplicates), `format`
-//! (the formats upstream checks, [`crate::cel::format`]). CEL `x-kubernetes-validations` are
-//! [`crate::cel::rules`]', which [`super::crd`] runs after these checks.
+//! (the formats upstream checks, [`super::format`]). CEL `x-kubernetes-validations` are
+//! `cel::rules`' (the `cel` feature), which [`super::crd`] runs after these checks.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -252,7 +252,7 @@ fn validate_string(schema: &Value, s: &str, value: &Value, path: &str, out: &mut
         ));
     }
     if let Some(f) = schema.get("format").and_then(Value::as_str)
-        && !crate::cel::format::valid(f, s)
+        && !super::format::valid(f, s)
     {
         let detail = format!("{} must be of type {f}: {s:?}", in_body(path));
         out.push(FieldCause::type_invalid(path, value, &detail));

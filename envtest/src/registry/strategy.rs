@@ -111,6 +111,7 @@ fn crd_schema_causes(crd: &Value) -> Vec<crate::api::validation::FieldCause> {
 
 /// The CEL expressions of a CRD ([`crate::cel::crd`], once its schemas are structural) or of a
 /// ValidatingAdmissionPolicy ([`crate::cel::policy`]) that do not compile or cost too much.
+#[cfg(feature = "cel")]
 fn cel_causes(rt: &ResourceType, obj: &Value, so_far: &[FieldCause]) -> Vec<FieldCause> {
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("apiextensions.k8s.io", "customresourcedefinitions") if so_far.is_empty() => {
@@ -123,10 +124,17 @@ fn cel_causes(rt: &ResourceType, obj: &Value, so_far: &[FieldCause]) -> Vec<Fiel
     }
 }
 
+/// Built without the `cel` feature: a CRD with CEL rules, a ValidatingAdmissionPolicy or its
+/// binding, which need it ([`super::without_cel`]).
+#[cfg(not(feature = "cel"))]
+fn cel_causes(rt: &ResourceType, obj: &Value, _so_far: &[FieldCause]) -> Vec<FieldCause> {
+    super::without_cel::causes(rt, obj)
+}
+
 /// Generic metadata/data validation, then the CRD schema for custom resources.
 pub(crate) fn validate(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
-    if let Some(decode) = rt.decode {
-        decode(obj).map_err(|e| {
+    if let Some(go_type) = &rt.decode {
+        super::builtins::decode::check(go_type, obj).map_err(|e| {
             ApiError::bad_request(format!(
                 "{} in version {:?} cannot be handled as a {}: {e}",
                 rt.kind, rt.version, rt.kind

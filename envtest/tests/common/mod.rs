@@ -34,6 +34,18 @@ pub fn status_of(e: kube::Error) -> Status {
     }
 }
 
+/// The message of a 422 `Invalid` API error (panics on any other error).
+pub fn invalid_message(e: kube::Error) -> String {
+    let st = status_of(e);
+    assert_eq!(
+        (st.code, st.reason.as_str()),
+        (422, "Invalid"),
+        "{}",
+        st.message
+    );
+    st.message
+}
+
 /// A raw HTTP request; returns the status code and the JSON body (Null if not JSON).
 pub async fn raw(
     env: &Environment,

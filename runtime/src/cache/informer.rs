@@ -34,8 +34,9 @@ use super::fanout::{HandlerRegistration, InformerHandler, Notification, Sink};
 use super::footprint::Footprint;
 use super::object::{CacheObject, Scoped, object_key};
 use super::observed::{Observed, Requirement, resource_version};
-use super::options::{Resolved, WatchScope};
+use super::options::{Resolved, WatchScope, strips_managed_fields};
 use super::store::{IndexFn, Store, field_index_name};
+use super::unmanaged::{self, Unmanaged};
 use super::watchlist::WatchResult;
 use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
 
@@ -513,15 +514,19 @@ impl<K: CacheObject> Inner<K> {
                     .or(watcher::Config::default().page_size),
                 ..Default::default()
             };
-            let api = <K::Scope as Scoped>::api::<K>(
+            let api = <K::Scope as Scoped>::api::<Unmanaged<K>>(
                 self.client.clone(),
                 scope.namespace.as_deref(),
                 &self.dt,
             );
             let streaming = self.settings.streaming_lists;
-            super::watchlist::watch(api, cfg, streaming, self.name.clone())
-                .map(move |e| (i, e))
-                .boxed()
+            let events = super::watchlist::watch(api, cfg, streaming, self.name.clone());
+            let strip = scope.transform.as_ref().is_some_and(strips_managed_fields);
+            let events = match strip {
+                true => unmanaged::skipping(events).boxed(),
+                false => events,
+            };
+            events.map(move |e| (i, e.map(unmanaged::inner))).boxed()
         });
         futures::stream::select_all(streams)
     }

@@ -27,6 +27,7 @@ mod observed;
 mod options;
 mod reader;
 mod store;
+mod unmanaged;
 mod watchlist;
 
 use std::any::{Any, TypeId};

@@ -36,7 +36,17 @@ pub type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 /// The default transform: drop `metadata.managedFields`
 /// (controller-runtime's `TransformStripManagedFields`).
 pub fn strip_managed_fields() -> MetaTransform {
-    Arc::new(|meta: &mut ObjectMeta| meta.managed_fields = None)
+    STRIP.clone()
+}
+
+/// The one [`strip_managed_fields`] transform, so that an informer can tell it apart from
+/// any other and skip `managedFields` while decoding (`super::unmanaged`).
+static STRIP: std::sync::LazyLock<MetaTransform> =
+    std::sync::LazyLock::new(|| Arc::new(|meta: &mut ObjectMeta| meta.managed_fields = None));
+
+/// Whether `t` is [`strip_managed_fields`] (not merely a transform that does the same).
+pub(crate) fn strips_managed_fields(t: &MetaTransform) -> bool {
+    Arc::ptr_eq(t, &STRIP)
 }
 
 /// Per-type settings (controller-runtime's `cache.ByObject`). Unset fields fall back

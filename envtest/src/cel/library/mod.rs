@@ -2,22 +2,17 @@
 //! lists, regex, URLs, quantities, IPs and CIDRs. Most are context functions (cel-rust calls
 //! them with any argument types, and each checks its own); the two names the strings extension
 //! already declares on the env (`indexOf`, `lastIndexOf`) get list overloads on the env instead.
-//! [`super::env`] installs both; nothing here knows about schemas or objects.
+//! [`super::env`] installs both; nothing here knows about schemas or objects. The values they
+//! wrap (quantities, addresses, URLs) are parsed by [`crate::api`], which the registry's
+//! `format` checks and Pod defaulting share without CEL.
 
 mod lists;
 mod net;
-pub(crate) mod quantity;
+mod quantity;
 mod regex;
 mod url;
 
 use cel::{Context, Env, ExecutionError};
-
-pub(crate) use net::{parse_cidr, parse_ip};
-
-/// Whether `s` is a URL as `isURL` accepts it.
-pub(crate) fn is_url(s: &str) -> bool {
-    url::Url::parse(s).is_some()
-}
 
 /// A function's error, as cel-go words them: `<function>: <message>`.
 pub(super) fn fail(function: &str, message: impl ToString) -> ExecutionError {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::{each, object, or_set, or_set_str, present};
 use crate::api::meta;
-use crate::cel::library::quantity::Quantity;
+use crate::api::quantity::Quantity;
 
 /// Upstream's `DefaultTerminationGracePeriodSeconds`.
 pub(crate) const DEFAULT_GRACE: i64 = 30;

@@ -3,7 +3,8 @@
 //! unchanged through. [`keep`] tells, for a schema error's field path, whether the value there
 //! changed. As upstream, items of lists are not correlated one by one: an error inside a list
 //! is ratcheted only if the whole list is unchanged; a missing value is judged by its parent.
-//! CEL rules ratchet in [`super::rules`], which sees the correlation as it walks.
+//! CEL rules ratchet in `cel::rules` (the `cel` feature), which sees the correlation as it walks.
+//! [`super::crd`] applies it to [`super::schema`]'s errors.
 
 use serde_json::Value as Json;
 

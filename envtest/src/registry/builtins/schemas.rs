@@ -1,19 +1,21 @@
 //! Schemas of the built-in types, generated once from `k8s_openapi`'s `schemars` impls (the
 //! descriptions are upstream's field docs) with OpenAPI 3 settings: `$ref`s point into
 //! `#/components/schemas/` and a `$ref` with a description becomes `allOf: [{$ref}]`, as the
-//! real apiserver writes it. The parent `openapi` module picks the schemas of one group-version
-//! (plus every schema they reference) for each document.
+//! real apiserver writes it. Two readers: `endpoints::openapi` picks the schemas of one
+//! group-version (plus every schema they reference) for each document, and the sibling
+//! `decode` type-checks a built-in request body against its kind's schema.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use k8s_openapi::Resource;
 use k8s_openapi::api::{
-    admissionregistration, apps, authentication, authorization, autoscaling, batch, coordination,
-    core, discovery, events, networking, policy, rbac, scheduling, storage,
+    admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates,
+    coordination, core, discovery, events, networking, policy, rbac, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -104,7 +106,15 @@ fn generate() -> Builtins {
         .add::<scheduling::v1::PriorityClass>()
         .add::<authentication::v1::TokenReview>()
         .add::<authorization::v1::SubjectAccessReview>()
-        .add::<authorization::v1::SelfSubjectAccessReview>();
+        .add::<authorization::v1::SelfSubjectAccessReview>()
+        .add::<authorization::v1::SelfSubjectRulesReview>()
+        .add::<authorization::v1::LocalSubjectAccessReview>()
+        .add::<authentication::v1::SelfSubjectReview>()
+        .add::<c::ComponentStatus>()
+        .add::<admissionregistration::v1::ValidatingAdmissionPolicy>()
+        .add::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>()
+        .add::<certificates::v1::CertificateSigningRequest>()
+        .add::<APIService>();
     let Collector {
         mut generator,
         roots,

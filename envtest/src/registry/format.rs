@@ -3,7 +3,9 @@
 //! `strfmt`): `bsonobjectid`, `uri`, `email`, `hostname`, `ipv4`, `ipv6`, `cidr`, `mac`, `uuid`,
 //! `uuid3`, `uuid4`, `uuid5`, `isbn`, `isbn10`, `isbn13`, `creditcard`, `ssn`, `hexcolor`,
 //! `rgbcolor`, `byte`, `password`, `date`, `duration`, `datetime` / `date-time`. Other formats
-//! (`int32`, `int-or-string`, ...) are not checked, as upstream. The schema walk asks [`valid`].
+//! (`int32`, `int-or-string`, ...) are not checked, as upstream. The schema walk
+//! ([`super::schema`]) asks [`valid`]; addresses and URLs are parsed as the CEL libraries parse
+//! them ([`crate::api::net`]), so the checks need no CEL.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -11,7 +13,7 @@ use std::sync::LazyLock;
 use base64::Engine;
 use regex::Regex;
 
-use super::library::{parse_cidr, parse_ip};
+use crate::api::net::{Url, parse_cidr, parse_ip};
 
 const OCTET: &str = r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)";
 
@@ -48,7 +50,7 @@ pub(crate) fn valid(format: &str, s: &str) -> bool {
         "ipv4" => parse_ip(s).is_ok_and(|ip| ip.is_ipv4()),
         "ipv6" => parse_ip(s).is_ok_and(|ip| ip.is_ipv6()),
         "cidr" => parse_cidr(s).is_ok(),
-        "uri" => super::library::is_url(s),
+        "uri" => Url::parse(s).is_some(),
         "byte" => base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
         "isbn" => valid("isbn10", s) || valid("isbn13", s),
         "hostname" => s.len() <= 255 && PATTERNS["hostname"].is_match(s),
