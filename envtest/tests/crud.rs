@@ -180,6 +180,45 @@ async fn noop_put_and_patch_keep_rv() {
     }
 }
 
+/// uid, creationTimestamp and generation are the stored ones whatever an update sends: left
+/// out, the same, or changed (upstream's `ObjectMetaUpdateValidation` resets them), and a write
+/// that changes nothing else is a no-op (same resourceVersion).
+#[tokio::test]
+async fn updates_keep_the_stored_identity_fields() {
+    let env = common::env().await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let a = api
+        .create(&PostParams::default(), &cm("k", &[("a", "1")]))
+        .await
+        .unwrap();
+    let same = |o: &ConfigMap, what: &str| {
+        assert_eq!(o.metadata.uid, a.metadata.uid, "{what}");
+        assert_eq!(
+            o.metadata.creation_timestamp, a.metadata.creation_timestamp,
+            "{what}"
+        );
+        assert_eq!(o.metadata.generation, a.metadata.generation, "{what}");
+    };
+    let mut bare = a.clone();
+    bare.metadata.uid = None;
+    bare.metadata.creation_timestamp = None;
+    let b = api
+        .replace("k", &PostParams::default(), &bare)
+        .await
+        .unwrap();
+    same(&b, "left out");
+    assert_eq!(b.metadata.resource_version, a.metadata.resource_version);
+    let p = serde_json::json!({"metadata": {"creationTimestamp": "2001-01-01T00:00:00Z",
+        "generation": 7}, "data": {"a": "2"}});
+    let c = api
+        .patch("k", &PatchParams::default(), &Patch::Merge(&p))
+        .await
+        .unwrap();
+    same(&c, "changed");
+    assert_ne!(c.metadata.resource_version, a.metadata.resource_version);
+    same(&api.get("k").await.unwrap(), "stored");
+}
+
 #[tokio::test]
 async fn namespace_mismatch_and_defaulting() {
     let env = common::env().await;

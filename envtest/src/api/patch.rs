@@ -85,6 +85,19 @@ impl Patch {
         }
     }
 
+    /// Whether applying the patch leaves the top-level field `key` of any object as it was: a
+    /// merge patch (RFC 7386) changes only the fields it names, a strategic one too when it
+    /// carries no `$` directive at its top level. A JSON patch may change anything.
+    pub(crate) fn keeps(&self, key: &str) -> bool {
+        match self {
+            Self::Json(_) => false,
+            Self::Merge(p) => p.as_object().is_some_and(|m| !m.contains_key(key)),
+            Self::Strategic(p) => p
+                .as_object()
+                .is_some_and(|m| !m.contains_key(key) && !m.keys().any(|k| k.starts_with('$'))),
+        }
+    }
+
     /// The patched copy of `doc`.
     pub(crate) fn apply(&self, doc: &Value) -> Result<Value, ApiError> {
         self.apply_to(doc.clone())

@@ -291,7 +291,9 @@ fn decide(
     match change {
         Change::Put(mut v) => {
             if let Some(c) = &cur {
+                // Compared at the stored resourceVersion (most writes carry it already).
                 match rv_of(c) {
+                    Some(rv) if rv_of(&v) == Some(rv) => {}
                     Some(rv) => meta::set_meta(&mut v, "resourceVersion", json!(rv)),
                     None => meta::remove_meta(&mut v, "resourceVersion"),
                 }

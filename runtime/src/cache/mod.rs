@@ -410,8 +410,13 @@ impl Cache {
 }
 
 /// Informers are keyed by Rust type (typed / dynamic / metadata-only differ) and by
-/// group, version, kind and plural (dynamic types differ by `ApiResource`).
+/// group, version, kind and plural (dynamic types differ by `ApiResource`). A type whose
+/// dynamic type is `()` names one resource, so its Rust type is the whole key: no string
+/// is built on a cached read of it.
 fn informer_key<K: CacheObject>(dt: &K::DynamicType) -> (TypeId, String) {
+    if std::mem::size_of::<K::DynamicType>() == 0 {
+        return (TypeId::of::<K>(), String::new());
+    }
     (
         TypeId::of::<K>(),
         format!("{}/{}/{}", K::api_version(dt), K::kind(dt), K::plural(dt)),

@@ -21,12 +21,16 @@ pub(crate) struct Comparison {
 }
 
 impl Comparison {
-    /// `added ∪ modified`: what the writer now owns.
-    pub fn changed(&self) -> FieldSet {
-        if self.modified.is_empty() {
-            return self.added.clone();
-        }
-        self.added.union(&self.modified).cloned().collect()
+    /// `added ∪ modified`: what the writer now owns (`added`, moved, with `modified` moved in),
+    /// and `removed`.
+    pub fn split(self) -> (FieldSet, FieldSet) {
+        let Comparison {
+            mut added,
+            mut modified,
+            removed,
+        } = self;
+        added.append(&mut modified);
+        (added, removed)
     }
 }
 

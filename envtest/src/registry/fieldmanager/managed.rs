@@ -25,28 +25,38 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    fn to_json(&self) -> Value {
-        self.json_with(fieldset::to_fields_v1(&self.set))
-    }
-
-    /// The entry as stored, with `fields` as its `fieldsV1` (not `self.set`'s).
-    /// (Built by hand: `json!` would copy `fields` by serializing it.)
-    fn json_with(&self, fields: Value) -> Value {
+    /// The entry as stored, with `fields` as its `fieldsV1` (`None`: `self.set`'s), its names
+    /// moved when the entry is owned. (Built by hand: `json!` would copy `fields` by
+    /// serializing it.)
+    fn into_json(entry: Cow<'_, Entry>, fields: Option<Value>) -> Value {
+        let fields = fields.unwrap_or_else(|| fieldset::to_fields_v1(&entry.set));
+        let e = match entry {
+            Cow::Owned(e) => e,
+            Cow::Borrowed(e) => Entry {
+                manager: e.manager.clone(),
+                operation: e.operation.clone(),
+                api_version: e.api_version.clone(),
+                time: e.time.clone(),
+                subresource: e.subresource.clone(),
+                set: FieldSet::new(),
+            },
+        };
+        // Inserted from the last key to the first: each insert then finds its place at the
+        // front of the map's node after one comparison.
         let mut v = Map::new();
-        let s = |s: &str| Value::String(s.to_string());
-        v.insert("manager".into(), s(&self.manager));
-        v.insert("operation".into(), s(&self.operation));
-        v.insert("apiVersion".into(), s(&self.api_version));
-        v.insert("fieldsType".into(), s("FieldsV1"));
-        v.insert("fieldsV1".into(), fields);
         // `time` is omitted when unknown (a client-supplied entry without one), as upstream's
         // omitempty does: an empty string is not a valid Time.
-        if !self.time.is_empty() {
-            v.insert("time".into(), s(&self.time));
+        if !e.time.is_empty() {
+            v.insert("time".into(), Value::String(e.time));
         }
-        if let Some(sub) = &self.subresource {
-            v.insert("subresource".into(), s(sub));
+        if let Some(sub) = e.subresource {
+            v.insert("subresource".into(), Value::String(sub));
         }
+        v.insert("operation".into(), Value::String(e.operation));
+        v.insert("manager".into(), Value::String(e.manager));
+        v.insert("fieldsV1".into(), fields);
+        v.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+        v.insert("apiVersion".into(), Value::String(e.api_version));
         Value::Object(v)
     }
 
@@ -97,11 +107,30 @@ pub(crate) fn read_owned(list: Value) -> Vec<(Entry, Unread<'static>)> {
     };
     items
         .into_iter()
-        .map(|mut e| {
-            let fields = e.as_object_mut().and_then(|m| m.remove("fieldsV1"));
-            (entry_of(&e), fields.map(Cow::Owned))
+        .map(|e| {
+            let Value::Object(mut m) = e else {
+                return (entry_of(&e), None);
+            };
+            let fields = m.remove("fieldsV1");
+            (entry_moved(m), fields.map(Cow::Owned))
         })
         .collect()
+}
+
+/// [`entry_of`] of an entry the caller owns: its names moved out, not copied.
+fn entry_moved(mut m: Map<String, Value>) -> Entry {
+    let mut take = |k: &str| match m.remove(k) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    Entry {
+        manager: take("manager").unwrap_or_default(),
+        operation: take("operation").unwrap_or_default(),
+        api_version: take("apiVersion").unwrap_or_default(),
+        time: take("time").unwrap_or_default(),
+        subresource: take("subresource"),
+        set: FieldSet::new(),
+    }
 }
 
 /// An entry's names and time, its set left empty.
@@ -123,13 +152,17 @@ fn entry_of(e: &Value) -> Entry {
 /// Stores `entries` (empty ones dropped) in `obj`, ordered as upstream encodes them: by
 /// operation (`Apply` first), time, manager, apiVersion, subresource.
 pub(crate) fn write(obj: &mut Value, entries: &[Entry]) {
-    write_parts(obj, entries.iter().map(|e| (e, None)).collect());
+    write_parts(
+        obj,
+        entries.iter().map(|e| (Cow::Borrowed(e), None)).collect(),
+    );
 }
 
 /// [`write`] for entries of which some still hold their stored `fieldsV1` (`Some`, as
 /// [`read_unparsed`] gave it), written back as stored: the same text `write` would make of the
 /// set read from it, since every stored `fieldsV1` was written by `fieldset::to_fields_v1`.
-pub(crate) fn write_parts(obj: &mut Value, mut parts: Vec<(&Entry, Unread<'_>)>) {
+/// Owned entries are moved into the list, borrowed ones copied.
+pub(crate) fn write_parts(obj: &mut Value, mut parts: Vec<(Cow<'_, Entry>, Unread<'_>)>) {
     parts.retain(|(e, fields)| holds_fields(e, fields.as_deref()));
     fn order(e: &Entry) -> (&str, &str, &str, &str, Option<&str>) {
         (
@@ -143,10 +176,7 @@ pub(crate) fn write_parts(obj: &mut Value, mut parts: Vec<(&Entry, Unread<'_>)>)
     parts.sort_by(|(a, _), (b, _)| order(a).cmp(&order(b)));
     let list = parts
         .into_iter()
-        .map(|(e, fields)| match fields {
-            Some(f) => e.json_with(f.into_owned()),
-            None => e.to_json(),
-        })
+        .map(|(e, fields)| Entry::into_json(e, fields.map(Cow::into_owned)))
         .collect();
     store(obj, list);
 }
@@ -162,7 +192,8 @@ pub(crate) fn holds_fields(e: &Entry, unread: Option<&Value>) -> bool {
 /// Stores one entry, `e` with `fieldsV1` `fields` built already, or none; as [`write`] would
 /// store `e` with the set `fields` describes.
 pub(crate) fn write_fields(obj: &mut Value, one: Option<(Entry, Value)>) {
-    store(obj, one.map(|(e, f)| e.json_with(f)).into_iter().collect());
+    let one = one.map(|(e, f)| Entry::into_json(Cow::Owned(e), Some(f)));
+    store(obj, one.into_iter().collect());
 }
 
 fn store(obj: &mut Value, list: Vec<Value>) {

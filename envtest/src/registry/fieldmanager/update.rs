@@ -11,6 +11,8 @@
 //! path ([`registry::rest`](crate::registry::rest)) calls [`record_update`] from create and update;
 //! server-side apply keeps its own `Apply` entries.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::compare;
@@ -61,17 +63,17 @@ pub(crate) fn record_update(
     for s in [&mut cmp.added, &mut cmp.modified, &mut cmp.removed] {
         s.retain(|p| !stripped(p));
     }
-    let changed = cmp.changed();
+    let (changed, removed) = cmp.split();
     for (e, unread) in &mut entries {
         if unread
             .as_deref()
-            .is_some_and(|f| !owns_any(f, &changed) && !owns_any(f, &cmp.removed))
+            .is_some_and(|f| !owns_any(f, &changed) && !owns_any(f, &removed))
         {
             continue;
         }
         read_set(e, unread);
         fieldset::subtract(&mut e.set, &changed);
-        fieldset::subtract(&mut e.set, &cmp.removed);
+        fieldset::subtract(&mut e.set, &removed);
     }
     if !changed.is_empty() {
         let now = meta::now();
@@ -109,7 +111,10 @@ pub(crate) fn record_update(
         managed::write(new, &all);
         return;
     }
-    let parts = entries.iter_mut().map(|(e, f)| (&*e, f.take())).collect();
+    let parts = entries
+        .into_iter()
+        .map(|(e, f)| (Cow::Owned(e), f))
+        .collect();
     managed::write_parts(new, parts);
 }
 
