@@ -3,10 +3,10 @@
 //!
 //! The default transform ([`super::strip_managed_fields`], controller-runtime's
 //! `TransformStripManagedFields`) clears `managedFields` right after an object is decoded.
-//! Decoding them first is most of an object's decode: each entry's `fieldsV1` is a tree of
-//! JSON maps, built and freed at once. An informer whose scopes strip them watches
-//! [`Unmanaged<K>`] instead of `K`, whose decode skips the list in the JSON (still read,
-//! never built); what the store holds is identical.
+//! Decoding them first is often most of an object's decode: each entry's `fieldsV1` is a
+//! tree of JSON maps, built and freed at once. Every informer watches [`Unmanaged<K>`]
+//! instead of `K`; in a scope that strips them, its decode skips the list in the JSON (still
+//! read, never built), and what the store holds is identical.
 //!
 //! The choice cannot travel through `Deserialize`, which takes no argument: the informer's
 //! watch stream ([`skipping`]) sets a thread-local flag while it is polled, which is where
