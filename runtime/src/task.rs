@@ -1,9 +1,10 @@
 //! [`spawn`]: `tokio::spawn` of a boxed future, so that tokio's task machinery (its
 //! cell, harness, waker and join-handle code, ~1,400 lines of LLVM IR a copy) is compiled
-//! once for every background task of the runtime instead of once per future type, and
+//! once for the background tasks spawned through it instead of once per future type, and
 //! once per object type in an operator's crate (`cargo llvm-lines`, docs/benchmarks.md
-//! "Build time"). The cost is one allocation per spawn; the runtime spawns per source,
-//! controller, server and election, never per event.
+//! "Build time"). Sources, controllers, servers and elections spawn through it; the cache's
+//! informers and handler sinks and the webhook server's certificate watch still call
+//! `tokio::spawn`. The cost is one allocation per spawn, never per event.
 //!
 //! A leaf: it imports nothing from the crate.
 
