@@ -199,6 +199,62 @@ async fn unchanged_invalid_values_are_ratcheted_on_update() {
     );
 }
 
+/// What a write checks is read from the CRD as it is now: a CRD update that adds a rule and a
+/// field applies to the very next write (create and patch), and one that removes them too
+/// (whether a schema has rules is found once per CRD version, when its types are rebuilt).
+#[tokio::test]
+async fn a_crd_update_applies_its_rules_and_fields_to_the_next_write() {
+    let plain = json!({"type": "object", "properties": {"replicas": {"type": "integer"}, "maxReplicas": {"type": "integer"}}});
+    let (env, api) = env_with(plain.clone()).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client());
+    let set_spec = |spec: Value| {
+        Patch::Merge(
+            json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}}),
+        )
+    };
+    let over = json!({"replicas": 5, "maxReplicas": 3});
+    api.create(&PostParams::default(), &gadget("g1", over.clone()))
+        .await
+        .expect("no rule yet");
+    // The rule (and a new field, `size`) added: the next create and patch see both.
+    let mut ruled = replicas_schema();
+    ruled["properties"]["size"] = json!({"type": "string"});
+    let pp = PatchParams::default();
+    crds.patch("gadgets.cel.example.com", &pp, &set_spec(ruled))
+        .await
+        .expect("add the rule");
+    assert!(
+        refused(&api, gadget("g2", over.clone()))
+            .await
+            .contains("replicas must not exceed maxReplicas")
+    );
+    let grow = Patch::Merge(json!({"spec": {"maxReplicas": 2, "size": "L"}}));
+    let st = status_of(api.patch("g1", &pp, &grow).await.expect_err("refused"));
+    assert!(
+        st.message.contains("replicas must not exceed maxReplicas"),
+        "{}",
+        st.message
+    );
+    let fits = Patch::Merge(json!({"spec": {"maxReplicas": 5, "size": "L"}}));
+    let g1 = api.patch("g1", &pp, &fits).await.expect("a valid patch");
+    assert_eq!(
+        g1.data["spec"]["size"], "L",
+        "the new field is no longer pruned"
+    );
+    // Both removed again: the object that broke the rule is created, and `size` is pruned.
+    crds.patch("gadgets.cel.example.com", &pp, &set_spec(plain))
+        .await
+        .expect("remove the rule");
+    let mut loose = gadget("g3", over);
+    loose.data["spec"]["size"] = json!("S");
+    let g3 = api
+        .create(&PostParams::default(), &loose)
+        .await
+        .expect("the rule is gone");
+    assert_eq!(g3.data["spec"].get("size"), None, "{:?}", g3.data);
+}
+
 #[tokio::test]
 async fn formats_are_checked() {
     let schema = json!({"type": "object", "properties": {

@@ -84,6 +84,7 @@ fn resource_type(
         generation: flags & G != 0,
         crd: None,
         schema: None,
+        rules: false,
         storage_version: n.api_version.to_string(),
         virtual_create: flags & V != 0,
         fields: fields.iter().map(|s| s.to_string()).collect(),

@@ -309,6 +309,7 @@ fn type_of(crd: &Value, v: &Value) -> ResourceType {
         .map(|v| s(v, "/name").to_string())
         .unwrap_or_default();
     let subs = v.get("subresources");
+    let schema = v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new);
     ResourceType {
         group: group.clone(),
         version: s(v, "/name").to_string(),
@@ -330,7 +331,8 @@ fn type_of(crd: &Value, v: &Value) -> ResourceType {
         }),
         generation: true,
         crd: Some(meta::name(crd).to_string()),
-        schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
+        rules: has_rules(schema.as_deref()),
+        schema,
         storage_version: format!("{group}/{storage}"),
         virtual_create: false,
         decode: None,
@@ -375,14 +377,16 @@ pub(crate) fn validate_custom(
         )));
     }
     schema::apply_defaults(sch, obj);
-    let causes = schema_and_rules(sch, obj, old, status_write);
+    let causes = schema_and_rules(rt, sch, obj, old, status_write);
     rt.invalid_if_any(meta::name(obj), &causes)
 }
 
 /// The schema's checks and then its CEL rules (`cel::rules`), as apiextensions' strategy
 /// runs them: on update, errors about values left unchanged are ratcheted away
-/// ([`super::ratchet`]); rules are not run on an object with type or required-field errors.
+/// ([`super::ratchet`]); rules are not run on an object with type or required-field errors, nor
+/// looked for when the schema has none ([`ResourceType::rules`]).
 fn schema_and_rules(
+    rt: &ResourceType,
     sch: &Value,
     obj: &Value,
     old: Option<&Value>,
@@ -396,16 +400,15 @@ fn schema_and_rules(
     if let Some(old) = old {
         causes.retain(|c| super::ratchet::keep(&c.field, obj, old));
     }
-    rules(sch, obj, old, &mut causes);
+    if rt.rules {
+        rules(sch, obj, old, &mut causes);
+    }
     causes
 }
 
 /// The schema's CEL rules, after its other checks' `causes`.
 #[cfg(feature = "cel")]
 fn rules(sch: &Value, obj: &Value, old: Option<&Value>, causes: &mut Vec<FieldCause>) {
-    if !crate::cel::rules::has_rules(sch) {
-        return;
-    }
     let blocking = ["FieldValueTypeInvalid", "FieldValueRequired"];
     if causes.iter().any(|c| blocking.contains(&c.reason)) {
         let detail = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
@@ -423,6 +426,18 @@ fn rules(sch: &Value, obj: &Value, old: Option<&Value>, causes: &mut Vec<FieldCa
 /// is written ([`super::without_cel`]).
 #[cfg(not(feature = "cel"))]
 fn rules(_: &Value, _: &Value, _: Option<&Value>, _: &mut Vec<FieldCause>) {}
+
+/// Whether a CRD version's schema has CEL rules ([`ResourceType::rules`]).
+#[cfg(feature = "cel")]
+fn has_rules(schema: Option<&Value>) -> bool {
+    schema.is_some_and(crate::cel::rules::has_rules)
+}
+
+/// Built without the `cel` feature no stored CRD has rules ([`super::without_cel`]).
+#[cfg(not(feature = "cel"))]
+fn has_rules(_: Option<&Value>) -> bool {
+    false
+}
 
 /// The registry's side of a committed write: a CRD written (re)registers its types and
 /// conversion, a CRD removed unregisters them, ends its watches and drops its objects; a custom

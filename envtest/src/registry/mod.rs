@@ -89,6 +89,10 @@ pub(crate) struct ResourceType {
     pub crd: Option<String>,
     /// The CRD version's `openAPIV3Schema`.
     pub schema: Option<Arc<Value>>,
+    /// The schema has CEL rules (`x-kubernetes-validations` on some node): found once, when the
+    /// CRD version's types are built ([`crd::after_commit`] builds them anew on every write of
+    /// the CRD), so a write of an object whose schema has none skips walking the schema for them.
+    pub rules: bool,
     /// The apiVersion objects are stored at.
     pub storage_version: String,
     /// Only `create` (tokenreviews, subjectaccessreviews): nothing is stored.

@@ -99,6 +99,9 @@ fn pattern(p: &str) -> Option<Regex> {
     static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     let mut cache = cache.lock();
+    if let Some(hit) = cache.get(p) {
+        return hit.clone();
+    }
     if cache.len() > 4096 {
         cache.clear();
     }
