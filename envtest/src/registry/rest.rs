@@ -188,7 +188,7 @@ pub(crate) fn update(
     let okey = objects::okey(rt, ns, name);
     let status_write = sub == Some("status");
     let alloc = defaults::Allocation::begin(api, rt, &okey);
-    let out = api.store.commit(&key, &okey, w.dry_run, |cur| {
+    let out = api.store.commit_update(&key, &okey, w.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
@@ -333,7 +333,7 @@ pub(crate) fn delete(
 ) -> Result<(Committed, bool), ApiError> {
     let key = rt.store_key();
     let okey = objects::okey(rt, ns, name);
-    let out = api.store.commit(&key, &okey, opts.dry_run, |cur| {
+    let out = api.store.commit_update(&key, &okey, opts.dry_run, |cur| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
