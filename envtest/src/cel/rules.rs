@@ -45,7 +45,8 @@ pub(crate) fn validate(schema: &Json, obj: &Json, old: Option<&Json>) -> Outcome
     walk.out
 }
 
-/// Whether any node of `schema` has rules (a CRD without rules skips the walk).
+/// Whether any node of `schema` has rules: asked once per CRD version, when the registry builds
+/// its types (`ResourceType::rules`), so that a write of a CRD without rules skips [`validate`].
 pub(crate) fn has_rules(schema: &Json) -> bool {
     match schema {
         Json::Object(m) => m.contains_key("x-kubernetes-validations") || m.values().any(has_rules),
