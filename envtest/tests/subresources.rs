@@ -508,3 +508,25 @@ async fn discovery_lists_each_subresource_in_both_forms() {
         ["pods/ephemeralcontainers", "pods/eviction", "pods/status"]
     );
 }
+
+/// A status patch that leaves the status as stored is a no-op (the resourceVersion is kept);
+/// one that changes it gets a new resourceVersion and keeps the generation (the no-op check
+/// compares `status` first, then the whole object).
+#[tokio::test]
+async fn status_patches_keep_the_version_when_nothing_changes() {
+    let (_env, api) = common::env_with_widget().await;
+    let pp = PatchParams::default();
+    let set = |ready: bool| Patch::Merge(json!({"status": {"ready": ready}}));
+    let a = api.patch_status("w", &pp, &set(true)).await.unwrap();
+    let b = api.patch_status("w", &pp, &set(true)).await.unwrap();
+    assert_eq!(a.metadata.resource_version, b.metadata.resource_version);
+    let c = api.patch_status("w", &pp, &set(false)).await.unwrap();
+    assert_ne!(b.metadata.resource_version, c.metadata.resource_version);
+    assert_eq!(c.data["status"]["ready"], false);
+    assert_eq!(a.metadata.generation, c.metadata.generation);
+    // A spec change sent to /status is dropped: a no-op.
+    let spec = Patch::Merge(json!({"spec": {"size": 7}}));
+    let d = api.patch_status("w", &pp, &spec).await.unwrap();
+    assert_eq!(c.metadata.resource_version, d.metadata.resource_version);
+    assert_eq!(d.data["spec"]["size"], 1);
+}

@@ -283,6 +283,16 @@ enum Decision {
     Done(Outcome),
 }
 
+/// Whether a written object equals the stored one (a no-op write), `status` compared first: a
+/// status write changes it, and the full comparison would walk the whole object (metadata, its
+/// managedFields, spec) before reaching it, in key order.
+fn same(cur: &Value, new: &Value) -> bool {
+    match (cur.as_object(), new.as_object()) {
+        (Some(c), Some(n)) => c.len() == n.len() && c.get("status") == n.get("status") && c == n,
+        _ => cur == new,
+    }
+}
+
 /// Decides `change` against the stored object `cur`: the resourceVersion `next_rv` goes on a
 /// write; an unchanged object or a dry run writes nothing.
 fn decide(
@@ -300,7 +310,7 @@ fn decide(
                     Some(rv) => meta::set_meta(&mut v, "resourceVersion", json!(rv)),
                     None => meta::remove_meta(&mut v, "resourceVersion"),
                 }
-                if *c == v {
+                if same(c, &v) {
                     return Ok(Decision::Done(Outcome::Unchanged(Committed::unstored(v))));
                 }
             }
