@@ -2,7 +2,7 @@
 //! one task per connection, with the transport limits of `ctrl_net` (listen backlog, accept
 //! back-off, keepalive, head/idle timeout, HTTP/2 stream limits) that ctrl's other servers
 //! share. HTTPS on the same port (`tls`: a connection that starts with a handshake), HTTP/2
-//! there when the client picks `h2` in ALPN, else HTTP/1.1; the body limit, authentication and
+//! there when the client picks `h2` in ALPN (the `http2` feature), else HTTP/1.1; the body limit, authentication and
 //! every filter below are the same for both. Each request is authenticated and
 //! authorized first (`auth`: client certificates, bearer tokens, impersonation, RBAC; health and version are public, as
 //! upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit (413
@@ -72,27 +72,33 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
                 return;
             };
             let cert_user = client_certificate_user(&s, &tls);
+            #[cfg(feature = "http2")]
             if crate::tls::negotiated_h2(&s) {
-                ctrl_net::http2(head_timeout)
+                let r = ctrl_net::http2(head_timeout)
                     .serve_connection(TokioIo::new(s), svc(cert_user))
-                    .await
-            } else {
-                ctrl_net::http1(head_timeout)
-                    .serve_connection(TokioIo::new(s), svc(cert_user))
-                    .await
+                    .await;
+                return ended(r);
             }
+            ctrl_net::http1(head_timeout)
+                .serve_connection(TokioIo::new(s), svc(cert_user))
+                .await
         } else {
             ctrl_net::http1(head_timeout)
                 .serve_connection(TokioIo::new(stream), svc(None))
                 .await
         };
-        if let Err(e) = r {
-            tracing::debug!("connection error: {e}");
-        }
+        ended(r);
     };
     tokio::select! {
         _ = served => {}
         _ = stop.cancelled() => {}
+    }
+}
+
+/// Logs how a connection ended, if with an error.
+fn ended(r: Result<(), hyper::Error>) {
+    if let Err(e) = r {
+        tracing::debug!("connection error: {e}");
     }
 }
 
