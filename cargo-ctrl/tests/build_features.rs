@@ -18,7 +18,8 @@ use support::{scaffold, scaffold_api, workspace};
 /// only ctrl-envtest's tests use (`k8s-pb`) or that compiled its descriptors (`protox`),
 /// ctrl-envtest's CronJob schedules (`ctrl/envtest-cronjob`) and CEL (`ctrl/envtest-cel`: cel-rust,
 /// its ANTLR runtime and time zones), HTTP/2 (`ctrl/http2`: h2, for `--enable-http2` and the
-/// in-process API server's Go clients), and ctrl's bench and test crates.
+/// in-process API server's Go clients), the shard ring's hash (`ctrl/sharding`: xxhash-rust), the
+/// TSC clock the work queue's metrics once read (quanta), and ctrl's bench and test crates.
 const LEFT_OUT: &[&str] = &[
     "pprof",
     "findshlibs",
@@ -31,6 +32,9 @@ const LEFT_OUT: &[&str] = &[
     "antlr4rust",
     "chrono-tz",
     "h2",
+    "xxhash-rust",
+    "quanta",
+    "raw-cpuid",
     "criterion",
     "plotters",
     "cap",
@@ -134,6 +138,7 @@ fn a_generated_project_compiles_none_of_what_it_does_not_use() {
         ("ctrl/envtest-cel", "cel"),
         ("ctrl/pprof", "pprof"),
         ("ctrl/http2", "h2"),
+        ("ctrl/sharding", "xxhash-rust"),
     ] {
         let with = packages(dir.path(), &["-e", "normal,build", "--features", feature]);
         assert!(
