@@ -22,6 +22,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_util::either::Either;
 
 use crate::api::status::ApiError;
 use crate::auth::UserInfo;
@@ -66,7 +67,9 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
         else {
             return;
         };
-        let r = if is_tls {
+        // Plain and TLS streams are one type to HTTP/1.1 (`Either`), so hyper's HTTP/1.1
+        // connection and this service are compiled once, not once per stream type.
+        let (io, cert_user) = if is_tls {
             let Ok(Ok(s)) = tokio::time::timeout(head_timeout, tls.acceptor.accept(stream)).await
             else {
                 return;
@@ -79,14 +82,13 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
                     .await;
                 return ended(r);
             }
-            ctrl_net::http1(head_timeout)
-                .serve_connection(TokioIo::new(s), svc(cert_user))
-                .await
+            (Either::Right(s), cert_user)
         } else {
-            ctrl_net::http1(head_timeout)
-                .serve_connection(TokioIo::new(stream), svc(None))
-                .await
+            (Either::Left(stream), None)
         };
+        let r = ctrl_net::http1(head_timeout)
+            .serve_connection(TokioIo::new(io), svc(cert_user))
+            .await;
         ended(r);
     };
     tokio::select! {
