@@ -16,17 +16,18 @@
 //! paged list then a watch and with a streaming list (`Options::streaming_lists`, one watch
 //! with `sendInitialEvents=true`), side by side.
 
+#[path = "support/heap.rs"]
+mod heap;
 #[path = "support/objects.rs"]
 mod objects;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cap::Cap;
 use ctrl::cache::{Cache, Options};
 use ctrl_envtest::Environment;
 use futures::StreamExt;
+use heap::Peak;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
 use kube::api::{Api, ListParams, PostParams};
@@ -93,35 +94,6 @@ struct Row {
     peak: usize,
 }
 
-/// Samples the allocator every millisecond on a thread of its own, keeping the maximum.
-struct Peak {
-    stop: Arc<AtomicBool>,
-    max: Arc<AtomicUsize>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Peak {
-    fn start() -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let max = Arc::new(AtomicUsize::new(ALLOC.allocated()));
-        let (s, m) = (stop.clone(), max.clone());
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                m.fetch_max(ALLOC.allocated(), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        });
-        Self { stop, max, thread }
-    }
-
-    /// The maximum seen, above `before`.
-    fn stop(self, before: usize) -> usize {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.thread.join();
-        self.max.load(Ordering::Relaxed).saturating_sub(before)
-    }
-}
-
 /// Lets freed buffers settle, then reads the allocator.
 async fn allocated() -> usize {
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -130,7 +102,7 @@ async fn allocated() -> usize {
 
 async fn bare(env: &Environment) -> (usize, Duration, usize) {
     let before = allocated().await;
-    let peak = Peak::start();
+    let peak = Peak::start(|| ALLOC.allocated());
     let t = Instant::now();
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
     let items = api.list(&ListParams::default()).await.expect("list").items;
@@ -143,7 +115,7 @@ async fn bare(env: &Environment) -> (usize, Duration, usize) {
 
 async fn kube_reflector(env: &Environment) -> (usize, Duration, usize) {
     let before = allocated().await;
-    let peak = Peak::start();
+    let peak = Peak::start(|| ALLOC.allocated());
     let t = Instant::now();
     let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
     let (reader, writer) = reflector::store::<ConfigMap>();
@@ -164,7 +136,7 @@ async fn kube_reflector(env: &Environment) -> (usize, Duration, usize) {
 
 async fn ctrl_cache(env: &Environment, strip: bool, streaming: bool) -> (usize, Duration, usize) {
     let before = allocated().await;
-    let peak = Peak::start();
+    let peak = Peak::start(|| ALLOC.allocated());
     let t = Instant::now();
     let mut opts = if strip {
         Options::default()

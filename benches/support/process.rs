@@ -19,7 +19,7 @@ pub fn cpu_time() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// A `kB` line of `/proc/self/status` (`VmRSS`, `VmHWM`), in bytes.
+/// A `kB` line of `/proc/self/status` (`VmHWM`), in bytes.
 fn status_kb(field: &str) -> usize {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -27,11 +27,6 @@ fn status_kb(field: &str) -> usize {
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
         .map_or(0, |kb| kb * 1024)
-}
-
-/// The resident set now.
-pub fn rss() -> usize {
-    status_kb("VmRSS")
 }
 
 /// The resident set's peak since the process started or [`reset_peak_rss`] last ran.
