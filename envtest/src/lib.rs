@@ -50,6 +50,7 @@
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings,
 //!                quantities, addresses
 //! faults         fault injection and the request log (a leaf)
+//! task           spawn: tokio::spawn of a boxed future, its task code compiled once (a leaf)
 //! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```
 //!
@@ -180,6 +181,7 @@ mod faults;
 mod registry;
 mod server;
 mod storage;
+mod task;
 mod tls;
 mod webhook_client;
 

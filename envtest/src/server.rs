@@ -46,7 +46,7 @@ pub(crate) async fn serve(listener: TcpListener, state: Arc<State>, tls: Arc<Tls
             _ = state.shutdown.cancelled() => return,
             c = acceptor.accept() => c,
         };
-        tokio::spawn(connection(stream, state.clone(), tls.clone()));
+        crate::task::spawn(connection(stream, state.clone(), tls.clone()));
     }
 }
 
