@@ -17,7 +17,9 @@ use support::{scaffold, scaffold_api, workspace};
 /// and its symbolizer (`ctrl/pprof`), OpenTelemetry (`ctrl/otel`), the protobuf crates that
 /// only ctrl-envtest's tests use (`k8s-pb`) or that compiled its descriptors (`protox`),
 /// ctrl-envtest's CronJob schedules (`ctrl/envtest-cronjob`) and CEL (`ctrl/envtest-cel`: cel-rust,
-/// its ANTLR runtime and time zones), and ctrl's bench and test crates.
+/// its ANTLR runtime and time zones), HTTP/2 (`ctrl/http2`: h2, for `--enable-http2` and the
+/// in-process API server's Go clients), the shard ring's hash (`ctrl/sharding`: xxhash-rust), the
+/// TSC clock the work queue's metrics once read (quanta), and ctrl's bench and test crates.
 const LEFT_OUT: &[&str] = &[
     "pprof",
     "findshlibs",
@@ -29,6 +31,10 @@ const LEFT_OUT: &[&str] = &[
     "cel",
     "antlr4rust",
     "chrono-tz",
+    "h2",
+    "xxhash-rust",
+    "quanta",
+    "raw-cpuid",
     "criterion",
     "plotters",
     "cap",
@@ -131,6 +137,8 @@ fn a_generated_project_compiles_none_of_what_it_does_not_use() {
         ("ctrl/envtest-cronjob", "croner"),
         ("ctrl/envtest-cel", "cel"),
         ("ctrl/pprof", "pprof"),
+        ("ctrl/http2", "h2"),
+        ("ctrl/sharding", "xxhash-rust"),
     ] {
         let with = packages(dir.path(), &["-e", "normal,build", "--features", feature]);
         assert!(

@@ -367,7 +367,7 @@ impl EnvironmentBuilder {
                 path: "admin client certificate".into(),
                 message,
             })?;
-        tokio::spawn(server::serve(listener, state.clone(), tls.clone()));
+        crate::task::spawn(server::serve(listener, state.clone(), tls.clone()));
         Ok(Environment {
             state,
             addr,

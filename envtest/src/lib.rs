@@ -50,6 +50,7 @@
 //! api/           status errors, meta rules, selectors, validation, patch, protobuf, warnings,
 //!                quantities, addresses
 //! faults         fault injection and the request log (a leaf)
+//! task           spawn: tokio::spawn of a boxed future, its task code compiled once (a leaf)
 //! wait           eventually / wait_until: polling helpers for tests (a leaf)
 //! ```
 //!
@@ -151,7 +152,9 @@
 //! * The transport is `ctrl_net`'s, shared with ctrl's other servers: system-maximum listen
 //!   backlog, accept back-off when out of file descriptors, TCP keepalive, and a request-head
 //!   and idle timeout ([`EnvironmentBuilder::header_read_timeout`], 32 s). TLS offers ALPN `h2`
-//!   and `http/1.1`; HTTP/2 has kube-apiserver's stream limits (`ctrl_net::http2`).
+//!   and `http/1.1`; HTTP/2 has kube-apiserver's stream limits (`ctrl_net::http2`). That is
+//!   the `http2` feature (on by default; ctrl's `envtest` leaves it off): without it ALPN
+//!   offers only `http/1.1`, which the kube client and kubectl fall back to.
 //! * **Authentication and RBAC are on**, as in Go's envtest: every request needs a bearer
 //!   token the server knows or, over TLS, a client certificate signed by the environment's CA
 //!   (CN = user, O = groups: [`Environment::add_user_certificate`]; the admin kubeconfig carries
@@ -178,6 +181,7 @@ mod faults;
 mod registry;
 mod server;
 mod storage;
+mod task;
 mod tls;
 mod webhook_client;
 

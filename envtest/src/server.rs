@@ -2,7 +2,7 @@
 //! one task per connection, with the transport limits of `ctrl_net` (listen backlog, accept
 //! back-off, keepalive, head/idle timeout, HTTP/2 stream limits) that ctrl's other servers
 //! share. HTTPS on the same port (`tls`: a connection that starts with a handshake), HTTP/2
-//! there when the client picks `h2` in ALPN, else HTTP/1.1; the body limit, authentication and
+//! there when the client picks `h2` in ALPN (the `http2` feature), else HTTP/1.1; the body limit, authentication and
 //! every filter below are the same for both. Each request is authenticated and
 //! authorized first (`auth`: client certificates, bearer tokens, impersonation, RBAC; health and version are public, as
 //! upstream), checked against injected faults (`faults`), its body read with the 3 MiB limit (413
@@ -22,6 +22,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_util::either::Either;
 
 use crate::api::status::ApiError;
 use crate::auth::UserInfo;
@@ -45,7 +46,7 @@ pub(crate) async fn serve(listener: TcpListener, state: Arc<State>, tls: Arc<Tls
             _ = state.shutdown.cancelled() => return,
             c = acceptor.accept() => c,
         };
-        tokio::spawn(connection(stream, state.clone(), tls.clone()));
+        crate::task::spawn(connection(stream, state.clone(), tls.clone()));
     }
 }
 
@@ -66,33 +67,40 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
         else {
             return;
         };
-        let r = if is_tls {
+        // Plain and TLS streams are one type to HTTP/1.1 (`Either`), so hyper's HTTP/1.1
+        // connection and this service are compiled once, not once per stream type.
+        let (io, cert_user) = if is_tls {
             let Ok(Ok(s)) = tokio::time::timeout(head_timeout, tls.acceptor.accept(stream)).await
             else {
                 return;
             };
             let cert_user = client_certificate_user(&s, &tls);
+            #[cfg(feature = "http2")]
             if crate::tls::negotiated_h2(&s) {
-                ctrl_net::http2(head_timeout)
+                let r = ctrl_net::http2(head_timeout)
                     .serve_connection(TokioIo::new(s), svc(cert_user))
-                    .await
-            } else {
-                ctrl_net::http1(head_timeout)
-                    .serve_connection(TokioIo::new(s), svc(cert_user))
-                    .await
+                    .await;
+                return ended(r);
             }
+            (Either::Right(s), cert_user)
         } else {
-            ctrl_net::http1(head_timeout)
-                .serve_connection(TokioIo::new(stream), svc(None))
-                .await
+            (Either::Left(stream), None)
         };
-        if let Err(e) = r {
-            tracing::debug!("connection error: {e}");
-        }
+        let r = ctrl_net::http1(head_timeout)
+            .serve_connection(TokioIo::new(io), svc(cert_user))
+            .await;
+        ended(r);
     };
     tokio::select! {
         _ = served => {}
         _ = stop.cancelled() => {}
+    }
+}
+
+/// Logs how a connection ended, if with an error.
+fn ended(r: Result<(), hyper::Error>) {
+    if let Err(e) = r {
+        tracing::debug!("connection error: {e}");
     }
 }
 

@@ -5,8 +5,9 @@
 //! `certificate-authority-data`; kube clients and raw test requests may keep using plain
 //! HTTP. The certificate is signed by a CA of the environment, which also signs client
 //! certificates (X.509 client authentication, `auth::x509`), and remembers the subject of each
-//! one it signs. TLS offers ALPN `h2` and `http/1.1`, as kube-apiserver does (client-go then multiplexes
-//! every request and watch over one HTTP/2 connection); plain HTTP is HTTP/1.1.
+//! one it signs. TLS offers ALPN `h2` and `http/1.1`, as kube-apiserver does (client-go then
+//! multiplexes every request and watch over one HTTP/2 connection), with the `http2` feature;
+//! without it only `http/1.1`. Plain HTTP is HTTP/1.1.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -91,7 +92,7 @@ impl Tls {
             .with_client_cert_verifier(clients)
             .with_single_cert(vec![serving], key)
             .map_err(|e| format!("serving certificate: {e}"))?;
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn();
         Ok(Tls {
             cert_pem: ca_cert.pem(),
             acceptor: TlsAcceptor::from(Arc::new(config)),
@@ -135,7 +136,19 @@ impl Tls {
     }
 }
 
+/// The protocols ALPN offers: `h2` then `http/1.1` with the `http2` feature, else only
+/// `http/1.1` (a client offering both then gets HTTP/1.1; one offering only `h2` a handshake
+/// error, as rustls answers).
+fn alpn() -> Vec<Vec<u8>> {
+    let mut protocols = vec![b"http/1.1".to_vec()];
+    if cfg!(feature = "http2") {
+        protocols.insert(0, b"h2".to_vec());
+    }
+    protocols
+}
+
 /// Whether the client chose HTTP/2 in the handshake (ALPN `h2`).
+#[cfg(feature = "http2")]
 pub(crate) fn negotiated_h2(s: &tokio_rustls::server::TlsStream<TcpStream>) -> bool {
     s.get_ref().1.alpn_protocol() == Some(b"h2")
 }

@@ -131,7 +131,7 @@ async fn connect(uri: &http::Uri, ca_bundle: &str) -> Result<Sender, String> {
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let _ = conn.await;
     });
     Ok(sender)

@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
     "tls",
     "api",
     "faults",
+    "task",
     "wait",
 ];
 

@@ -16,7 +16,7 @@
 //!   whenever the connection waits for a request head, so it is also the idle timeout of a
 //!   kept-alive connection: a half-sent head or a silent connection is closed after it.
 //!
-//! * [`http2`] is a hyper HTTP/2 connection builder with kube-apiserver's limits
+//! * `http2` (the `http2` feature) is a hyper HTTP/2 connection builder with kube-apiserver's limits
 //!   (`k8s.io/apiserver/pkg/server/secure_serving.go`): 250 concurrent streams, 256 KiB stream
 //!   windows and frames, a connection window of both multiplied, a bound on streams the client
 //!   resets before they are served (rapid reset) and on streams this side resets for errors.
@@ -28,8 +28,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use hyper::server::conn::http1 as hyper_http1;
+#[cfg(feature = "http2")]
 use hyper::server::conn::http2 as hyper_http2;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+#[cfg(feature = "http2")]
+use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::TokioTimer;
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -138,21 +141,26 @@ pub fn http1(header_read_timeout: Duration) -> hyper_http1::Builder {
 }
 
 /// kube-apiserver's `MaxConcurrentStreams` default (`secure_serving.go`).
+#[cfg(feature = "http2")]
 pub const HTTP2_MAX_CONCURRENT_STREAMS: u32 = 250;
 
 /// kube-apiserver's per-stream upload buffer and read frame size (`resourceBody99Percentile`).
+#[cfg(feature = "http2")]
 pub const HTTP2_STREAM_WINDOW: u32 = 256 * 1024;
 
 /// Streams a client may open and reset before this side accepts them (hyper's bound on the
 /// rapid-reset attack, CVE-2023-44487); more and the connection is closed with a GOAWAY.
+#[cfg(feature = "http2")]
 pub const HTTP2_MAX_PENDING_RESETS: usize = 20;
 
 /// Streams this side may reset for protocol errors before it closes the connection.
+#[cfg(feature = "http2")]
 pub const HTTP2_MAX_LOCAL_ERROR_RESETS: usize = 1024;
 
 /// A hyper HTTP/2 server-connection builder with kube-apiserver's stream limits (see the crate
 /// docs), keep-alive pings every `header_read_timeout` (a peer silent for another one is dropped)
 /// and the same 1 MiB header-list limit as Go's `http.Server` (`DefaultMaxHeaderBytes`).
+#[cfg(feature = "http2")]
 pub fn http2(header_read_timeout: Duration) -> hyper_http2::Builder<TokioExecutor> {
     let mut b = hyper_http2::Builder::new(TokioExecutor::new());
     b.timer(TokioTimer::new())

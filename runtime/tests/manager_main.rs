@@ -55,6 +55,20 @@ fn flags_have_kubebuilder_names_and_defaults() {
     assert!(!parse(&["--leader-elect=false"]).manager.leader_elect);
     assert!(parse(&["--leader-elect=true"]).manager.leader_elect);
     assert!(Cli::try_parse_from(["operator", "--leader-elect=maybe"]).is_err());
+
+    // --enable-http2: false by default; true only in a build with the `http2` feature (the
+    // workspace's test build has it; `cargo test -p ctrl-runtime --test manager_main` not).
+    assert!(!parse(&["--enable-http2=false"]).manager.enable_http2);
+    assert!(Cli::try_parse_from(["operator", "--enable-http2=maybe"]).is_err());
+    for on in ["--enable-http2=true", "--enable-http2"] {
+        let parsed = Cli::try_parse_from(["operator", on]);
+        if cfg!(feature = "http2") {
+            assert!(parsed.expect("parse").manager.enable_http2, "{on}");
+        } else {
+            let err = parsed.expect_err(on).to_string();
+            assert!(err.contains("needs ctrl's `http2` feature"), "{on}: {err}");
+        }
+    }
 }
 
 #[tokio::test]

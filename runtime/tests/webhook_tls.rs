@@ -1,5 +1,6 @@
 //! The webhook server's TLS: plain HTTP to the TLS port, certificates rotated on
-//! disk served without restart, client-CA (mTLS), h2 by ALPN only when enabled, the
+//! disk served without restart, client-CA (mTLS), h2 by ALPN only when enabled (and only with
+//! the `http2` feature: without it enabling it fails the start), the
 //! readiness check,
 //! graceful shutdown, and serving only when something is registered.
 
@@ -11,7 +12,6 @@ use ctrl_runtime::healthz::Checker;
 use ctrl_runtime::manager::{Group, Runnable};
 use ctrl_runtime::webhook::admission::{self, Response};
 use ctrl_runtime::webhook::{Options, Server, certs};
-use http_body_util::{BodyExt, Full};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 use webhook_support::{client_config, configmap, post, review, start, start_with, tls_connect};
@@ -133,7 +133,16 @@ async fn h2_is_negotiated_by_alpn_only_when_enabled() {
         .await
         .unwrap();
     assert_eq!(both.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    #[cfg(feature = "http2")]
+    served_over_h2_when_enabled().await;
+    #[cfg(not(feature = "http2"))]
+    without_the_http2_feature_it_cannot_be_enabled().await;
+}
 
+/// With the `http2` feature: `enable_http2` offers h2, and an h2 request is answered.
+#[cfg(feature = "http2")]
+async fn served_over_h2_when_enabled() {
+    use http_body_util::{BodyExt, Full};
     let enable = |o: Options| Options {
         tls: ctrl_runtime::tls::TlsOptions {
             enable_http2: true,
@@ -163,6 +172,47 @@ async fn h2_is_negotiated_by_alpn_only_when_enabled() {
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(v["response"]["allowed"], true);
+}
+
+/// Without the `http2` feature (`cargo test -p ctrl-runtime --test webhook_tls`, which
+/// `.ci/run` runs; the workspace's test build has it): `enable_http2` fails the start naming the
+/// feature, and a hook that offers h2 still gets HTTP/1.1 negotiated and served.
+#[cfg(not(feature = "http2"))]
+async fn without_the_http2_feature_it_cannot_be_enabled() {
+    let dir = certs::temp_cert_dir().expect("temp dir");
+    certs::generate_self_signed(&dir, &[]).expect("certs");
+    let mut o = webhook_support::options(dir);
+    o.tls.enable_http2 = true;
+    let server = Server::new(o);
+    allow_all(&server);
+    let err = server
+        .serve(CancellationToken::new())
+        .await
+        .expect_err("enable_http2 without the feature must fail the start");
+    assert!(
+        err.to_string()
+            .contains(ctrl_runtime::tls::HTTP2_NEEDS_FEATURE),
+        "{err}"
+    );
+
+    let offer_h2 = |o: Options| Options {
+        tls: ctrl_runtime::tls::TlsOptions::default()
+            .with_hook(|c| c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()]),
+        ..o
+    };
+    let r = start_with(offer_h2, allow_all).await;
+    let refused = tls_connect(r.addr, client_config(&r.ca_pem, &[b"h2"])).await;
+    assert!(
+        refused.is_err(),
+        "h2 must not be negotiated without the feature"
+    );
+    let both = tls_connect(r.addr, client_config(&r.ca_pem, &[b"h2", b"http/1.1"]))
+        .await
+        .unwrap();
+    assert_eq!(both.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let body = review("CREATE", configmap(serde_json::json!({})), None).to_string();
+    let (status, answer) = post(&r, "/allow", "application/json", body.as_bytes()).await;
+    assert_eq!(status, 200, "{answer}");
 }
 
 #[tokio::test]

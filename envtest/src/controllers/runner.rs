@@ -65,9 +65,9 @@ pub(crate) fn start(api: &Arc<Apiserver>, shutdown: &CancellationToken, r: Arc<d
             res,
             tx: tx.clone(),
         };
-        tokio::spawn(feed.run());
+        crate::task::spawn(feed.run());
     }
-    tokio::spawn(work(api.clone(), shutdown.clone(), r, rx));
+    crate::task::spawn(work(api.clone(), shutdown.clone(), r, rx));
 }
 
 /// Follows one watched resource and sends the keys its changes affect.

@@ -131,7 +131,7 @@ impl Simulation {
         // never share its identity (a shard's id is its name; two holders of one shard Lease
         // would both think they hold it).
         let previous = slot.task.take();
-        slot.task = Some(tokio::spawn(async move {
+        slot.task = Some(crate::task::spawn(async move {
             if let Some(previous) = previous {
                 let _ = previous.await;
             }

@@ -3,10 +3,14 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "http2")]
 use bytes::Bytes;
 use ctrl_envtest::Environment;
+#[cfg(feature = "http2")]
 use http_body_util::Full;
+#[cfg(feature = "http2")]
 use hyper::client::conn::http2::SendRequest;
+#[cfg(feature = "http2")]
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -20,6 +24,16 @@ pub async fn connect(
     tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
     Option<Vec<u8>>,
 ) {
+    let s = try_connect(env, alpn).await.expect("TLS handshake");
+    let picked = s.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    (s, picked)
+}
+
+/// [`connect`]'s TLS stream, or the handshake's error.
+pub async fn try_connect(
+    env: &Environment,
+    alpn: &[&[u8]],
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
     let ca = CertificateDer::from_pem_slice(env.ca_pem().as_bytes()).expect("the CA");
     roots.add(ca).expect("a root");
@@ -37,15 +51,14 @@ pub async fn connect(
     // would hold until the first is acknowledged (a delayed ACK, ~40 ms).
     tcp.set_nodelay(true).expect("nodelay");
     let name = ServerName::try_from("127.0.0.1").expect("a name");
-    let s = tokio_rustls::TlsConnector::from(Arc::new(config))
+    tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .expect("TLS handshake");
-    let picked = s.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
-    (s, picked)
 }
 
-/// One HTTP/2 connection (ALPN `h2` offered with `http/1.1`, and asserted picked).
+/// One HTTP/2 connection (ALPN `h2` offered with `http/1.1`, and asserted picked; the `http2`
+/// feature).
+#[cfg(feature = "http2")]
 pub async fn h2(env: &Environment) -> SendRequest<Full<Bytes>> {
     let (io, alpn) = connect(env, &[b"h2", b"http/1.1"]).await;
     assert_eq!(alpn.as_deref(), Some(&b"h2"[..]), "the server picks h2");

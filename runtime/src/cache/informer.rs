@@ -15,7 +15,7 @@
 //! error handler; [`Cache::remove_informer`](super::Cache::remove_informer) stops the
 //! informer through its own child token. Resyncs replay every object as `Update(old == new)`.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -52,6 +52,50 @@ pub(crate) trait InformerControl: Send + Sync + 'static {
     fn name(&self) -> String;
     /// Stops the watch and the handlers' delivery (the informer was removed).
     fn stop(&self);
+}
+
+/// One event of the watch of scope `.0`.
+type ScopedEvent<K> = (usize, WatchResult<K>);
+
+/// The most events [`Ready`] takes in one go: a few list pages (kube's default page is 500
+/// objects), so that a stream that always has more ready (a streaming list the server sends
+/// faster than it is read) still reaches the store and the handlers in bursts.
+const READY_BATCH: usize = 2048;
+
+/// Events the informer's streams had ready, taken at once (see `Inner::next_event`).
+struct Ready<K> {
+    events: VecDeque<ScopedEvent<K>>,
+    /// The streams ended after `events`.
+    ended: bool,
+}
+
+impl<K> Ready<K> {
+    fn new() -> Self {
+        Self {
+            events: VecDeque::new(),
+            ended: false,
+        }
+    }
+
+    /// Takes what `streams` has ready without waiting; whether it took an event or saw
+    /// them end. A poll that finds none ready leaves a no-op waker: the caller then waits
+    /// on the streams with its own.
+    fn fill(
+        &mut self,
+        streams: &mut futures::stream::SelectAll<BoxStream<'static, ScopedEvent<K>>>,
+    ) -> bool {
+        while self.events.len() < READY_BATCH {
+            match streams.next().now_or_never() {
+                Some(Some(ev)) => self.events.push_back(ev),
+                Some(None) => {
+                    self.ended = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        !self.events.is_empty() || self.ended
+    }
 }
 
 /// A handler registered before the informer started, with its sink.
@@ -367,21 +411,34 @@ impl<K: CacheObject> Inner<K> {
         }
     }
 
-    /// The next event: one the streams have ready is taken without waiting (a list page's
-    /// objects arrive as one burst); before waiting for more, the handlers are woken for
-    /// what was queued. `None` once stopped or the streams ended.
+    /// The next event. Every event the streams have ready is taken in one go (a list
+    /// page's objects arrive as one burst), up to [`READY_BATCH`]: the poll that finds
+    /// none ready is the one that sends the next page's request, so the server builds that
+    /// page while this task stores the burst (one after the other, the store's writes were
+    /// on the start's critical path). Before taking more, the handlers are woken for what
+    /// the last burst queued. `None` once stopped or the streams ended.
     async fn next_event(
         &self,
-        events: &mut futures::stream::SelectAll<BoxStream<'static, (usize, WatchResult<K>)>>,
+        events: &mut futures::stream::SelectAll<BoxStream<'static, ScopedEvent<K>>>,
+        ready: &mut Ready<K>,
         resync: &mut std::pin::Pin<&mut tokio::time::Sleep>,
         ctx: &CancellationToken,
-    ) -> Option<(usize, WatchResult<K>)> {
+    ) -> Option<ScopedEvent<K>> {
         loop {
-            if let Some(ready) = events.next().now_or_never() {
-                // Once stopped (or removed), no further event is applied.
-                return ready.filter(|_| !ctx.is_cancelled());
+            // Once stopped (or removed), no further event is applied.
+            if ctx.is_cancelled() {
+                return None;
+            }
+            if let Some(ev) = ready.events.pop_front() {
+                return Some(ev);
+            }
+            if ready.ended {
+                return None;
             }
             self.wake_handlers();
+            if ready.fill(events) {
+                continue;
+            }
             tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return None,
@@ -389,7 +446,10 @@ impl<K: CacheObject> Inner<K> {
                     self.resync();
                     resync.as_mut().reset(self.next_resync());
                 }
-                ev = events.next() => return ev.filter(|_| !ctx.is_cancelled()),
+                ev = events.next() => match ev {
+                    Some(ev) => ready.events.push_back(ev),
+                    None => return None,
+                },
             }
         }
     }
@@ -503,7 +563,7 @@ impl<K: CacheObject> Inner<K> {
     fn streams(
         &self,
         scopes: &[WatchScope],
-    ) -> futures::stream::SelectAll<BoxStream<'static, (usize, WatchResult<K>)>> {
+    ) -> futures::stream::SelectAll<BoxStream<'static, ScopedEvent<K>>> {
         let streams = scopes.iter().enumerate().map(|(i, scope)| {
             let cfg = watcher::Config {
                 label_selector: scope.label_selector.clone(),
@@ -539,8 +599,12 @@ impl<K: CacheObject> Inner<K> {
         let mut inits = vec![false; scopes.len()];
         let resync = tokio::time::sleep_until(self.next_resync());
         tokio::pin!(resync);
+        let mut ready = Ready::new();
         tracing::debug!(informer = %self.name, "informer started");
-        while let Some((i, ev)) = self.next_event(&mut events, &mut resync, &ctx).await {
+        while let Some((i, ev)) = self
+            .next_event(&mut events, &mut ready, &mut resync, &ctx)
+            .await
+        {
             match ev {
                 Err(err) => self.watch_failed(&err),
                 // Only a relist (the scope's second list or later, also after a list

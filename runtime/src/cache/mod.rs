@@ -318,12 +318,7 @@ impl Cache {
         let key = informer_key::<K>(dt);
         let mut informers = self.inner.informers.lock();
         if let Some(e) = informers.get(&key) {
-            return e
-                .any
-                .clone()
-                .downcast::<Informer<K>>()
-                .ok()
-                .map(|i| (*i).clone());
+            return (*e.any).downcast_ref::<Informer<K>>().cloned();
         }
         if !create {
             return None;

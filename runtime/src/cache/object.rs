@@ -101,7 +101,16 @@ impl<K> CacheObject for K where
 /// (client-go's `MetaNamespaceKeyFunc`).
 pub fn object_key(namespace: Option<&str>, name: &str) -> String {
     match namespace {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        // Built by hand, not with `format!`: the informer keys every object it stores and
+        // each cached read keys its request (the formatting machinery was ~1 % of a
+        // 100,000-object start).
+        Some(ns) if !ns.is_empty() => {
+            let mut key = String::with_capacity(ns.len() + 1 + name.len());
+            key.push_str(ns);
+            key.push('/');
+            key.push_str(name);
+            key
+        }
         _ => name.to_string(),
     }
 }
@@ -131,3 +140,16 @@ macro_rules! typed_form {
     };
 }
 pub(crate) use typed_form;
+
+#[cfg(test)]
+mod tests {
+    use super::object_key;
+
+    #[test]
+    fn keys_are_client_go_s_namespace_slash_name() {
+        assert_eq!(object_key(Some("team-a"), "web"), "team-a/web");
+        assert_eq!(object_key(Some(""), "node-1"), "node-1");
+        assert_eq!(object_key(None, "node-1"), "node-1");
+        assert_eq!(object_key(Some("ns"), ""), "ns/");
+    }
+}

@@ -155,6 +155,20 @@ impl Cache {
 }
 
 impl Cache {
+    /// [`Reader::get_with`] by the object's store key (`namespace/name`, or `name`), for a
+    /// caller that has built the key already (the client, for its own-writes check).
+    pub(crate) async fn get_by_key<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        key: &str,
+    ) -> Result<Arc<K>, Error> {
+        let inf = self.informer_for_read::<K>(dt).await?;
+        inf.store().get(key).ok_or_else(|| Error::NotFound {
+            kind: gvk_string::<K>(dt),
+            key: key.to_string(),
+        })
+    }
+
     /// Waits until the informer of `K` reflects every `(key, requirement)` of `writes`
     /// (the writes of a read-your-own-writes client, the layer above),
     /// starting and syncing it first as a read does; woken by its watch, never polling.
@@ -192,12 +206,8 @@ impl Reader for Cache {
         namespace: &str,
         name: &str,
     ) -> Result<Arc<K>, Error> {
-        let inf = self.informer_for_read::<K>(dt).await?;
-        let key = object_key(Some(namespace), name);
-        inf.store().get(&key).ok_or_else(|| Error::NotFound {
-            kind: gvk_string::<K>(dt),
-            key,
-        })
+        self.get_by_key::<K>(dt, &object_key(Some(namespace), name))
+            .await
     }
 
     async fn list_with<K: CacheObject>(

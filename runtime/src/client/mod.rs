@@ -184,7 +184,7 @@ impl Reader for Client {
         self.wait_for_own_writes::<K>(dt, consistency::Select::Key(&key), "get", &key)
             .await?;
         self.cache
-            .get_with::<K>(dt, namespace, name)
+            .get_by_key::<K>(dt, &key)
             .await
             .map_err(|e| Error::new("get", gvk_string::<K>(dt), key, e))
     }

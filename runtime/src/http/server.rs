@@ -23,7 +23,9 @@ use http::StatusCode;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
+#[cfg(feature = "http2")]
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
@@ -213,7 +215,7 @@ impl Server {
 }
 
 /// Serves one accepted connection: plain, or after the TLS handshake as HTTP/1.1 or
-/// (negotiated by ALPN) h2.
+/// (negotiated by ALPN, with the `http2` feature) h2.
 async fn accept_conn(
     stream: TcpStream,
     peer: SocketAddr,
@@ -270,19 +272,24 @@ async fn serve_conn<I>(
     });
     let max_header = opts.max_header_bytes.max(8192);
     let io = TokioIo::new(stream);
-    let res = if h2 {
+    // h2 only with the `http2` feature (without it ALPN never offers h2, so `h2` is false).
+    #[cfg(feature = "http2")]
+    if h2 {
         let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
         builder
             .timer(TokioTimer::new())
             .max_header_list_size(u32::try_from(max_header).unwrap_or(u32::MAX));
-        drive_conn!(builder.serve_connection(io, svc), shutdown)
-    } else {
-        let mut builder = ctrl_net::http1(opts.header_read_timeout);
-        builder
-            .max_header_size(max_header)
-            .max_buf_size(max_header + 64 * 1024);
-        drive_conn!(builder.serve_connection(io, svc), shutdown)
-    };
+        return ended(drive_conn!(builder.serve_connection(io, svc), shutdown), h2);
+    }
+    let mut builder = ctrl_net::http1(opts.header_read_timeout);
+    builder
+        .max_header_size(max_header)
+        .max_buf_size(max_header + 64 * 1024);
+    ended(drive_conn!(builder.serve_connection(io, svc), shutdown), h2);
+}
+
+/// Logs how a connection ended, if with an error.
+fn ended(res: Result<(), hyper::Error>, h2: bool) {
     if let Err(error) = res {
         tracing::debug!(%error, h2, "http connection ended with an error");
     }

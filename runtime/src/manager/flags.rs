@@ -117,14 +117,16 @@ pub struct Args {
     )]
     pub metrics_cert_key: String,
     /// If set, HTTP/2 will be enabled for the metrics and webhook servers (off by
-    /// default: the HTTP/2 stream-cancellation and rapid-reset CVEs).
+    /// default: the HTTP/2 stream-cancellation and rapid-reset CVEs). Needs ctrl's `http2`
+    /// feature: without it `true` is refused when the flags are parsed.
     #[arg(
         long = "enable-http2",
         value_name = "BOOL",
         num_args = 0..=1,
         default_value_t = false,
         default_missing_value = "true",
-        action = clap::ArgAction::Set
+        action = clap::ArgAction::Set,
+        value_parser = parse_enable_http2
     )]
     pub enable_http2: bool,
     /// The directory that contains the webhook certificate (else the webhook server's
@@ -253,6 +255,17 @@ impl Args {
     /// `rest_client_requests_total` ([`crate::metrics::client`]).
     pub async fn client(&self) -> Result<kube::Client, ConfigError> {
         crate::metrics::client::new_client(self.config().await?, false).map_err(ConfigError::Client)
+    }
+}
+
+/// `--enable-http2`'s value: `true` or `false`, and `true` only in a build with HTTP/2
+/// (the `http2` feature; else [`crate::tls::HTTP2_NEEDS_FEATURE`]).
+fn parse_enable_http2(value: &str) -> Result<bool, String> {
+    match value {
+        "true" if cfg!(feature = "http2") => Ok(true),
+        "true" => Err(crate::tls::HTTP2_NEEDS_FEATURE.to_string()),
+        "false" => Ok(false),
+        _ => Err(format!("{value:?} is not a boolean (true or false)")),
     }
 }
 

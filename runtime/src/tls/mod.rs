@@ -32,6 +32,10 @@ pub const ALPN_H2: &[u8] = b"h2";
 /// The ALPN protocol id of HTTP/1.1.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 
+/// Why `enable_http2` (`--enable-http2=true`) is refused when ctrl was built without HTTP/2.
+pub const HTTP2_NEEDS_FEATURE: &str = "HTTP/2 (--enable-http2, TlsOptions::enable_http2) needs ctrl's `http2` feature \
+     (ctrl-runtime's `http2`): this build serves HTTP/1.1 only";
+
 /// The lowest TLS version a server accepts (Go's `tls.Config.MinVersion`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TlsVersion {
@@ -63,11 +67,13 @@ pub type ConfigHook = Arc<dyn Fn(&mut ServerConfig) + Send + Sync>;
 /// How a TLS server is hardened (kubebuilder's `tlsOpts`). The default serves TLS
 /// 1.2 and 1.3 and offers only HTTP/1.1 (ALPN `http/1.1`): HTTP/2 stays off unless
 /// `enable_http2` (kubebuilder's `--enable-http2`, off by default since the HTTP/2
-/// rapid-reset CVEs).
+/// rapid-reset CVEs), which needs the `http2` feature: without it hyper's HTTP/2 (h2) is not
+/// compiled, [`TlsOptions::server_config`] refuses `enable_http2` with
+/// [`HTTP2_NEEDS_FEATURE`], and no hook can make ALPN offer `h2`.
 #[derive(Clone, Default)]
 pub struct TlsOptions {
     /// Offer HTTP/2 (ALPN `h2`, then `http/1.1`). Default false: only HTTP/1.1, and a
-    /// client that negotiates nothing gets HTTP/1.1 too.
+    /// client that negotiates nothing gets HTTP/1.1 too. True needs the `http2` feature.
     pub enable_http2: bool,
     /// The lowest TLS version accepted; default TLS 1.2.
     pub min_version: TlsVersion,
@@ -109,6 +115,9 @@ impl TlsOptions {
         certs: Arc<dyn ResolvesServerCert>,
         client_ca: Option<&Path>,
     ) -> Result<ServerConfig, String> {
+        if self.enable_http2 && !cfg!(feature = "http2") {
+            return Err(HTTP2_NEEDS_FEATURE.to_string());
+        }
         let provider = crypto_provider();
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(self.min_version.versions())
@@ -127,6 +136,10 @@ impl TlsOptions {
         cfg.alpn_protocols = self.alpn();
         for hook in &self.hooks {
             hook(&mut cfg);
+        }
+        if !cfg!(feature = "http2") {
+            // Served as HTTP/1.1 whatever ALPN chose: never let a hook offer h2.
+            cfg.alpn_protocols.retain(|p| p != ALPN_H2);
         }
         Ok(cfg)
     }

@@ -25,8 +25,9 @@ use http::StatusCode;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+#[cfg(feature = "http2")]
+use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::TokioIo;
 use parking_lot::{Mutex, RwLock};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -406,24 +407,33 @@ async fn serve_conn(
     let Some(tls) = tls::accept(stream, peer, &acceptor, timeout, "webhook").await else {
         return;
     };
+    #[cfg(feature = "http2")]
     let h2 = tls::negotiated_h2(&tls);
     let max_body = inner.opts.max_body_bytes;
     let svc = service_fn(move |req: http::Request<Incoming>| {
         let inner = inner.clone();
         async move { Ok::<_, Infallible>(respond(&inner, req, max_body).await) }
     });
-    // Served as negotiated: h2 only after ALPN said so, else HTTP/1.1 only.
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder = if h2 {
-        builder.http2_only()
-    } else {
-        builder.http1_only()
-    };
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(ctrl_net::DEFAULT_HEADER_READ_TIMEOUT);
-    let res = h::drive_conn!(builder.serve_connection(TokioIo::new(tls), svc), shutdown);
+    // Served as negotiated: h2 only after ALPN said so (with the `http2` feature: without it
+    // ALPN never offers h2), else HTTP/1.1 only.
+    let io = TokioIo::new(tls);
+    #[cfg(feature = "http2")]
+    if h2 {
+        let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        return ended(
+            peer,
+            h::drive_conn!(builder.serve_connection(io, svc), shutdown),
+        );
+    }
+    let builder = ctrl_net::http1(ctrl_net::DEFAULT_HEADER_READ_TIMEOUT);
+    ended(
+        peer,
+        h::drive_conn!(builder.serve_connection(io, svc), shutdown),
+    );
+}
+
+/// Logs how a webhook connection ended, if with an error.
+fn ended(peer: SocketAddr, res: Result<(), hyper::Error>) {
     if let Err(error) = res {
         tracing::debug!(%peer, %error, "webhook connection ended with an error");
     }

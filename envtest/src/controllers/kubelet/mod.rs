@@ -106,7 +106,7 @@ pub(crate) fn start(
         next_node: AtomicU32::new(0),
         faults,
     });
-    tokio::spawn(kubelet.run());
+    crate::task::spawn(kubelet.run());
 }
 
 /// The name of simulated Node `i`: [`NODE_NAME`], then `envtest-node-2`, `envtest-node-3`...
@@ -241,7 +241,7 @@ impl Kubelet {
         let me = self.clone();
         let key =
             crate::registry::objects::okey(&self.rt, Some(meta::namespace(pod)), meta::name(pod));
-        tokio::spawn(async move {
+        crate::task::spawn(async move {
             tokio::select! {
                 _ = me.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(delay) => {}

@@ -244,7 +244,7 @@ fn watch_back(
     }
     let (parts, mut body) = resp.into_parts();
     let (tx, rx) = mpsc::channel::<Bytes>(16);
-    tokio::spawn(async move {
+    crate::task::spawn(async move {
         let mut pending = BytesMut::new();
         while let Some(Ok(frame)) = body.frame().await {
             let Ok(data) = frame.into_data() else {

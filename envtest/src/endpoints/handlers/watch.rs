@@ -113,7 +113,7 @@ pub(crate) fn serve(
         delayed: None,
     };
     let state = state.clone();
-    tokio::spawn(run(
+    crate::task::spawn(run(
         state,
         w,
         sub,
@@ -379,7 +379,7 @@ impl Watch {
             .watch_delay(&self.scope.0, self.scope.1.as_deref());
         if self.delayed.is_none() && !delay.is_zero() {
             let (line, rx) = mpsc::unbounded_channel();
-            tokio::spawn(delay_line(rx, tx.clone()));
+            crate::task::spawn(delay_line(rx, tx.clone()));
             self.delayed = Some(line);
         }
         let Some(line) = &self.delayed else {

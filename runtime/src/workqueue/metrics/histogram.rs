@@ -25,11 +25,11 @@ pub const DURATION_BUCKETS: [f64; 12] = [
 /// Counts per duration bucket: one per bound of [`DURATION_BUCKETS`], then `+Inf`.
 pub type BucketCounts = [u64; 13];
 
-/// The bucket bounds in raw clock ticks, measured once: a batched observation finds its
+/// The bucket bounds in clock ticks (nanoseconds), computed once: a batched observation finds its
 /// bucket with a few integer comparisons, no float conversion.
 fn bucket_ticks() -> &'static [u64; 12] {
     static TICKS: OnceLock<[u64; 12]> = OnceLock::new();
-    TICKS.get_or_init(|| DURATION_BUCKETS.map(|b| (b / secs_per_tick()) as u64))
+    TICKS.get_or_init(|| DURATION_BUCKETS.map(|b| (b / secs_per_tick()).round() as u64))
 }
 
 /// A queue's duration histogram handle and, for batched providers, the observations not
