@@ -750,15 +750,12 @@ impl Runs {
 /// and the server's first lists of that many objects, and it was every row's slowest. Then every
 /// repetition of (a), then every repetition of (b): a (b) run patches every object's status, so
 /// an (a) run after one lists larger objects than an (a) run before it; all (a) runs of a size
-/// see the same objects this way.
+/// see the same objects this way. The (b) repetitions follow one uncounted (b) run of every
+/// row, likewise: the first status patch of each object (and the server's first history
+/// entries of them) made the first (b) run of a size the odd one out.
 async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
     let mut runs = Runs::default();
-    if cfg.warmup && n <= PATCH_MAX {
-        for &imp in &cfg.rows {
-            let s = cold(imp, env, n, false, cfg.knobs).await;
-            print_sample("(a) warm-up, not counted,", 0, imp, &s);
-        }
-    }
+    warm_up(env, n, cfg, false).await;
     for rep in 0..cfg.reps {
         for imp in rotated(&cfg.rows, rep) {
             let s = cold(imp, env, n, false, cfg.knobs).await;
@@ -769,6 +766,7 @@ async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
     if !cfg.patch || n > PATCH_MAX {
         return runs;
     }
+    warm_up(env, n, cfg, true).await;
     for rep in 0..cfg.reps {
         for imp in rotated(&cfg.rows, rep).filter(|i| *i != Imp::Floor) {
             let s = cold(imp, env, n, true, cfg.knobs).await;
@@ -777,6 +775,19 @@ async fn cold_size(env: &Environment, n: usize, cfg: &Config) -> Runs {
         }
     }
     runs
+}
+
+/// One uncounted (a) run, or (b) run (`patch`), of every row, unless `CTRL_BENCH_E2E_WARMUP=0`
+/// or the size is past `PATCH_MAX` (see [`cold_size`]).
+async fn warm_up(env: &Environment, n: usize, cfg: &Config, patch: bool) {
+    if !cfg.warmup || n > PATCH_MAX {
+        return;
+    }
+    let scenario = if patch { "(b)" } else { "(a)" };
+    for &imp in cfg.rows.iter().filter(|i| !patch || **i != Imp::Floor) {
+        let s = cold(imp, env, n, patch, cfg.knobs).await;
+        print_sample(&format!("{scenario} warm-up, not counted,"), 0, imp, &s);
+    }
 }
 
 /// The rows in repetition `rep`'s order: each repetition starts with another row, so no row
