@@ -33,8 +33,9 @@
 //! `CTRL_BENCH_E2E_CHURN_SECS`, `CTRL_BENCH_E2E_CHURN_OBJECTS`, `CTRL_BENCH_E2E_CONCURRENCY`
 //! (workers of both controllers, default 16); `CTRL_BENCH_E2E_RATES=0` skips the churn;
 //! `CTRL_BENCH_E2E_ROWS=ctrl` runs (a) and (b) for the rows whose label contains it only;
-//! `CTRL_BENCH_E2E_WARMUP=0` skips the uncounted (a) run of each row before a size's
-//! repetitions (on in the full run, off past `PATCH_MAX`); `CTRL_BENCH_E2E_PATCH=0` runs (a)
+//! `CTRL_BENCH_E2E_WARMUP=0` skips the uncounted (a) run of each row before a size's (a)
+//! repetitions and the uncounted (b) run before its (b) repetitions (on in the full run, off
+//! past `PATCH_MAX`); `CTRL_BENCH_E2E_PATCH=0` runs (a)
 //! without (b).
 //! `CTRL_BENCH_E2E_SIZES=1000000` (never in the default run) holds a million objects and runs (a)
 //! only, not (b) (see `PATCH_MAX`). Charts go
@@ -581,8 +582,9 @@ struct Config {
     churn_secs: f64,
     churn_objects: usize,
     knobs: Knobs,
-    /// One uncounted (a) run of every row before each size's repetitions
-    /// (`CTRL_BENCH_E2E_WARMUP=0` turns it off; on in the full run).
+    /// One uncounted (a) run of every row before each size's (a) repetitions, and one (b)
+    /// run before its (b) repetitions (`CTRL_BENCH_E2E_WARMUP=0` turns them off; on in the
+    /// full run).
     warmup: bool,
     /// Run (b) (`CTRL_BENCH_E2E_PATCH=0`: (a) only, e.g. to profile it).
     patch: bool,
