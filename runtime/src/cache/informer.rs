@@ -57,10 +57,13 @@ pub(crate) trait InformerControl: Send + Sync + 'static {
 /// One event of the watch of scope `.0`.
 type ScopedEvent<K> = (usize, WatchResult<K>);
 
-/// The most events [`Ready`] takes in one go: a few list pages (kube's default page is 500
-/// objects), so that a stream that always has more ready (a streaming list the server sends
-/// faster than it is read) still reaches the store and the handlers in bursts.
-const READY_BATCH: usize = 2048;
+/// The most events [`Ready`] takes in one go: twice kube's default list page (500 objects).
+/// A paged list's burst is one page, and ends at the poll after its last object, which asks
+/// for the next page (so the cap must exceed a page, or that request would wait for the
+/// store); a stream that always has more ready (a streaming list the server sends faster than
+/// it is read) is taken in bursts of this many, so at most two pages' worth of objects wait
+/// for the store (a paged list holds one decoded page at a time).
+const READY_BATCH: usize = 1000;
 
 /// Events the informer's streams had ready, taken at once (see `Inner::next_event`).
 struct Ready<K> {
