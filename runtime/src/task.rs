@@ -3,8 +3,10 @@
 //! once for the background tasks spawned through it instead of once per future type, and
 //! once per object type in an operator's crate (`cargo llvm-lines`, docs/benchmarks.md
 //! "Build time"). Sources, controllers, servers and elections spawn through it; the cache's
-//! informers and handler sinks and the webhook server's certificate watch still call
-//! `tokio::spawn`. The cost is one allocation per spawn, never per event.
+//! informers and handler sinks, the webhook server's certificate watch, and the optional
+//! multicluster and sharding modules still call `tokio::spawn`. The cost is one allocation
+//! per spawn, never per event. ctrl-envtest has the same helper (`envtest/src/task.rs`);
+//! both belong in ctrl-net, below both crates.
 //!
 //! A leaf: it imports nothing from the crate.
 
