@@ -21,6 +21,8 @@
 //!   windows and frames, a connection window of both multiplied, a bound on streams the client
 //!   resets before they are served (rapid reset) and on streams this side resets for errors.
 //!
+//! * [`task::spawn`] spawns a background task boxed, so tokio's task code is compiled once.
+//!
 //! What this crate does not do: routing, bodies, TLS and shutdown belong to each server.
 
 use std::io;
@@ -35,6 +37,8 @@ use hyper_util::rt::TokioExecutor;
 use hyper_util::rt::TokioTimer;
 use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 use tokio::net::{TcpListener, TcpStream};
+
+pub mod task;
 
 /// How long a client has to send a request head, and how long a kept-alive connection may sit
 /// idle (kube-apiserver's and controller-runtime's `ReadHeaderTimeout`: 32 s).
