@@ -112,6 +112,7 @@ async fn a_continued_list_shows_the_first_pages_snapshot() {
         .await
         .expect("create");
     let mut rest = Vec::new();
+    let mut counts = vec![first.metadata.remaining_item_count];
     let mut token = Some(token);
     while let Some(t) = token {
         let page = api
@@ -123,8 +124,14 @@ async fn a_continued_list_shows_the_first_pages_snapshot() {
             first.metadata.resource_version
         );
         rest.extend(page.items);
+        counts.push(page.metadata.remaining_item_count);
         token = page.metadata.continue_.filter(|t| !t.is_empty());
     }
+    assert_eq!(
+        counts,
+        [Some(5), Some(3), Some(1), None],
+        "remainingItemCount counts the first page's snapshot, whatever was written since"
+    );
     let seen: Vec<(String, String)> = rest
         .iter()
         .map(|o| {
@@ -148,4 +155,55 @@ async fn a_continued_list_shows_the_first_pages_snapshot() {
             "cm-0", "cm-1", "cm-2", "cm-3", "cm-35", "cm-5", "cm-6", "cm-7", "cm-9"
         ]
     );
+}
+
+/// A namespaced list and a list of every namespace, read at one resourceVersion and paged in
+/// turn, whose first pages end at the same key: each page counts what follows in its own list.
+#[tokio::test]
+async fn interleaved_lists_count_their_own_remaining_items() {
+    let env = common::env().await;
+    let nss: Api<Namespace> = Api::all(env.client());
+    let mut n = Namespace::default();
+    n.metadata.name = Some("a".into());
+    nss.create(&PostParams::default(), &n)
+        .await
+        .expect("namespace");
+    let a: Api<ConfigMap> = Api::namespaced(env.client(), "a");
+    for i in 0..7 {
+        a.create(&PostParams::default(), &cm(&format!("cm-{i}"), &[]))
+            .await
+            .expect("create");
+    }
+    let d: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    for i in 0..6 {
+        d.create(&PostParams::default(), &cm(&format!("cm-{i}"), &[]))
+            .await
+            .expect("create");
+    }
+    let all: Api<ConfigMap> = Api::all(env.client());
+    let total = all
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .len();
+    let (mut in_a, mut everywhere) = (Vec::new(), Vec::new());
+    let (mut ta, mut tall): (Option<String>, Option<String>) = (None, None);
+    for round in 0..3 {
+        for (api, token, counts) in [(&a, &mut ta, &mut in_a), (&all, &mut tall, &mut everywhere)] {
+            if round > 0 && token.is_none() {
+                continue;
+            }
+            let mut p = ListParams::default().limit(3);
+            if let Some(t) = token.as_deref() {
+                p = p.continue_token(t);
+            }
+            let page = api.list(&p).await.expect("page");
+            counts.push(page.metadata.remaining_item_count);
+            *token = page.metadata.continue_.filter(|t| !t.is_empty());
+        }
+    }
+    assert_eq!(in_a, [Some(4), Some(1), None]);
+    let want: Vec<Option<i64>> = (1..=3).map(|p| Some(total as i64 - 3 * p)).collect();
+    assert_eq!(everywhere, want, "{total} ConfigMaps in all");
 }

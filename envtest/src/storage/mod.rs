@@ -182,6 +182,9 @@ struct Inner {
     /// Every [`Population`] handed out, so that a collection dropped and made again (a CRD
     /// deleted and created again) counts into the handle its readers hold.
     populations: BTreeMap<StoreKey, Population>,
+    /// How many objects follow each page served with a continue token, for the page that
+    /// continues it ([`page::Rests`]).
+    rests: page::Rests,
 }
 
 impl Inner {
@@ -375,6 +378,7 @@ impl Store {
                 lists: BTreeMap::new(),
                 cols: HashMap::new(),
                 populations: BTreeMap::new(),
+                rests: page::Rests::default(),
             }),
             window: window.max(1),
             watch_buffer: watch_buffer.max(1),

@@ -7,8 +7,12 @@
 //! page would. A page at an older resourceVersion (a continued list after writes) is the
 //! current objects with the history's changes since that version undone, merged in key
 //! order: the cost is the page plus the history window, never a copy of the collection.
+//!
+//! `remainingItemCount` (how many objects follow a page) is counted by walking the rest of the
+//! collection once, on a list's first page; the count is kept ([`Rests`]) for the page that
+//! continues it, which subtracts what it walked, so a list's later pages walk only themselves.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
 use bytes::Bytes;
@@ -25,6 +29,9 @@ pub(crate) struct PageQuery<'a> {
     pub after: Option<&'a ObjKey>,
     /// At most this many objects (0: no limit).
     pub limit: usize,
+    /// Whether [`Page::remaining`] must be the exact count (the response shows it as
+    /// `remainingItemCount`); without it, a page that has more says 1.
+    pub count: bool,
 }
 
 /// A page of objects in key order.
@@ -33,7 +40,7 @@ pub(crate) struct Page {
     pub rv: u64,
     pub items: Vec<(ObjKey, Bytes)>,
     /// When more objects `keep` accepts follow the page: how many objects (of any kind)
-    /// follow its last one.
+    /// follow its last one (1 when the query did not ask for the count).
     pub remaining: Option<usize>,
 }
 
@@ -102,24 +109,78 @@ fn snapshot<'a>(
     })
 }
 
-/// Takes up to `limit` objects `keep` accepts; counts what follows when more remain.
+/// How [`take_page`] finds how many objects follow the page.
+#[derive(Clone, Copy)]
+enum Rest {
+    /// This many objects follow the page's start (a [`Rests`] entry): subtract the walk.
+    Known(usize),
+    /// Walk the rest of the collection.
+    Count,
+    /// Not wanted: say 1.
+    Skip,
+}
+
+/// Takes up to `limit` objects `keep` accepts; finds what follows when more remain.
 fn take_page<'a>(
     mut it: impl Iterator<Item = (&'a ObjKey, &'a Bytes)>,
     limit: usize,
     keep: &dyn Fn(&Bytes) -> bool,
+    rest: Rest,
 ) -> (Vec<(ObjKey, Bytes)>, Option<usize>) {
     let mut items = Vec::new();
+    // Objects walked, of any kind, and how many of them up to the page's last one.
+    let (mut walked, mut through_last) = (0usize, 0usize);
     while let Some((k, v)) = it.next() {
+        walked += 1;
         if !keep(v) {
             continue;
         }
         if limit > 0 && items.len() == limit {
             // `k` is the first object after the page that `keep` accepts.
-            return (items, Some(1 + it.count()));
+            let n = match rest {
+                Rest::Known(after_start) => after_start.saturating_sub(through_last),
+                Rest::Count => 1 + it.count(),
+                Rest::Skip => 1,
+            };
+            return (items, Some(n));
         }
         items.push((k.clone(), v.clone()));
+        through_last = walked;
     }
     (items, None)
+}
+
+/// Which page a [`Rests`] entry follows: the collection, the namespace listed, the
+/// resourceVersion read at and the page's last key.
+type RestKey = (StoreKey, Option<String>, u64, ObjKey);
+
+/// How many objects follow each page that was served with a continue token, until the page
+/// continuing it takes the count (a list at one resourceVersion reads one snapshot, so the
+/// count stays true however many writes come between pages). At most [`Rests::MAX`] are
+/// kept; when full, all are dropped (a list given up halfway leaves its entry behind), and a
+/// page whose entry is gone walks the rest as a first page does.
+#[derive(Default)]
+pub(super) struct Rests(HashMap<RestKey, usize>);
+
+impl Rests {
+    const MAX: usize = 1024;
+
+    fn take(&mut self, key: &StoreKey, q: &PageQuery<'_>, rv: u64) -> Option<usize> {
+        let after = q.after?;
+        let k = (key.clone(), q.ns.map(str::to_string), rv, after.clone());
+        self.0.remove(&k)
+    }
+
+    fn put(&mut self, key: &StoreKey, q: &PageQuery<'_>, rv: u64, page: &Page) {
+        let (Some(n), Some((last, _))) = (page.remaining, page.items.last()) else {
+            return;
+        };
+        if self.0.len() >= Self::MAX {
+            self.0.clear();
+        }
+        let k = (key.clone(), q.ns.map(str::to_string), rv, last.clone());
+        self.0.insert(k, n);
+    }
 }
 
 impl Store {
@@ -131,7 +192,8 @@ impl Store {
         q: &PageQuery<'_>,
         keep: &dyn Fn(&Bytes) -> bool,
     ) -> Result<Page, u64> {
-        let mut inner = self.inner.lock();
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
         if q.after.is_none() {
             *inner.lists.entry(key.clone()).or_default() += 1;
         }
@@ -146,34 +208,53 @@ impl Store {
                 remaining: None,
             });
         };
-        let ns_start: ObjKey = (q.ns.unwrap_or_default().to_string(), String::new());
-        let range = (lower(q.ns, q.after, &ns_start), Bound::Unbounded);
-        let in_ns = |k: &ObjKey| q.ns.is_none_or(|n| k.0 == n);
-        let current = col
-            .objects
-            .range::<ObjKey, _>(range)
-            .take_while(move |e| in_ns(e.0));
-        match q.at {
-            Some(at) if at < inner.rv => {
-                if at < col.floor {
-                    return Err(col.floor);
-                }
-                let undo = undo_since(col, at, &in_ns);
-                let (items, remaining) = take_page(snapshot(current, &undo, range), q.limit, keep);
-                Ok(Page {
-                    rv: at,
-                    items,
-                    remaining,
-                })
-            }
-            _ => {
-                let (items, remaining) = take_page(current, q.limit, keep);
-                Ok(Page {
-                    rv: inner.rv,
-                    items,
-                    remaining,
-                })
-            }
+        let old = q.at.filter(|at| *at < inner.rv);
+        if let Some(at) = old
+            && at < col.floor
+        {
+            return Err(col.floor);
         }
+        let rv = old.unwrap_or(inner.rv);
+        let rest = match q.count {
+            true => inner
+                .rests
+                .take(key, q, rv)
+                .map_or(Rest::Count, Rest::Known),
+            false => Rest::Skip,
+        };
+        let page = read(col, q, old.is_some(), rv, keep, rest);
+        if q.count {
+            inner.rests.put(key, q, rv, &page);
+        }
+        Ok(page)
+    }
+}
+
+/// A page of `col` at `rv`: its current objects, or (`old`) their snapshot at `rv`.
+fn read(
+    col: &Collection,
+    q: &PageQuery<'_>,
+    old: bool,
+    rv: u64,
+    keep: &dyn Fn(&Bytes) -> bool,
+    rest: Rest,
+) -> Page {
+    let ns_start: ObjKey = (q.ns.unwrap_or_default().to_string(), String::new());
+    let range = (lower(q.ns, q.after, &ns_start), Bound::Unbounded);
+    let in_ns = |k: &ObjKey| q.ns.is_none_or(|n| k.0 == n);
+    let current = col
+        .objects
+        .range::<ObjKey, _>(range)
+        .take_while(move |e| in_ns(e.0));
+    let (items, remaining) = if old {
+        let undo = undo_since(col, rv, &in_ns);
+        take_page(snapshot(current, &undo, range), q.limit, keep, rest)
+    } else {
+        take_page(current, q.limit, keep, rest)
+    };
+    Page {
+        rv,
+        items,
+        remaining,
     }
 }

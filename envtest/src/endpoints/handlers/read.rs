@@ -81,6 +81,7 @@ pub(crate) fn list(
         at,
         after: start.as_ref(),
         limit,
+        count: !selectors,
     };
     let page = match state.store.list_page(&rt.store_key(), &query, &keep) {
         Ok(p) => p,
