@@ -144,7 +144,9 @@ impl<K> Pending<K> {
 
 struct Buffer<K> {
     queue: VecDeque<Item<K>>,
-    overflow: HashMap<Arc<str>, Pending<K>>,
+    /// Hashed with foldhash, as the store is (`super::store`): keys the API server validated;
+    /// `order` keeps the delivery order, so the hasher's seed shows nowhere.
+    overflow: HashMap<Arc<str>, Pending<K>, foldhash::fast::FixedState>,
     order: Vec<Arc<str>>,
     synced_after_overflow: bool,
     closed: bool,
@@ -171,7 +173,7 @@ impl<K: Send + Sync + 'static> Sink<K> {
         Arc::new(Self {
             buf: Mutex::new(Buffer {
                 queue: VecDeque::new(),
-                overflow: HashMap::new(),
+                overflow: HashMap::default(),
                 order: Vec::new(),
                 synced_after_overflow: false,
                 closed: false,

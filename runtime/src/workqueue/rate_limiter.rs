@@ -18,6 +18,7 @@
 //! `tokio::time::pause` see exact delays; outside a runtime it reads the system clock.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +50,15 @@ pub fn default_item_rate_limiter<T: QueueKey>() -> Arc<dyn RateLimiter<T>> {
         Duration::from_millis(5),
         Duration::from_secs(1000),
     ))
+}
+
+/// Drops `item`'s failure count. Every successful reconcile forgets its request, and almost
+/// none has failed: an empty map is left without hashing the key.
+fn forget<T: Hash + Eq>(failures: &Mutex<HashMap<T, u32>>, item: &T) {
+    let mut f = failures.lock();
+    if !f.is_empty() {
+        f.remove(item);
+    }
 }
 
 /// Waits `base * 2^failures` for an item, capped at `max` (client-go's
@@ -96,7 +106,7 @@ impl<T: QueueKey> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        forget(&self.failures, item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {
@@ -141,7 +151,7 @@ impl<T: QueueKey> RateLimiter<T> for ItemFastSlowRateLimiter<T> {
     }
 
     fn forget(&self, item: &T) {
-        self.failures.lock().remove(item);
+        forget(&self.failures, item);
     }
 
     fn num_requeues(&self, item: &T) -> usize {

@@ -222,7 +222,12 @@ fn list_body(
     meta_only: bool,
 ) -> Vec<u8> {
     let (kind, api_version) = list_kind(rt, meta_only);
-    let mut buf = Vec::with_capacity(64 + page.len() * 512);
+    let rewrite = rt.rewrites();
+    let items = match meta_only || rewrite {
+        true => page.len() * 512,
+        false => page.iter().map(|(_, o)| o.len() + 1).sum(),
+    };
+    let mut buf = Vec::with_capacity(128 + items);
     buf.extend_from_slice(
         format!(
             "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
@@ -232,7 +237,6 @@ fn list_body(
         )
         .as_bytes(),
     );
-    let rewrite = rt.rewrites();
     for (i, (_, obj)) in page.iter().enumerate() {
         if i > 0 {
             buf.push(b',');
