@@ -14,7 +14,9 @@
 //! straight into responses, and memory stays close to the JSON size (each object's bytes are
 //! allocated at their exact length). Writes parse the stored
 //! object into a `serde_json::Value` for the verb's closure and serialize the result once; an
-//! update parses it before taking the store lock ([`Store::commit_update`]).
+//! update parses it before taking the store lock ([`Store::commit_update`]), and a patch makes its
+//! change outside the lock too and commits it only if the object is still the one read
+//! ([`Store::commit_read`]; else it is made again, as etcd3's `GuaranteedUpdate` retries).
 
 mod page;
 
