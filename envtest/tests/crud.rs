@@ -131,9 +131,10 @@ async fn stale_update_conflicts_and_one_of_twenty_wins() {
     assert_eq!(ok, 1);
 }
 
-/// Concurrent patches of one object each apply to the object as the write before left it (an
-/// update parses the stored object before it takes the store lock, and uses that parse only if no
-/// write came in between): no patch is lost, and each write has a resourceVersion of its own.
+/// Concurrent patches of one object each apply to the object as the write before left it (a
+/// patch is made outside the store lock from the object as read, and committed only if no write
+/// came in between, else made again from a new read): no patch is lost, and each write has a
+/// resourceVersion of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_patches_of_one_object_lose_none() {
     let env = common::env().await;

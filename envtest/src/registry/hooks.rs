@@ -57,7 +57,31 @@ pub(crate) fn update_object(
     put: bool,
     make: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<(Committed, bool), ApiError> {
-    let (obj, removed) = rest::update(api, rt, Target { ns, name, sub, put }, w, Box::new(make))?;
+    let at = Target { ns, name, sub, put };
+    update_with(api, rt, at, w, rest::Make::Once(Box::new(make)))
+}
+
+/// [`update_object`] (not a PUT) with a `make` that may run more than once: it runs outside the
+/// store lock, again when another write came in first ([`rest::Make::Again`]). A patch's.
+pub(crate) fn patch_object(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    at: Target<'_>,
+    w: WriteOpts<'_>,
+    make: impl FnMut(&Value) -> Result<Value, ApiError>,
+) -> Result<(Committed, bool), ApiError> {
+    update_with(api, rt, at, w, rest::Make::Again(Box::new(make)))
+}
+
+/// [`rest::update`], then the write observers.
+fn update_with(
+    api: &Apiserver,
+    rt: &Arc<ResourceType>,
+    at: Target<'_>,
+    w: WriteOpts<'_>,
+    make: rest::Make<'_>,
+) -> Result<(Committed, bool), ApiError> {
+    let (obj, removed) = rest::update(api, rt, at, w, make)?;
     if !w.dry_run {
         settle(api, Written::new(Verb::Update, rt, &obj.obj, removed));
     }
@@ -105,7 +129,8 @@ impl FollowUps {
         make: impl FnOnce(&Value) -> Result<Value, ApiError>,
     ) -> Result<Arc<Value>, ApiError> {
         let w = WriteOpts::default();
-        let (obj, removed) = rest::update(api, rt, Target::object(ns, name), w, Box::new(make))?;
+        let make = rest::Make::Once(Box::new(make));
+        let (obj, removed) = rest::update(api, rt, Target::object(ns, name), w, make)?;
         self.push(Written::new(Verb::Update, rt, &obj.obj, removed));
         Ok(obj.obj)
     }

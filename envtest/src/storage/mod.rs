@@ -14,7 +14,9 @@
 //! straight into responses, and memory stays close to the JSON size (each object's bytes are
 //! allocated at their exact length). Writes parse the stored
 //! object into a `serde_json::Value` for the verb's closure and serialize the result once; an
-//! update parses it before taking the store lock ([`Store::commit_update`]).
+//! update parses it before taking the store lock ([`Store::commit_update`]), and a patch makes its
+//! change outside the lock too and commits it only if the object is still the one read
+//! ([`Store::commit_read`]; else it is made again, as etcd3's `GuaranteedUpdate` retries).
 
 mod page;
 
@@ -297,16 +299,17 @@ fn same(cur: &Value, new: &Value) -> bool {
 }
 
 /// Decides `change` against the stored object `cur`: the resourceVersion `next_rv` goes on a
-/// write; an unchanged object or a dry run writes nothing.
+/// write; an unchanged object or a dry run writes nothing. `cur` is taken only by a removal (its
+/// object is the event's); otherwise the caller drops it after releasing the lock.
 fn decide(
     change: Change,
-    cur: Option<Value>,
+    cur: &mut Option<Value>,
     next_rv: u64,
     dry_run: bool,
 ) -> Result<Decision, ApiError> {
     match change {
         Change::Put(mut v) => {
-            if let Some(c) = &cur {
+            if let Some(c) = cur.as_ref() {
                 // Compared at the stored resourceVersion (most writes carry it already).
                 match rv_of(c) {
                     Some(rv) if rv_of(&v) == Some(rv) => {}
@@ -334,7 +337,7 @@ fn decide(
             Ok(Decision::Write(ty, v))
         }
         Change::Remove => {
-            let Some(mut v) = cur else {
+            let Some(mut v) = cur.take() else {
                 return Err(ApiError::internal("no object to remove"));
             };
             if dry_run {
@@ -418,7 +421,7 @@ impl Store {
     where
         F: FnOnce(Option<&Value>) -> Result<Change, ApiError>,
     {
-        self.commit_over(key, okey, dry_run, None, f)
+        self.commit_locked(self.inner.lock(), key, okey, dry_run, None, f)
     }
 
     /// [`Self::commit`] of a write that expects the object to exist (an update, a delete): the
@@ -436,17 +439,51 @@ impl Store {
     where
         F: FnOnce(Option<&Value>) -> Result<Change, ApiError>,
     {
-        let read = self.get(key, okey).map(|b| {
-            let v = parse(&b);
-            (b, v)
-        });
-        self.commit_over(key, okey, dry_run, read, f)
+        let read = self.read(key, okey);
+        self.commit_locked(self.inner.lock(), key, okey, dry_run, read, f)
     }
 
-    /// [`Self::commit`] with `read`, the stored object's bytes and their parse if read before
-    /// the lock.
-    fn commit_over<F>(
+    /// The stored object's bytes and their parse, for [`Self::commit_read`].
+    pub fn read(&self, key: &StoreKey, okey: &ObjKey) -> Option<(Bytes, Value)> {
+        self.get(key, okey).map(|b| {
+            let v = parse(&b);
+            (b, v)
+        })
+    }
+
+    /// Commits `change`, made outside the store lock from `read` (what [`Self::read`] returned),
+    /// if the stored object is still those bytes (every write stores a new allocation, and the
+    /// one read is held, so it cannot be reused); `Ok(None)`, changing nothing, when a write came
+    /// in between: the caller makes its change again from a new read, as etcd3's
+    /// `GuaranteedUpdate` retries. Other writes do not wait while the change is made.
+    pub fn commit_read(
         &self,
+        key: &StoreKey,
+        okey: &ObjKey,
+        dry_run: bool,
+        read: Option<(Bytes, Value)>,
+        change: Change,
+    ) -> Result<Option<Outcome>, ApiError> {
+        let guard = self.inner.lock();
+        let held = guard.cols.get(key).and_then(|c| c.objects.get(okey));
+        let current = match (&read, held) {
+            (Some((b, _)), Some(now)) => b.as_ptr() == now.as_ptr() && b.len() == now.len(),
+            (None, None) => true,
+            _ => false,
+        };
+        if !current {
+            drop(guard);
+            return Ok(None);
+        }
+        self.commit_locked(guard, key, okey, dry_run, read, |_| Ok(change))
+            .map(Some)
+    }
+
+    /// [`Self::commit`] under `guard`, the store lock, with `read`, the stored object's bytes and
+    /// their parse if read before the lock.
+    fn commit_locked<F>(
+        &self,
+        mut guard: parking_lot::MutexGuard<'_, Inner>,
         key: &StoreKey,
         okey: &ObjKey,
         dry_run: bool,
@@ -456,21 +493,30 @@ impl Store {
     where
         F: FnOnce(Option<&Value>) -> Result<Change, ApiError>,
     {
-        let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let next_rv = inner.rv + 1;
         let col = inner.collection(key);
         let cur_bytes = col.objects.get(okey).cloned();
-        let cur = match (read, &cur_bytes) {
+        // The parsed stored object (`cur`) and the request's closure are dropped after the lock
+        // is released: freeing a parsed object is a few µs another write would wait on.
+        let (mut cur, stale) = match (read, &cur_bytes) {
             (Some((b, v)), Some(now)) if b.as_ptr() == now.as_ptr() && b.len() == now.len() => {
-                Some(v)
+                (Some(v), None)
             }
-            _ => cur_bytes.as_deref().map(parse),
+            (read, _) => (cur_bytes.as_deref().map(parse), read),
         };
-        let change = f(cur.as_ref())?;
-        let (ty, obj) = match decide(change, cur, next_rv, dry_run)? {
-            Decision::Write(ty, obj) => (ty, obj),
-            Decision::Done(outcome) => return Ok(outcome),
+        let change = f(cur.as_ref());
+        let decided = change.and_then(|c| decide(c, &mut cur, next_rv, dry_run));
+        let (ty, obj) = match decided {
+            Ok(Decision::Write(ty, obj)) => (ty, obj),
+            Ok(Decision::Done(outcome)) => {
+                drop(guard);
+                return Ok(outcome);
+            }
+            Err(e) => {
+                drop(guard);
+                return Err(e);
+            }
         };
         let bytes = serialize(&obj);
         match (ty, col.objects.get_mut(okey)) {
@@ -494,6 +540,7 @@ impl Store {
         col.record(ev, self.window);
         inner.rv = next_rv;
         drop(guard);
+        drop((cur, stale));
         let c = Committed {
             obj: Arc::new(obj),
             bytes: Some(bytes),

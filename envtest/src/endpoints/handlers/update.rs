@@ -13,13 +13,14 @@ use http::Response;
 use serde_json::{Value, json};
 
 use crate::api::meta;
-use crate::api::patch::{Patch, Target};
+use crate::api::patch::{self, Patch};
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
 use crate::endpoints::State;
 use crate::endpoints::router::ResourceRoute;
 use crate::endpoints::{Body, Req};
-use crate::registry::hooks::update_object;
+use crate::registry::hooks::{patch_object, update_object};
+use crate::registry::rest::Target;
 
 /// PUT of the request's body, or of `admitted`: the object admission produced from the body or
 /// from a patch (which is then written as a replacement pinned to the version it was computed
@@ -71,43 +72,42 @@ pub(crate) fn patch(
         ));
     }
     let rt = r.rt.clone();
-    let p = Patch::decode(ct, &req.body, Target::of(rt.crd.is_some()))?;
+    let p = Patch::decode(ct, &req.body, patch::Target::of(rt.crd.is_some()))?;
     let served_rt = rt.clone();
     let mode = super::fields::mode(req)?;
-    let (out, _) = update_object(
-        state,
-        &rt,
-        r.namespace.as_deref(),
+    let at = Target {
+        ns: r.namespace.as_deref(),
         name,
-        r.sub.as_deref(),
-        w,
-        false,
-        move |cur| {
-            let doc = crate::registry::objects::served(cur, &served_rt);
-            let as_stored = matches!(doc, std::borrow::Cow::Borrowed(_));
-            let new = p.apply_to(doc.into_owned())?;
-            if !new.is_object() {
-                return Err(ApiError::bad_request(
-                    "the patched object is not a JSON object",
-                ));
-            }
-            // As upstream's patcher: a patched object that does not decode is 422 on `patch`.
-            // Metadata the patch left as stored decoded when it was stored (most status patches):
-            // not decoded again, nor compared when the patch names no metadata.
-            let decoded = if as_stored && p.keeps("metadata") {
-                new.get("metadata")
-            } else {
-                cur.get("metadata")
-            };
-            meta::check_types(&new, decoded).map_err(|e| {
-                let cause = FieldCause::invalid("patch", &json!(new.to_string()), &e);
-                ApiError::invalid("", "", "", &[cause])
-            })?;
-            if mode != super::fields::Mode::Ignore {
-                super::fields::check(&served_rt, &new, req)?;
-            }
-            Ok(new)
-        },
-    )?;
+        sub: r.sub.as_deref(),
+        put: false,
+    };
+    // Made outside the store lock, again if another write comes first: applying the patch reads
+    // the object it is given only.
+    let (out, _) = patch_object(state, &rt, at, w, move |cur| {
+        let doc = crate::registry::objects::served(cur, &served_rt);
+        let as_stored = matches!(doc, std::borrow::Cow::Borrowed(_));
+        let new = p.apply_to(doc.into_owned())?;
+        if !new.is_object() {
+            return Err(ApiError::bad_request(
+                "the patched object is not a JSON object",
+            ));
+        }
+        // As upstream's patcher: a patched object that does not decode is 422 on `patch`.
+        // Metadata the patch left as stored decoded when it was stored (most status patches):
+        // not decoded again, nor compared when the patch names no metadata.
+        let decoded = if as_stored && p.keeps("metadata") {
+            new.get("metadata")
+        } else {
+            cur.get("metadata")
+        };
+        meta::check_types(&new, decoded).map_err(|e| {
+            let cause = FieldCause::invalid("patch", &json!(new.to_string()), &e);
+            ApiError::invalid("", "", "", &[cause])
+        })?;
+        if mode != super::fields::Mode::Ignore {
+            super::fields::check(&served_rt, &new, req)?;
+        }
+        Ok(new)
+    })?;
     Ok(super::respond_committed(200, &out, &r.rt, req))
 }
