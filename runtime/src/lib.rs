@@ -41,7 +41,7 @@
 //! tls/            TLS hardening options, rustls server config, self-signed certificates
 //! certwatcher/    a certificate pair on disk, re-read when it changes
 //! metrics/        the process-wide Prometheus registry and its collectors
-//! task            spawn: tokio::spawn of a boxed future, its task code compiled once
+//! task            spawn: ctrl-net's tokio::spawn of a boxed future, re-exported
 //! error           BoxError and panic_message, shared by every layer
 //! ```
 //!
