@@ -34,6 +34,16 @@ async fn pages(
     }
 }
 
+/// Creates the namespace `name`.
+async fn namespace(env: &ctrl_envtest::Environment, name: &str) {
+    let mut n = Namespace::default();
+    n.metadata.name = Some(name.into());
+    Api::<Namespace>::all(env.client())
+        .create(&PostParams::default(), &n)
+        .await
+        .expect("namespace");
+}
+
 fn labelled(name: &str, tier: &str) -> ConfigMap {
     let mut c = cm(name, &[]);
     c.metadata.labels = Some(BTreeMap::from([("tier".to_string(), tier.to_string())]));
@@ -43,13 +53,8 @@ fn labelled(name: &str, tier: &str) -> ConfigMap {
 #[tokio::test]
 async fn pages_cover_every_object_once_in_key_order() {
     let env = common::env().await;
-    let nss: Api<Namespace> = Api::all(env.client());
     for ns in ["a", "b"] {
-        let mut n = Namespace::default();
-        n.metadata.name = Some(ns.into());
-        nss.create(&PostParams::default(), &n)
-            .await
-            .expect("namespace");
+        namespace(&env, ns).await;
         let api: Api<ConfigMap> = Api::namespaced(env.client(), ns);
         for i in 0..7 {
             let tier = if i % 2 == 0 { "web" } else { "db" };
@@ -162,12 +167,7 @@ async fn a_continued_list_shows_the_first_pages_snapshot() {
 #[tokio::test]
 async fn interleaved_lists_count_their_own_remaining_items() {
     let env = common::env().await;
-    let nss: Api<Namespace> = Api::all(env.client());
-    let mut n = Namespace::default();
-    n.metadata.name = Some("a".into());
-    nss.create(&PostParams::default(), &n)
-        .await
-        .expect("namespace");
+    namespace(&env, "a").await;
     let a: Api<ConfigMap> = Api::namespaced(env.client(), "a");
     for i in 0..7 {
         a.create(&PostParams::default(), &cm(&format!("cm-{i}"), &[]))
