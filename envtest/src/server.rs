@@ -92,6 +92,7 @@ async fn connection(stream: TcpStream, state: Arc<State>, tls: Arc<Tls>) {
         ended(r);
     };
     tokio::select! {
+        biased;
         _ = served => {}
         _ = stop.cancelled() => {}
     }
@@ -194,7 +195,7 @@ where
             record(
                 &state,
                 &parts.method,
-                &path,
+                path,
                 raw_query,
                 r.status().as_u16(),
                 (verb, resource),
@@ -223,7 +224,7 @@ where
     record(
         &state,
         &parts.method,
-        &path,
+        path,
         raw_query,
         resp.status().as_u16(),
         (verb, resource),
@@ -356,7 +357,7 @@ where
 fn record(
     state: &State,
     method: &Method,
-    path: &str,
+    path: String,
     query: String,
     status: u16,
     (verb, resource): (Option<Verb>, Option<String>),
@@ -365,7 +366,7 @@ fn record(
 ) {
     state.faults.record(RequestRecord {
         method: method.to_string(),
-        path: path.to_string(),
+        path,
         query,
         status,
         verb,

@@ -54,7 +54,7 @@ fn api(env: &Environment) -> Api<DynamicObject> {
         kind: "Widget".into(),
         plural: "widgets".into(),
     };
-    Api::namespaced_with(env.client(), "default", &ar)
+    Api::namespaced_with(super::client(&env.url(), env.admin_token()), "default", &ar)
 }
 
 fn widget(i: usize) -> DynamicObject {

@@ -88,13 +88,12 @@ impl Req {
     }
 }
 
-/// A whole-buffer response.
-pub(crate) fn bytes(code: u16, content_type: &str, body: Bytes) -> Response<Body> {
+/// A whole-buffer response (`content_type` is one of the server's own media types).
+pub(crate) fn bytes(code: u16, content_type: &'static str, body: Bytes) -> Response<Body> {
     let mut r = Response::new(Full::new(body).boxed());
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    if let Ok(v) = HeaderValue::from_str(content_type) {
-        r.headers_mut().insert(header::CONTENT_TYPE, v);
-    }
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),

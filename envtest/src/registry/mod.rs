@@ -36,7 +36,7 @@ pub(crate) mod strategy;
 #[cfg(not(feature = "cel"))]
 pub(crate) mod without_cel;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -249,11 +249,11 @@ const TOKEN: Subresource = Subresource {
 #[derive(Debug, Default)]
 pub(crate) struct Snapshot {
     pub types: Vec<Arc<ResourceType>>,
-    by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
+    /// Each type by group, then version, then plural: looked up on every request without
+    /// copying the three into a key.
+    by_gvr: HashMap<String, HashMap<String, HashMap<String, Arc<ResourceType>>>>,
     /// The served versions of each (group, plural), in registration order.
     by_gr: HashMap<(String, String), Vec<Arc<ResourceType>>>,
-    /// Every served (group, version).
-    group_versions: HashSet<(String, String)>,
     /// Bumped on every change (part of the OpenAPI hashes).
     pub revision: u64,
     /// Webhook conversions of CRDs with `conversion.strategy: Webhook`, by CRD name.
@@ -266,15 +266,16 @@ impl Snapshot {
         revision: u64,
         conversions: HashMap<String, Arc<Conversion>>,
     ) -> Self {
-        let by_gvr = types
-            .iter()
-            .map(|t| {
-                (
-                    (t.group.clone(), t.version.clone(), t.plural.clone()),
-                    t.clone(),
-                )
-            })
-            .collect();
+        let mut by_gvr: HashMap<String, HashMap<String, HashMap<String, Arc<ResourceType>>>> =
+            HashMap::new();
+        for t in &types {
+            by_gvr
+                .entry(t.group.clone())
+                .or_default()
+                .entry(t.version.clone())
+                .or_default()
+                .insert(t.plural.clone(), t.clone());
+        }
         let mut by_gr: HashMap<(String, String), Vec<Arc<ResourceType>>> = HashMap::new();
         for t in &types {
             by_gr
@@ -282,23 +283,17 @@ impl Snapshot {
                 .or_default()
                 .push(t.clone());
         }
-        let group_versions = types
-            .iter()
-            .map(|t| (t.group.clone(), t.version.clone()))
-            .collect();
         Snapshot {
             types,
             by_gvr,
             by_gr,
-            group_versions,
             revision,
             conversions,
         }
     }
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
-        self.by_gvr
-            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+        self.by_gvr.get(group)?.get(version)?.get(plural)
     }
 
     /// The webhook conversion of a custom resource type, if its CRD has one.
@@ -307,8 +302,9 @@ impl Snapshot {
     }
 
     pub fn has_group_version(&self, group: &str, version: &str) -> bool {
-        self.group_versions
-            .contains(&(group.to_string(), version.to_string()))
+        self.by_gvr
+            .get(group)
+            .is_some_and(|versions| versions.contains_key(version))
     }
 
     /// Groups in registration order, each with its versions in preference order.

@@ -519,13 +519,18 @@ impl Store {
             }
         };
         let bytes = serialize(&obj);
-        match (ty, col.objects.get_mut(okey)) {
-            (EventType::Deleted, _) => {
+        match ty {
+            EventType::Deleted => {
                 col.objects.remove(okey);
             }
             // An update replaces the bytes under the key already held.
-            (_, Some(slot)) => *slot = bytes.clone(),
-            (_, None) => {
+            EventType::Modified => {
+                if let Some(slot) = col.objects.get_mut(okey) {
+                    *slot = bytes.clone();
+                }
+            }
+            // Nothing is stored under the key (`cur_bytes`, read under this lock, is none).
+            EventType::Added => {
                 col.objects.insert(okey.clone(), bytes.clone());
             }
         }
