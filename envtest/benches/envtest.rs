@@ -485,9 +485,15 @@ async fn envtest_and_floor(
     out
 }
 
+/// The smallest and the largest of `v`.
+fn range(v: &[f64]) -> (f64, f64) {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    (lo, v.iter().copied().fold(0.0, f64::max))
+}
+
 /// The CPU table: per ConfigMap create against the floor (a bare hyper server answering the same
 /// client), per Widget status patch against a Widget create, side by side.
-fn cpu_rows(n: usize, alt: &Alternated, widgets: (Duration, Duration)) {
+fn cpu_rows(n: usize, alt: &Alternated, widgets: (Duration, Duration, Vec<f64>)) {
     let (par_rate, par_cpu) = (rate(n, alt.env.0), alt.env.1);
     let (bare_rate, bare_cpu) = (rate(n, alt.floor.0), alt.floor.1);
     row(
@@ -503,7 +509,8 @@ fn cpu_rows(n: usize, alt: &Alternated, widgets: (Duration, Duration)) {
         None,
     );
     let (env_cpu, bare_cpu) = (cpu_per(n, par_cpu), cpu_per(n, bare_cpu));
-    let (w_create, w_patch) = (cpu_per(n / 2, widgets.0), cpu_per(n / 2, widgets.1));
+    let wn = n / 2 / ROUNDS * ROUNDS;
+    let (w_create, w_patch) = (cpu_per(wn, widgets.0), cpu_per(wn, widgets.1));
     let us = |v: f64| format!("{v:.1} µs");
     row(
         "CPU per request, client + server, 16 in flight:",
@@ -519,8 +526,7 @@ fn cpu_rows(n: usize, alt: &Alternated, widgets: (Duration, Duration)) {
     );
     row("  create, ConfigMap", &us(env_cpu), "", None);
     let floor = bare_cpu / env_cpu.max(1e-9);
-    let lo = alt.by_round.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = alt.by_round.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = range(&alt.by_round);
     row(
         &format!("  floor / envtest, ConfigMap create (rounds {lo:.2}–{hi:.2})"),
         &format!("{floor:.2}×"),
@@ -535,8 +541,9 @@ fn cpu_rows(n: usize, alt: &Alternated, widgets: (Duration, Duration)) {
     );
     row("  status merge patch, Widget", &us(w_patch), "", None);
     let ratio = w_patch / w_create.max(1e-9);
+    let (lo, hi) = range(&widgets.2);
     row(
-        "  Widget status patch / Widget create",
+        &format!("  Widget status patch / Widget create (rounds {lo:.2}–{hi:.2})"),
         &format!("{ratio:.2}×"),
         "≤ 1.3×",
         Some(ratio <= 1.3),
@@ -629,7 +636,7 @@ fn main() {
         if !cpu_only {
             wire_rows(&env, sizes.creates / 2).await;
         }
-        let widgets = patch::create_then_patch(&env, sizes.creates / 2).await;
+        let widgets = patch::create_then_patch(&env, sizes.creates / 2, ROUNDS).await;
         drop(env);
         cpu_rows(sizes.creates, &alt, widgets);
         if cpu_only {

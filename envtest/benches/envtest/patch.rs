@@ -68,37 +68,51 @@ fn widget(i: usize) -> DynamicObject {
     .expect("a widget")
 }
 
-/// CPU time of `n` Widget creates, then of one status merge patch on each (as the e2e bench's
-/// reconciler sends it), 16 in flight.
-pub async fn create_then_patch(env: &Environment, n: usize) -> (Duration, Duration) {
+/// CPU time of `n` Widget creates and of one status merge patch on each (as the e2e bench's
+/// reconciler sends it), 16 in flight, in `rounds` slices (each slice's creates, then their
+/// patches), so that a change in the machine's load weighs on both alike; and patch / create
+/// in each round.
+pub async fn create_then_patch(
+    env: &Environment,
+    n: usize,
+    rounds: usize,
+) -> (Duration, Duration, Vec<f64>) {
     let api = api(env);
-    let cpu = super::cpu_time();
-    stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                api.create(&PostParams::default(), &widget(i))
-                    .await
-                    .expect("create widget");
-            }
-        })
-        .buffer_unordered(16)
-        .collect::<Vec<()>>()
-        .await;
-    let created = super::cpu_time().saturating_sub(cpu);
-    let cpu = super::cpu_time();
-    stream::iter(0..n)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let p = Patch::Merge(json!({"status": {"run": 1}}));
-                api.patch_status(&format!("w-{i:06}"), &PatchParams::default(), &p)
-                    .await
-                    .expect("patch status");
-            }
-        })
-        .buffer_unordered(16)
-        .collect::<Vec<()>>()
-        .await;
-    (created, super::cpu_time().saturating_sub(cpu))
+    let slice = n / rounds.max(1);
+    let (mut created, mut patched, mut by_round) = (Duration::ZERO, Duration::ZERO, Vec::new());
+    for r in 0..rounds {
+        let names = r * slice..(r + 1) * slice;
+        let cpu = super::cpu_time();
+        stream::iter(names.clone())
+            .map(|i| {
+                let api = api.clone();
+                async move {
+                    api.create(&PostParams::default(), &widget(i))
+                        .await
+                        .expect("create widget");
+                }
+            })
+            .buffer_unordered(16)
+            .collect::<Vec<()>>()
+            .await;
+        let c = super::cpu_time().saturating_sub(cpu);
+        let cpu = super::cpu_time();
+        stream::iter(names)
+            .map(|i| {
+                let api = api.clone();
+                async move {
+                    let p = Patch::Merge(json!({"status": {"run": 1}}));
+                    api.patch_status(&format!("w-{i:06}"), &PatchParams::default(), &p)
+                        .await
+                        .expect("patch status");
+                }
+            })
+            .buffer_unordered(16)
+            .collect::<Vec<()>>()
+            .await;
+        let p = super::cpu_time().saturating_sub(cpu);
+        by_round.push(p.as_secs_f64() / c.as_secs_f64().max(1e-9));
+        (created, patched) = (created + c, patched + p);
+    }
+    (created, patched, by_round)
 }
