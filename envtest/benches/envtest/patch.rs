@@ -82,37 +82,42 @@ pub async fn create_then_patch(
     let (mut created, mut patched, mut by_round) = (Duration::ZERO, Duration::ZERO, Vec::new());
     for r in 0..rounds {
         let names = r * slice..(r + 1) * slice;
-        let cpu = super::cpu_time();
-        stream::iter(names.clone())
-            .map(|i| {
-                let api = api.clone();
-                async move {
-                    api.create(&PostParams::default(), &widget(i))
-                        .await
-                        .expect("create widget");
-                }
-            })
-            .buffer_unordered(16)
-            .collect::<Vec<()>>()
-            .await;
-        let c = super::cpu_time().saturating_sub(cpu);
-        let cpu = super::cpu_time();
-        stream::iter(names)
-            .map(|i| {
-                let api = api.clone();
-                async move {
-                    let p = Patch::Merge(json!({"status": {"run": 1}}));
-                    api.patch_status(&format!("w-{i:06}"), &PatchParams::default(), &p)
-                        .await
-                        .expect("patch status");
-                }
-            })
-            .buffer_unordered(16)
-            .collect::<Vec<()>>()
-            .await;
-        let p = super::cpu_time().saturating_sub(cpu);
+        let c = cpu_of(names.clone(), |i| {
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &widget(i))
+                    .await
+                    .expect("create widget");
+            }
+        })
+        .await;
+        let p = cpu_of(names, |i| {
+            let api = api.clone();
+            async move {
+                let p = Patch::Merge(json!({"status": {"run": 1}}));
+                api.patch_status(&format!("w-{i:06}"), &PatchParams::default(), &p)
+                    .await
+                    .expect("patch status");
+            }
+        })
+        .await;
         by_round.push(p.as_secs_f64() / c.as_secs_f64().max(1e-9));
         (created, patched) = (created + c, patched + p);
     }
     (created, patched, by_round)
+}
+
+/// The process's CPU time while `request` runs for each of `names`, 16 in flight.
+async fn cpu_of<F, Fut>(names: std::ops::Range<usize>, request: F) -> Duration
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let cpu = super::cpu_time();
+    stream::iter(names)
+        .map(request)
+        .buffer_unordered(16)
+        .collect::<Vec<()>>()
+        .await;
+    super::cpu_time().saturating_sub(cpu)
 }
