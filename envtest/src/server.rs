@@ -17,7 +17,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -162,6 +162,9 @@ fn client_certificate_user(
 /// the client's own in memory) converts into it.
 pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The W3C trace context header a request may carry (the request log keeps it).
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+
 /// Serves one request, whatever carried it: a connection (`connection`) or a direct call
 /// ([`in_memory`]).
 async fn handle<B>(
@@ -182,12 +185,12 @@ where
     let (verb, resource) = classify(&parts.method, &query, route.as_ref().ok());
     let traceparent = parts
         .headers
-        .get("traceparent")
+        .get(&TRACEPARENT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let resp = 'resp: {
         let user = match authorize(&state, &parts, &query, route.as_ref().ok(), cert_user) {
-            Ok(u) => Arc::new(u),
+            Ok(u) => u,
             Err(e) => break 'resp error(&e),
         };
         let facts = facts_of(parts.method.as_str(), &path, verb, route.as_ref().ok());
@@ -266,7 +269,7 @@ fn authorize(
     query: &Query,
     route: Option<&Route>,
     cert_user: Option<Arc<UserInfo>>,
-) -> Result<UserInfo, ApiError> {
+) -> Result<Arc<UserInfo>, ApiError> {
     let public = matches!(route, Some(Route::Health | Route::Version));
     let path = parts.uri.path();
     state.auth.filter(
@@ -275,7 +278,7 @@ fn authorize(
         |k| query.get(k),
         &parts.headers,
         public,
-        cert_user.as_deref(),
+        cert_user,
     )
 }
 

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Number, Value, map};
 
 /// `body` decoded, and the paths (`spec.a`, `spec.list[0].b`, in the order met) of the keys it
 /// gives more than once.
@@ -93,16 +93,28 @@ impl<'de> Visitor<'de> for Node<'_, '_> {
                 seg: Seg::Key(&key),
                 up: self.at,
             };
-            if out.contains_key(&key) {
-                let mut path = String::new();
-                link.render(&mut path);
-                self.found.borrow_mut().push(path);
-            }
+            // One search of the map per key, after its value: a duplicate is then reported
+            // before its value's own (`mark`), as a search before the value would have.
+            let mark = self.found.borrow().len();
             let v = map.next_value_seed(Node {
                 at: Some(&link),
                 found: self.found,
             })?;
-            out.insert(key, v);
+            match out.entry(key) {
+                map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+                map::Entry::Occupied(mut e) => {
+                    let mut path = String::new();
+                    Link {
+                        seg: Seg::Key(e.key()),
+                        up: self.at,
+                    }
+                    .render(&mut path);
+                    self.found.borrow_mut().insert(mark, path);
+                    e.insert(v);
+                }
+            }
         }
         Ok(Value::Object(out))
     }

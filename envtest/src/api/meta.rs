@@ -126,17 +126,22 @@ pub(crate) fn now() -> String {
 /// Sets the server-owned fields of a new object.
 pub(crate) fn init_create(obj: &mut Value, generation: bool) {
     let m = meta_mut(obj);
+    // One pass over the few fields a new object's metadata has, not a search per field.
+    m.retain(|k, _| {
+        !matches!(
+            k.as_str(),
+            "deletionTimestamp"
+                | "deletionGracePeriodSeconds"
+                | "resourceVersion"
+                | "selfLink"
+                | "managedFields"
+                | "generation"
+        )
+    });
     m.insert("uid".into(), json!(new_uid()));
     m.insert("creationTimestamp".into(), json!(now()));
-    m.remove("deletionTimestamp");
-    m.remove("deletionGracePeriodSeconds");
-    m.remove("resourceVersion");
-    m.remove("selfLink");
-    m.remove("managedFields");
     if generation {
         m.insert("generation".into(), json!(1));
-    } else {
-        m.remove("generation");
     }
 }
 

@@ -23,7 +23,9 @@ const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 /// Knows every token this server accepts.
 pub(crate) struct Authenticator {
     admin_token: String,
-    users: RwLock<HashMap<String, UserInfo>>,
+    /// The admin user, built once: every request of the admin shares it.
+    admin: Arc<UserInfo>,
+    users: RwLock<HashMap<String, Arc<UserInfo>>>,
     pub signer: Signer,
     store: Arc<Store>,
 }
@@ -32,6 +34,10 @@ impl Authenticator {
     pub fn new(admin_token: String, store: Arc<Store>) -> Self {
         Authenticator {
             admin_token,
+            admin: Arc::new(UserInfo::new(
+                ADMIN_USER,
+                vec![MASTERS.into(), AUTHENTICATED.into()],
+            )),
             users: RwLock::new(HashMap::new()),
             signer: Signer::new(),
             store,
@@ -53,40 +59,65 @@ impl Authenticator {
         }
         self.users
             .write()
-            .insert(token.clone(), UserInfo::new(name, groups));
+            .insert(token.clone(), Arc::new(UserInfo::new(name, groups)));
         token
     }
 
     /// The user of an `Authorization` header: `Ok(None)` without one (anonymous), `Err(())`
     /// when it is not a bearer token this server accepts (401).
-    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Option<UserInfo>, ()> {
+    pub fn authenticate(&self, authorization: Option<&str>) -> Result<Option<Arc<UserInfo>>, ()> {
         let Some(h) = authorization else {
             return Ok(None);
         };
         let token = bearer_token(h).ok_or(())?;
-        self.token_user(token, &[token::ISSUER.to_string()])
-            .map(|(u, _)| Some(u))
-            .ok_or(())
+        let user = match self.static_user(token) {
+            Some(u) => Some(u),
+            None => self.account_user(token, &[]).map(|(u, _)| Arc::new(u)),
+        };
+        user.map(Some).ok_or(())
     }
 
     /// The user of a token valid for one of `audiences` (none: this server's), and the
     /// audiences it is valid for — a TokenReview's question.
     pub fn token_user(&self, token: &str, audiences: &[String]) -> Option<(UserInfo, Vec<String>)> {
+        match self.static_user(token) {
+            Some(u) => {
+                let wanted = if audiences.is_empty() {
+                    vec![token::ISSUER.to_string()]
+                } else {
+                    audiences.to_vec()
+                };
+                Some((UserInfo::clone(&u), wanted))
+            }
+            None => self.account_user(token, audiences),
+        }
+    }
+
+    /// The user of the admin's or an added user's token (tokens with no `.`: not JWTs); `None`
+    /// for any other token.
+    fn static_user(&self, token: &str) -> Option<Arc<UserInfo>> {
+        if token.contains('.') {
+            return None;
+        }
+        if token == self.admin_token {
+            return Some(self.admin.clone());
+        }
+        self.users.read().get(token).cloned()
+    }
+
+    /// The ServiceAccount user of a JWT valid for one of `audiences` (none: this server's),
+    /// and the audiences it is valid for.
+    fn account_user(&self, token: &str, audiences: &[String]) -> Option<(UserInfo, Vec<String>)> {
+        if !token.contains('.') {
+            return None;
+        }
+        let c = self.signer.verify(token, token::unix_now())?;
         let ours = [token::ISSUER.to_string()];
         let wanted = if audiences.is_empty() {
             &ours[..]
         } else {
             audiences
         };
-        if !token.contains('.') {
-            let user = if token == self.admin_token {
-                UserInfo::new(ADMIN_USER, vec![MASTERS.into(), AUTHENTICATED.into()])
-            } else {
-                self.users.read().get(token)?.clone()
-            };
-            return Some((user, wanted.to_vec()));
-        }
-        let c = self.signer.verify(token, token::unix_now())?;
         let valid: Vec<String> = wanted
             .iter()
             .filter(|a| c.audiences.contains(a))

@@ -148,28 +148,31 @@ impl Auth {
         param: impl Fn(&str) -> Option<&'q str>,
         headers: &http::HeaderMap,
         public: bool,
-        cert_user: Option<&UserInfo>,
-    ) -> Result<UserInfo, ApiError> {
+        cert_user: Option<Arc<UserInfo>>,
+    ) -> Result<Arc<UserInfo>, ApiError> {
         let unauthorized = || ApiError::new(401, "Unauthorized", "Unauthorized");
         let header = headers
             .get(http::header::AUTHORIZATION)
             .map(|v| v.to_str().unwrap_or(""));
         // Upstream's union authenticator asks the client certificate before the tokens.
         let authenticated = match cert_user {
-            Some(u) => Ok(Some(u.clone())),
+            Some(u) => Ok(Some(u)),
             None => self.authn.authenticate(header),
         };
         let user = match authenticated {
             Ok(Some(u)) => u,
             Ok(None) if public => {
-                return Ok(UserInfo::new(
+                return Ok(Arc::new(UserInfo::new(
                     "system:anonymous",
                     vec!["system:unauthenticated".into()],
-                ));
+                )));
             }
             _ => return Err(unauthorized()),
         };
-        let user = impersonate::impersonate(self, &user, headers)?.unwrap_or(user);
+        let user = match impersonate::impersonate(self, &user, headers)? {
+            Some(acting) => Arc::new(acting),
+            None => user,
+        };
         // `authorize` allows these before it reads the attributes: none are built.
         if self.allows_all(&user) {
             return Ok(user);

@@ -61,7 +61,9 @@ pub(crate) struct Req {
 }
 
 impl Req {
-    pub fn header(&self, name: &str) -> &str {
+    /// A header's value as text (`""` when absent or not text). The name is best one of
+    /// `http::header`'s constants, which need no parsing.
+    pub fn header(&self, name: impl http::header::AsHeaderName) -> &str {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -70,7 +72,7 @@ impl Req {
 
     /// The media type of the body: the Content-Type without parameters.
     pub fn media_type(&self) -> &str {
-        self.header("content-type")
+        self.header(header::CONTENT_TYPE)
             .split(';')
             .next()
             .unwrap_or("")
@@ -79,12 +81,13 @@ impl Req {
 
     /// The Accept header asks for PartialObjectMetadata(List).
     pub fn meta_only(&self) -> bool {
-        self.header("accept").contains("as=PartialObjectMetadata")
+        self.header(header::ACCEPT)
+            .contains("as=PartialObjectMetadata")
     }
 
     /// The Accept header asks for protobuf first (client-go's default for built-in kinds).
     pub fn protobuf(&self) -> bool {
-        protobuf::wants(self.header("accept"))
+        protobuf::wants(self.header(header::ACCEPT))
     }
 }
 
@@ -180,7 +183,7 @@ pub(crate) fn decode_body_noting_duplicates(req: &Req) -> Result<(Value, Vec<Str
 }
 
 fn decode_body_with(req: &Req, dups: Option<&mut Vec<String>>) -> Result<Value, ApiError> {
-    let ct = req.header("content-type");
+    let ct = req.header(header::CONTENT_TYPE);
     let media = ct.split(';').next().unwrap_or("").trim();
     let bad_json = |e: serde_json::Error| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))

@@ -40,6 +40,9 @@ pub(crate) enum Route {
     Resource(ResourceRoute),
 }
 
+/// The most segments a served path has.
+const MAX_SEGMENTS: usize = 9;
+
 /// Routes `path` against the registry snapshot.
 pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
     let trimmed = path.trim_end_matches('/');
@@ -49,18 +52,25 @@ pub(crate) fn route(path: &str, reg: &Snapshot) -> Result<Route, ApiError> {
     if trimmed.contains('%') {
         return Err(ApiError::unknown_path());
     }
-    let segs: Vec<&str> = trimmed.split('/').skip(1).collect();
-    if segs.iter().any(|s| s.is_empty()) {
-        return Err(ApiError::unknown_path());
+    // On the stack: no route has more segments (`/apis/{g}/{v}/watch/namespaces/{ns}/{r}/{n}/{sub}`).
+    let mut buf = [""; MAX_SEGMENTS];
+    let mut n = 0;
+    for s in trimmed.split('/').skip(1) {
+        if s.is_empty() || n == MAX_SEGMENTS {
+            return Err(ApiError::unknown_path());
+        }
+        buf[n] = s;
+        n += 1;
     }
-    match segs.as_slice() {
+    let segs = &buf[..n];
+    match segs {
         ["openapi", "v3", "api", v] => return Ok(Route::OpenApiDoc(String::new(), v.to_string())),
         ["openapi", "v3", "apis", g, v] => {
             return Ok(Route::OpenApiDoc(g.to_string(), v.to_string()));
         }
         _ => {}
     }
-    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+    let (group, version, rest): (&str, &str, &[&str]) = match segs {
         ["api", v, rest @ ..] => ("", v, rest),
         ["apis", g] => {
             return if reg.groups().iter().any(|(n, _)| n == g) {

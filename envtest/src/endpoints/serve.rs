@@ -21,7 +21,7 @@ pub(crate) async fn serve(
     snap: &Snapshot,
     req: Req,
 ) -> Result<Response<Body>, ApiError> {
-    let accept = req.header("accept");
+    let accept = req.header(http::header::ACCEPT);
     let protobuf = matches!(&route, Route::Resource(r) if r.rt.crd.is_none());
     if !matches!(route, Route::Health) && !accept.is_empty() && !acceptable(accept, protobuf) {
         let accepted = if protobuf {

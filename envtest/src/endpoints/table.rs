@@ -24,7 +24,7 @@ pub(crate) const MEDIA: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 
 /// The request asks for a Table.
 pub(crate) fn wanted(req: &Req) -> bool {
-    req.header("accept").contains("as=Table")
+    req.header(http::header::ACCEPT).contains("as=Table")
 }
 
 /// How one column's cell is computed.

@@ -45,6 +45,7 @@ use serde_json::Value;
 use crate::api::status::ApiError;
 use crate::api::validation::FieldCause;
 
+use crate::storage::FastMap;
 pub(crate) use crate::storage::StoreKey;
 pub(crate) use conversion::Conversion;
 
@@ -251,7 +252,7 @@ pub(crate) struct Snapshot {
     pub types: Vec<Arc<ResourceType>>,
     /// Each type by group, then version, then plural: looked up on every request without
     /// copying the three into a key.
-    by_gvr: HashMap<String, HashMap<String, HashMap<String, Arc<ResourceType>>>>,
+    by_gvr: FastMap<String, FastMap<String, FastMap<String, Arc<ResourceType>>>>,
     /// The served versions of each (group, plural), in registration order.
     by_gr: HashMap<(String, String), Vec<Arc<ResourceType>>>,
     /// Bumped on every change (part of the OpenAPI hashes).
@@ -266,8 +267,8 @@ impl Snapshot {
         revision: u64,
         conversions: HashMap<String, Arc<Conversion>>,
     ) -> Self {
-        let mut by_gvr: HashMap<String, HashMap<String, HashMap<String, Arc<ResourceType>>>> =
-            HashMap::new();
+        let mut by_gvr: FastMap<String, FastMap<String, FastMap<String, Arc<ResourceType>>>> =
+            FastMap::default();
         for t in &types {
             by_gvr
                 .entry(t.group.clone())

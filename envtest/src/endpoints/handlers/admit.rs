@@ -89,7 +89,8 @@ pub(crate) async fn object(
         user: &user,
     };
     let mutated = match hooks {
-        Some(hooks) => hooks.admit(state, &attrs, new.clone()).await?,
+        // Boxed: the webhook calls' future is kept out of every write's (see `versioned`).
+        Some(hooks) => Box::pin(hooks.admit(state, &attrs, new.clone())).await?,
         None => None,
     };
     admission::policy::admit(

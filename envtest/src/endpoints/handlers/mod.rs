@@ -74,7 +74,10 @@ pub(crate) async fn dispatch(
         }
         (&Method::GET, Some(name)) => read::get(state, &r, name, &req),
         (&Method::PUT, Some(name)) => update::put(state, &r, name, &req, mutated),
-        (&Method::PATCH, Some(name)) if is_apply(&req) => apply::patch(state, &r, name, &req).await,
+        // Boxed, as admission's webhook calls in it are (`admit`).
+        (&Method::PATCH, Some(name)) if is_apply(&req) => {
+            Box::pin(apply::patch(state, &r, name, &req)).await
+        }
         (&Method::PATCH, Some(name)) => match mutated {
             Some(obj) => update::put(state, &r, name, &req, Some(obj)),
             None => update::patch(state, &r, name, &req),
@@ -108,7 +111,10 @@ fn subresource(
 
 /// Whether a PATCH is a server-side apply.
 pub(crate) fn is_apply(req: &Req) -> bool {
-    req.header("content-type").split(';').next().map(str::trim)
+    req.header(http::header::CONTENT_TYPE)
+        .split(';')
+        .next()
+        .map(str::trim)
         == Some("application/apply-patch+yaml")
 }
 
@@ -136,7 +142,7 @@ impl Who {
             }
             Some(m) if !m.is_empty() => m.to_string(),
             _ => {
-                let ua = req.header("user-agent");
+                let ua = req.header(http::header::USER_AGENT);
                 let mut out = String::new();
                 for c in ua.split('/').next().unwrap_or("").chars() {
                     if c.is_control() {

@@ -54,6 +54,18 @@ pub(crate) async fn dispatch(
         }
         _ => return verbs::dispatch(state, r, req).await,
     };
+    // Boxed: the conversion's webhook calls would otherwise make every request's future (moved
+    // by the connection on each request) as large as theirs.
+    Box::pin(converted(state, r, req, conv)).await
+}
+
+/// Serves a resource request at its CRD's storage version, converting through the CRD's webhook.
+async fn converted(
+    state: &Arc<State>,
+    r: ResourceRoute,
+    req: Req,
+    conv: Arc<Conversion>,
+) -> Result<Response<Body>, ApiError> {
     let served = r.rt.clone();
     let mut req = req;
     req.served_as = Some(served.clone());
