@@ -491,7 +491,10 @@ async fn envtest_and_floor(
 fn middle_half(v: &[f64]) -> (f64, f64) {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
-    let at = |q: f64| v.get(((v.len() - 1) as f64 * q).round() as usize).copied();
+    let at = |q: f64| {
+        v.get((v.len().saturating_sub(1) as f64 * q).round() as usize)
+            .copied()
+    };
     (at(0.25).unwrap_or(0.0), at(0.75).unwrap_or(0.0))
 }
 

@@ -41,9 +41,9 @@ pub(crate) type StoreKey = (String, String);
 /// (namespace, name); namespace is empty for cluster-scoped objects.
 pub(crate) type ObjKey = (String, String);
 
-/// A hash map with a fast seeded hash (foldhash) for the lookups every request makes by keys
-/// it does not choose alone (collections, served types); std's SipHash costs more than the
-/// lookup itself there.
+/// A hash map with foldhash, for the lookups every request makes (the collections, the served
+/// types), where std's SipHash cost more than the lookup itself. Randomly seeded per map, as std's
+/// is: the keys come from request paths.
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The type of a change event.
