@@ -444,8 +444,9 @@ async fn wire_rows(env: &Environment, n: usize) {
 }
 
 /// Rounds of [`envtest_and_floor`]: each server's creates alternate in this many slices. Many
-/// short ones: this VM's speed moves by a quarter within seconds (the same loop's CPU time
-/// reads 500-800 ms), and slices of ~50 ms each see both servers at nearly the same speed.
+/// short ones: this VM's speed moves by up to 60 % within minutes (the same loop's CPU time
+/// reads 500-800 ms), and slices of tens of milliseconds see both servers at nearly the same
+/// speed.
 const ROUNDS: usize = 20;
 
 /// ConfigMap creates measured on ctrl-envtest and on the floor by [`envtest_and_floor`].
