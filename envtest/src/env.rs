@@ -656,7 +656,7 @@ impl Environment {
             .snapshot()
             .get(group, version, plural)?
             .clone();
-        let key = (namespace.to_string(), name.to_string());
+        let key = crate::storage::obj_key(namespace, name);
         let bytes = self.state.store.get(&rt.store_key(), &key)?;
         #[derive(serde::Deserialize)]
         struct Meta {

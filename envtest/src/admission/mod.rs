@@ -138,7 +138,7 @@ pub(crate) struct Configured {
 impl Configured {
     /// The counts of `store`'s webhook configurations and policy bindings.
     pub fn new(store: &Store) -> Self {
-        let count = |plural: &str| store.population(&(GROUP.to_string(), plural.to_string()));
+        let count = |plural: &str| store.population(&crate::storage::store_key(GROUP, plural));
         Configured {
             mutating: count("mutatingwebhookconfigurations"),
             validating: count("validatingwebhookconfigurations"),

@@ -196,7 +196,9 @@ pub(crate) fn generation(obj: &Value) -> i64 {
 /// A new random (version 4) UID, drawn from `ctrl_clock`'s random numbers: seeded in a
 /// simulation, so object UIDs replay with the seed.
 pub(crate) fn new_uid() -> String {
-    uuid::Builder::from_random_bytes(ctrl_clock::random_u128().to_le_bytes())
-        .into_uuid()
-        .to_string()
+    let uid = uuid::Builder::from_random_bytes(ctrl_clock::random_u128().to_le_bytes()).into_uuid();
+    // Encoded on the stack, then copied: `to_string` would go through `fmt` (every create makes
+    // one).
+    let mut buf = uuid::Uuid::encode_buffer();
+    uid.hyphenated().encode_lower(&mut buf).to_string()
 }

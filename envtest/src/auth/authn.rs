@@ -131,9 +131,9 @@ impl Authenticator {
 
     /// The ServiceAccount of a token still exists with the uid it had at issue.
     fn account_exists(&self, c: &Claims) -> bool {
-        let key = (String::new(), "serviceaccounts".to_string());
+        let key = crate::storage::store_key("", "serviceaccounts");
         self.store
-            .get_value(&key, &(c.namespace.clone(), c.name.clone()))
+            .get_value(&key, &crate::storage::obj_key(&c.namespace, &c.name))
             .is_some_and(|sa| sa.pointer("/metadata/uid").and_then(Value::as_str) == Some(&c.uid))
     }
 }
@@ -192,12 +192,15 @@ mod tests {
 
     fn store_with_sa(uid: &str) -> Arc<Store> {
         let store = Arc::new(Store::new(100, 100));
-        let key = (String::new(), "serviceaccounts".to_string());
+        let key = crate::storage::store_key("", "serviceaccounts");
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa", "namespace": "default", "uid": uid}});
         store
-            .commit(&key, &("default".into(), "sa".into()), false, |_| {
-                Ok(crate::storage::Change::Put(sa))
-            })
+            .commit(
+                &key,
+                &crate::storage::obj_key("default", "sa"),
+                false,
+                |_| Ok(crate::storage::Change::Put(sa)),
+            )
             .unwrap();
         store
     }

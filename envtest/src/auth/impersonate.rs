@@ -135,9 +135,9 @@ mod tests {
         let store = Arc::new(Store::new(100, 100));
         let put = |plural: &str, obj: serde_json::Value| {
             let name = obj["metadata"]["name"].as_str().unwrap().to_string();
-            let key = ("rbac.authorization.k8s.io".to_string(), plural.to_string());
+            let key = crate::storage::store_key("rbac.authorization.k8s.io", plural);
             store
-                .commit(&key, &(String::new(), name), false, |_| {
+                .commit(&key, &crate::storage::obj_key("", &name), false, |_| {
                     Ok(Change::Put(obj))
                 })
                 .unwrap();

@@ -26,7 +26,7 @@ struct Grant {
 }
 
 fn list<T: DeserializeOwned>(store: &Store, plural: &str, ns: Option<&str>) -> Vec<T> {
-    let key = (GROUP.to_string(), plural.to_string());
+    let key = crate::storage::store_key(GROUP, plural);
     store
         .list(&key, ns, None)
         .map(|(_, items)| items)
@@ -37,8 +37,8 @@ fn list<T: DeserializeOwned>(store: &Store, plural: &str, ns: Option<&str>) -> V
 }
 
 fn get<T: DeserializeOwned>(store: &Store, plural: &str, ns: &str, name: &str) -> Option<T> {
-    let key = (GROUP.to_string(), plural.to_string());
-    let b = store.get(&key, &(ns.to_string(), name.to_string()))?;
+    let key = crate::storage::store_key(GROUP, plural);
+    let b = store.get(&key, &crate::storage::obj_key(ns, name))?;
     serde_json::from_slice(&b).ok()
 }
 

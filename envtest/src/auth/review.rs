@@ -229,10 +229,10 @@ pub(crate) fn token_request_for(
             "the body of a token request must be a TokenRequest, not {kind:?}"
         )));
     }
-    let key = (String::new(), "serviceaccounts".to_string());
+    let key = crate::storage::store_key("", "serviceaccounts");
     let sa = auth
         .store()
-        .get_value(&key, &(ns.to_string(), name.to_string()))
+        .get_value(&key, &crate::storage::obj_key(ns, name))
         .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
     token_request(auth, &sa, body)
 }

@@ -49,7 +49,7 @@ impl Observer for ClusterRoleAggregation {
 
 /// Every stored ClusterRole, in name order.
 fn cluster_roles(api: &Apiserver) -> Vec<ClusterRole> {
-    let key = (GROUP.to_string(), "clusterroles".to_string());
+    let key = crate::storage::store_key(GROUP, "clusterroles");
     let items = api
         .store
         .list(&key, None, None)

@@ -64,7 +64,7 @@ fn maybe_finish(api: &Apiserver, next: &mut FollowUps, crd: &str) {
     };
     let Some(obj) = api
         .store
-        .get_value(&crd_rt.store_key(), &(String::new(), crd.to_string()))
+        .get_value(&crd_rt.store_key(), &crate::storage::obj_key("", crd))
     else {
         return;
     };

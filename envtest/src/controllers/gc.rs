@@ -36,6 +36,10 @@ impl Observer for Gc {
 }
 
 fn react(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Value, removed: bool) {
+    // Most writes neither remove nor mark for deletion: they return before anything is copied.
+    if !removed && meta::meta_str(obj, "deletionTimestamp").is_none() {
+        return;
+    }
     let uid = meta::meta_str(obj, "uid").unwrap_or("").to_string();
     if removed {
         owner_gone(api, next, rt, obj, &uid);
@@ -49,9 +53,6 @@ fn react(api: &Apiserver, next: &mut FollowUps, rt: &ResourceType, obj: &Value, 
                 finish_foreground(api, next, &ort, &owner);
             }
         }
-        return;
-    }
-    if meta::meta_str(obj, "deletionTimestamp").is_none() {
         return;
     }
     let fins = meta::finalizers(obj);
@@ -88,7 +89,7 @@ fn refs(obj: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn key_of(rt: &ResourceType, obj: &Value) -> (String, String) {
+fn key_of(rt: &ResourceType, obj: &Value) -> crate::storage::ObjKey {
     crate::registry::objects::okey(rt, Some(meta::namespace(obj)), meta::name(obj))
 }
 

@@ -76,7 +76,7 @@ fn finish(api: &Apiserver, next: &mut FollowUps, ns: &str) {
     let Some(nrt) = namespace_type(api) else {
         return;
     };
-    let key = (String::new(), ns.to_string());
+    let key = crate::storage::obj_key("", ns);
     let Some(n) = api.store.get_value(&nrt.store_key(), &key) else {
         return;
     };

@@ -102,7 +102,7 @@ fn crd_printer_columns(state: &State, rt: &ResourceType) -> Option<Vec<Value>> {
         .cloned()?;
     let obj = state
         .store
-        .get_value(&crds.store_key(), &(String::new(), crd.clone()))?;
+        .get_value(&crds.store_key(), &crate::storage::obj_key("", crd))?;
     obj.get("spec")?
         .get("versions")?
         .as_array()?

@@ -257,10 +257,7 @@ pub(crate) fn mark_terminating(crd: &mut Value) {
 
 /// Where a CRD's objects are stored, whichever versions are served.
 pub(crate) fn store_key_of(crd: &Value) -> crate::registry::StoreKey {
-    (
-        s(crd, "/spec/group").to_string(),
-        s(crd, "/spec/names/plural").to_string(),
-    )
+    crate::storage::store_key(s(crd, "/spec/group"), s(crd, "/spec/names/plural"))
 }
 
 /// The resource types a CRD serves.

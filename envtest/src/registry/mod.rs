@@ -119,8 +119,8 @@ impl ResourceType {
 
     pub fn store_key(&self) -> StoreKey {
         match &self.view {
-            Some(v) => (v.store.0.to_string(), v.store.1.to_string()),
-            None => (self.group.clone(), self.plural.clone()),
+            Some(v) => crate::storage::store_key(v.store.0, v.store.1),
+            None => crate::storage::store_key(&self.group, &self.plural),
         }
     }
 

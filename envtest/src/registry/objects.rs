@@ -81,14 +81,8 @@ fn set_text(obj: &mut Value, key: &str, text: &str) {
 
 /// The store key of an object.
 pub(crate) fn okey(rt: &ResourceType, ns: Option<&str>, name: &str) -> ObjKey {
-    (
-        if rt.namespaced {
-            ns.unwrap_or("").to_string()
-        } else {
-            String::new()
-        },
-        name.to_string(),
-    )
+    let ns = if rt.namespaced { ns.unwrap_or("") } else { "" };
+    crate::storage::obj_key(ns, name)
 }
 
 /// A stored object as served at `rt` (apiVersion of the served version, or the view's form).

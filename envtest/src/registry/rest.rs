@@ -9,13 +9,13 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{ResourceType, context::Apiserver, crd, defaults, objects, strategy};
 use crate::api::meta;
 use crate::api::status::ApiError;
 use crate::api::validation::{self, FieldCause};
-use crate::storage::{Change, Committed};
+use crate::storage::{Change, Committed, Name};
 
 /// Options of a write: `dryRun=All`, `fieldValidation=Strict`, and who writes (the handlers build
 /// them from the query,
@@ -55,8 +55,7 @@ pub(crate) fn create(
     mut obj: Value,
     w: WriteOpts<'_>,
 ) -> Result<Committed, ApiError> {
-    let ns = identity(rt, url_ns, &mut obj)?;
-    let name = meta::name(&obj).to_string();
+    let (ns, name) = identity(rt, url_ns, &mut obj)?;
     strategy::validate(rt, &mut obj)?;
     if rt.namespaced {
         strategy::ensure_namespace(&api.store, rt, &ns, &name)?;
@@ -109,42 +108,52 @@ pub(crate) fn create(
 }
 
 /// The identity of a new object: its namespace (the URL's, which a body may only repeat; none
-/// for a cluster-scoped type, returned) and its name (generated from `generateName`); a
-/// create may not name a resourceVersion.
-fn identity(rt: &ResourceType, url_ns: Option<&str>, obj: &mut Value) -> Result<String, ApiError> {
-    let body_ns = meta::namespace(obj).to_string();
-    if rt.namespaced {
+/// for a cluster-scoped type) and its name (generated from `generateName`), returned; a create
+/// may not name a resourceVersion. Read from the metadata map once (every create asks).
+fn identity(
+    rt: &ResourceType,
+    url_ns: Option<&str>,
+    obj: &mut Value,
+) -> Result<(Name, Name), ApiError> {
+    let m = meta::meta_mut(obj);
+    let text = |m: &Map<String, Value>, f: &str| -> Name {
+        m.get(f).and_then(Value::as_str).unwrap_or("").into()
+    };
+    let ns = if rt.namespaced {
         let url_ns = url_ns.unwrap_or("");
+        let body_ns = text(m, "namespace");
         if body_ns.is_empty() {
-            meta::set_meta(obj, "namespace", json!(url_ns));
+            m.insert("namespace".into(), json!(url_ns));
         } else if body_ns != url_ns {
             return Err(ApiError::bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
+        Name::from(url_ns)
     } else {
-        meta::remove_meta(obj, "namespace");
-    }
-    let ns = meta::namespace(obj).to_string();
-    if meta::name(obj).is_empty() {
-        match meta::meta_str(obj, "generateName").filter(|g| !g.is_empty()) {
-            Some(prefix) => {
-                let n = validation::generate_name(prefix);
-                meta::set_meta(obj, "name", json!(n));
-            }
-            None => {
-                let cause =
-                    FieldCause::required("metadata.name", "name or generateName is required");
-                return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
-            }
+        m.remove("namespace");
+        Name::default()
+    };
+    let mut name = text(m, "name");
+    if name.is_empty() {
+        let prefix = text(m, "generateName");
+        if prefix.is_empty() {
+            let cause = FieldCause::required("metadata.name", "name or generateName is required");
+            return Err(ApiError::invalid(&rt.group, &rt.kind, "", &[cause]));
         }
+        let n = validation::generate_name(&prefix);
+        name = Name::from(n.as_str());
+        m.insert("name".into(), json!(n));
     }
-    if meta::meta_str(obj, "resourceVersion").is_some_and(|v| !v.is_empty()) {
+    if m.get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|v| !v.is_empty())
+    {
         return Err(ApiError::bad_request(
             "resourceVersion can not be set for Create requests",
         ));
     }
-    Ok(ns)
+    Ok((ns, name))
 }
 
 /// The object an update writes: its namespace and name, the subresource written (`status`), and

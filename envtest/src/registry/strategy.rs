@@ -56,8 +56,8 @@ pub(crate) fn ensure_namespace(
     ns: &str,
     name: &str,
 ) -> Result<(), ApiError> {
-    let key = (String::new(), "namespaces".to_string());
-    match store.get(&key, &(String::new(), ns.to_string())) {
+    let key = crate::storage::store_key("", "namespaces");
+    match store.get(&key, &crate::storage::obj_key("", ns)) {
         None => Err(ApiError::new(404, "NotFound", format!("namespaces {ns:?} not found")).with_details(json!({"name": ns, "kind": "namespaces"}))),
         Some(n) if terminating(&n) => Err(ApiError::new(
             403,
@@ -72,9 +72,12 @@ pub(crate) fn ensure_namespace(
 /// Whether a stored Namespace carries a deletionTimestamp, read without building the whole
 /// object (every namespaced create asks). The store's bytes are serde_json's, which writes a key
 /// as it is (it escapes only quotes, backslashes and control characters), so a namespace whose
-/// bytes lack the text `"deletionTimestamp"` has no such field and is not read at all.
+/// bytes lack the text `"deletionTimestamp"` has no such field and is not read at all. The
+/// searcher is built once (building one cost more than the search).
 fn terminating(stored: &[u8]) -> bool {
-    if memchr::memmem::find(stored, b"\"deletionTimestamp\"").is_none() {
+    static FIELD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"deletionTimestamp\""));
+    if FIELD.find(stored).is_none() {
         return false;
     }
     #[derive(serde::Deserialize)]

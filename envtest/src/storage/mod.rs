@@ -35,15 +35,31 @@ use crate::api::meta;
 use crate::api::status::ApiError;
 
 /// Where the objects of a resource live: one collection per (group, plural), shared by every
-/// served version of a custom resource.
-pub(crate) type StoreKey = (String, String);
+/// served version of a custom resource. Held inline as [`ObjKey`]'s names are (every write
+/// makes one).
+pub(crate) type StoreKey = (Name, Name);
 
-/// (namespace, name); namespace is empty for cluster-scoped objects.
-pub(crate) type ObjKey = (String, String);
+/// (namespace, name); namespace is empty for cluster-scoped objects. Names of up to 24 bytes
+/// (most of them) are held inline: making a key allocates nothing, and a search of the objects'
+/// B-tree compares the keys where the tree holds them, not through a pointer each.
+pub(crate) type ObjKey = (Name, Name);
+
+/// A namespace or object name in an [`ObjKey`].
+pub(crate) type Name = compact_str::CompactString;
+
+/// The key of the object `name` in namespace `ns` (empty for cluster-scoped objects).
+pub(crate) fn obj_key(ns: &str, name: &str) -> ObjKey {
+    (Name::from(ns), Name::from(name))
+}
+
+/// The key of the collection of `plural` in `group` (empty for the core group).
+pub(crate) fn store_key(group: &str, plural: &str) -> StoreKey {
+    (Name::from(group), Name::from(plural))
+}
 
 /// A hash map with foldhash, for the lookups every request makes (the collections, the served
-/// types), where std's SipHash cost more than the lookup itself. Randomly seeded per map, as std's
-/// is: the keys come from request paths.
+/// types, the built-in schemas' fields), where std's SipHash cost more than the lookup itself.
+/// Randomly seeded per map, as std's is: the keys come from request paths.
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The type of a change event.
@@ -621,7 +637,7 @@ impl Store {
                 let items = match ns {
                     Some(n) => col
                         .objects
-                        .range((n.to_string(), String::new())..)
+                        .range(obj_key(n, "")..)
                         .take_while(|(k, _)| k.0 == n)
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
@@ -750,7 +766,7 @@ mod tests {
     use super::*;
 
     fn put(store: &Store, key: &StoreKey, name: &str) {
-        let okey = (String::new(), name.to_string());
+        let okey = obj_key("", name);
         let obj = json!({"metadata": {"name": name}});
         store
             .commit(key, &okey, false, |_| Ok(Change::Put(obj)))
@@ -760,12 +776,12 @@ mod tests {
     #[test]
     fn a_population_follows_writes_and_a_dropped_collection() {
         let store = Store::new(10, 10);
-        let key = ("g".to_string(), "things".to_string());
+        let key = store_key("g", "things");
         let count = store.population(&key);
         assert!(count.is_empty());
         put(&store, &key, "a");
         assert!(!count.is_empty(), "counted by the time the write returns");
-        let okey = (String::new(), "a".to_string());
+        let okey = obj_key("", "a");
         store
             .commit(&key, &okey, true, |_| Ok(Change::Remove))
             .expect("dry-run remove");

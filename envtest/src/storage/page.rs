@@ -239,7 +239,7 @@ fn read(
     keep: &dyn Fn(&Bytes) -> bool,
     rest: Rest,
 ) -> Page {
-    let ns_start: ObjKey = (q.ns.unwrap_or_default().to_string(), String::new());
+    let ns_start: ObjKey = super::obj_key(q.ns.unwrap_or_default(), "");
     let range = (lower(q.ns, q.after, &ns_start), Bound::Unbounded);
     let in_ns = |k: &ObjKey| q.ns.is_none_or(|n| k.0 == n);
     let current = col

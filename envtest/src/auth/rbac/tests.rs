@@ -11,14 +11,16 @@ fn put(store: &Store, plural: &str, obj: Value) {
         .unwrap_or("")
         .to_string();
     let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-    let key = (GROUP.to_string(), plural.to_string());
+    let key = crate::storage::store_key(GROUP, plural);
     store
-        .commit(&key, &(ns, name), false, |_| Ok(Change::Put(obj)))
+        .commit(&key, &crate::storage::obj_key(&ns, &name), false, |_| {
+            Ok(Change::Put(obj))
+        })
         .unwrap();
 }
 
 fn remove(store: &Store, plural: &str, ns: &str, name: &str) {
-    let key = (GROUP.to_string(), plural.to_string());
+    let key = crate::storage::store_key(GROUP, plural);
     store
         .commit(&key, &(ns.into(), name.into()), false, |_| {
             Ok(Change::Remove)

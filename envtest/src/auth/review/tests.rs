@@ -11,9 +11,9 @@ fn auth() -> Auth {
     let store = Arc::new(Store::new(100, 100));
     let put = |group: &str, plural: &str, ns: &str, obj: Value| {
         let name = obj["metadata"]["name"].as_str().unwrap().to_string();
-        let key = (group.to_string(), plural.to_string());
+        let key = crate::storage::store_key(group, plural);
         store
-            .commit(&key, &(ns.to_string(), name), false, |_| {
+            .commit(&key, &crate::storage::obj_key(ns, &name), false, |_| {
                 Ok(Change::Put(obj))
             })
             .unwrap();
@@ -187,7 +187,7 @@ fn token_requests_and_reviews() {
     let sa = a
         .store()
         .get_value(
-            &(String::new(), "serviceaccounts".into()),
+            &crate::storage::store_key("", "serviceaccounts"),
             &("a".into(), "sa".into()),
         )
         .unwrap();

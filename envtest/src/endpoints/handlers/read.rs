@@ -45,7 +45,8 @@ pub(crate) fn get(
 }
 
 fn encode_token(rv: u64, key: &ObjKey) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!([rv, key.0, key.1]).to_string())
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!([rv, key.0.as_str(), key.1.as_str()]).to_string())
 }
 
 fn decode_token(t: &str) -> Option<(u64, ObjKey)> {
@@ -56,10 +57,7 @@ fn decode_token(t: &str) -> Option<(u64, ObjKey)> {
     let a = v.as_array()?;
     Some((
         a.first()?.as_u64()?,
-        (
-            a.get(1)?.as_str()?.to_string(),
-            a.get(2)?.as_str()?.to_string(),
-        ),
+        crate::storage::obj_key(a.get(1)?.as_str()?, a.get(2)?.as_str()?),
     ))
 }
 

@@ -19,7 +19,7 @@
 //! Go names named string types (`v1.PullPolicy`) where the schema only says `string`: this
 //! check says `string`.
 
-use std::collections::HashMap;
+use crate::storage::FastMap;
 use std::sync::OnceLock;
 
 use base64::Engine;
@@ -46,7 +46,7 @@ enum Ty {
     IntOrString,
     Quantity,
     /// A struct: its Go name (`v1.PodSpec`) and its fields' types.
-    Struct(String, HashMap<String, usize>),
+    Struct(String, FastMap<String, usize>),
     Array(usize),
     Map(usize),
 }
@@ -55,7 +55,7 @@ enum Ty {
 #[derive(Debug)]
 struct Types {
     tys: Vec<Ty>,
-    by_name: HashMap<String, usize>,
+    by_name: FastMap<String, usize>,
 }
 
 const ANY: usize = 0;
@@ -90,7 +90,7 @@ fn types() -> &'static Types {
         let defs = &super::schemas::builtins().definitions;
         let mut t = Types {
             tys: vec![Ty::Any],
-            by_name: HashMap::new(),
+            by_name: FastMap::default(),
         };
         for name in defs.keys() {
             t.named(name, defs);
@@ -263,7 +263,7 @@ impl<'a> Walk<'a> {
     fn object(
         &mut self,
         name: &'a str,
-        fields: &'a HashMap<String, usize>,
+        fields: &'a FastMap<String, usize>,
         m: &'a Map<String, Value>,
     ) -> Result<(), String> {
         let short = name.rsplit('.').next().unwrap_or(name);

@@ -97,7 +97,7 @@ pub(crate) struct Used {
 impl Used {
     /// What the Services in `store` hold, `except` one.
     pub(crate) fn read(store: &Store, except: &ObjKey) -> Used {
-        let key = (String::new(), "services".to_string());
+        let key = crate::storage::store_key("", "services");
         let mut used = Used::default();
         let Ok((_, items)) = store.list(&key, None, None) else {
             return used;
