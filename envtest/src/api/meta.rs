@@ -28,10 +28,29 @@ pub(crate) fn check_types(obj: &Value, decoded: Option<&Value>) -> Result<(), St
         // The same value (a caller that knows the metadata is the stored one) or an equal one.
         Some(m) if decoded.is_some_and(|d| std::ptr::eq(d, m) || d == m) => Ok(()),
         None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(m)) if plainly_typed(m) => Ok(()),
         Some(m) => ObjectMeta::deserialize(m)
             .map(drop)
             .map_err(|e| format!("unable to decode metadata: {e}")),
     }
+}
+
+/// Whether metadata decodes as `ObjectMeta` without decoding it: every field is one that takes
+/// any string (or null), or `labels` / `annotations` holding strings only, as most bodies'
+/// metadata is. Anything else (a timestamp, owner references, managedFields, an unknown field) is
+/// left to the typed decode, so this answers yes only where that decode succeeds.
+fn plainly_typed(m: &Map<String, Value>) -> bool {
+    m.iter().all(|(k, v)| match k.as_str() {
+        "name" | "generateName" | "namespace" | "uid" | "resourceVersion" | "selfLink" => {
+            matches!(v, Value::String(_) | Value::Null)
+        }
+        "labels" | "annotations" => match v {
+            Value::Null => true,
+            Value::Object(o) => o.values().all(Value::is_string),
+            _ => false,
+        },
+        _ => false,
+    })
 }
 
 /// `metadata.<field>` as a string, if present.
@@ -201,4 +220,42 @@ pub(crate) fn new_uid() -> String {
     // one).
     let mut buf = uuid::Uuid::encode_buffer();
     uid.hyphenated().encode_lower(&mut buf).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut says yes only where the typed decode succeeds, and the typed decode still
+    /// refuses what it says no to.
+    #[test]
+    fn plainly_typed_metadata_is_metadata_that_decodes() {
+        let plain = [
+            json!({"name": "a", "namespace": "default"}),
+            json!({"generateName": "a-", "uid": null, "labels": {"app": "x"}}),
+            json!({"name": "a", "annotations": {}, "labels": null, "resourceVersion": "7"}),
+        ];
+        for m in plain {
+            let map = m.as_object().expect("object");
+            assert!(plainly_typed(map), "{m}");
+            assert!(ObjectMeta::deserialize(&m).is_ok(), "{m}");
+        }
+        let left_to_the_decode = [
+            json!({"name": 5}),
+            json!({"labels": {"app": 1}}),
+            json!({"labels": {"app": null}}),
+            json!({"annotations": ["a"]}),
+            json!({"name": "a", "finalizers": "x"}),
+            json!({"name": "a", "creationTimestamp": "yesterday"}),
+        ];
+        for m in left_to_the_decode {
+            let map = m.as_object().expect("object");
+            assert!(!plainly_typed(map), "{m}");
+            let obj = json!({"metadata": m});
+            assert!(check_types(&obj, None).is_err(), "{obj}");
+        }
+        // Known to decode, but not by the shortcut: the typed decode still answers.
+        let obj = json!({"metadata": {"name": "a", "finalizers": ["f"]}});
+        assert!(check_types(&obj, None).is_ok());
+    }
 }
