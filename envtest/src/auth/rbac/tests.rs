@@ -22,7 +22,7 @@ fn put(store: &Store, plural: &str, obj: Value) {
 fn remove(store: &Store, plural: &str, ns: &str, name: &str) {
     let key = crate::storage::store_key(GROUP, plural);
     store
-        .commit(&key, &(ns.into(), name.into()), false, |_| {
+        .commit(&key, &crate::storage::obj_key(ns, name), false, |_| {
             Ok(Change::Remove)
         })
         .unwrap();

@@ -188,7 +188,7 @@ fn token_requests_and_reviews() {
         .store()
         .get_value(
             &crate::storage::store_key("", "serviceaccounts"),
-            &("a".into(), "sa".into()),
+            &crate::storage::obj_key("a", "sa"),
         )
         .unwrap();
     let tr = token_request(&a, &sa, json!({"spec": {}})).unwrap();

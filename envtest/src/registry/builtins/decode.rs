@@ -19,7 +19,6 @@
 //! Go names named string types (`v1.PullPolicy`) where the schema only says `string`: this
 //! check says `string`.
 
-use crate::storage::FastMap;
 use std::sync::OnceLock;
 
 use base64::Engine;
@@ -28,6 +27,7 @@ use serde_json::{Map, Number, Value};
 
 use super::rfc3339;
 use crate::api::quantity;
+use crate::storage::FastMap;
 
 /// A Go type, as far as the decode cares.
 #[derive(Debug)]
