@@ -194,7 +194,8 @@ async fn sharded(k: usize, n: usize) -> Row {
     let live = spread(&client, &ids).await;
     // The sharder stops first: a shard that stops releases its lease, is Dead at once,
     // and a sharder still running would move its objects to the shards still running
-    // (`tests/sharding.rs`), so the caches probed below would not hold the row's spread.
+    // (`tests/integration/sharding.rs`), so the caches probed below would not hold the
+    // row's spread.
     sharder.stop().await;
     for s in shards {
         s.stop().await;

@@ -16,10 +16,10 @@
 //!
 //! # Inside: the layers
 //!
-//! The modules are cut like kube-apiserver's, highest layer first; a reference from one
-//! top-level module to another may only point down this list (checked by `tests/layers.rs`,
-//! whose `LAYERS` is this list: no upward reference, no circle between files, no function over
-//! 80 lines, and this diagram and `docs/envtest.md`'s name exactly these modules in this order):
+//! The modules are cut like kube-apiserver's, highest layer first; a reference from one top-level
+//! module to another may only point down this list (checked by `tests/integration/layers.rs`, whose
+//! `LAYERS` is this list: no upward reference, no circle between files, no function over 80 lines,
+//! and this diagram and `docs/envtest.md`'s name exactly these modules in this order):
 //!
 //! ```text
 //! cli            `ctrl-envtest serve` (the binary's flags and main, as a library function)

@@ -1,5 +1,5 @@
 //! The AppService operator, as modules the example's `main` and the integration
-//! test (`tests/appservice.rs`) both use: the custom resource ([`crd`]), the
+//! test (`tests/integration/appservice.rs`) both use: the custom resource ([`crd`]), the
 //! controller ([`controller`]), the manager wiring and leader-election flags
 //! ([`setup`]), `--sharded` ([`sharding`]) and the no-cluster demo ([`demo`]). What every example shares (flags,
 //! log output, the local API server) is in `ctrl::cli`.

@@ -6,7 +6,7 @@
 //! It then asks to be called again at the next scheduled time.
 //!
 //! Time is read from [`ctrl::clock`], the tutorial's `Clock` interface: the system clock
-//! when deployed, a fake one on a paused runtime in the tests (`tests/cronjob.rs`).
+//! when deployed, a fake one on a paused runtime in the tests (`tests/integration/cronjob.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;

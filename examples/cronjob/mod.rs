@@ -2,7 +2,7 @@
 //! docs/tutorial.md builds: this one is its `src/lib.rs` (the manager, the samples),
 //! [`api`] its `src/api/v1/cronjob.rs`, [`controller`] `src/controller/cronjob.rs`,
 //! [`webhook`] `src/webhook/cronjob.rs`, [`schedule`] `src/schedule.rs`, and
-//! `examples/cronjob.rs` its `src/main.rs`. The example's tests are `tests/cronjob.rs`.
+//! `examples/cronjob.rs` its `src/main.rs`. The example's tests are `tests/integration/cronjob.rs`.
 
 pub mod api;
 pub mod controller;

@@ -1,5 +1,5 @@
 //! The StorageBucket operator, as modules the example's `main` and the integration
-//! test (`tests/storagebucket.rs`) both use: the custom resource ([`crd`]), the
+//! test (`tests/integration/storagebucket.rs`) both use: the custom resource ([`crd`]), the
 //! HTTP probe ([`probe`]), the controller and its ticker ([`controller`]), the
 //! admission webhooks ([`webhooks`]), the Lease's name ([`LEASE_NAME`]), the
 //! manager wiring ([`setup`]), a local object store ([`store`]) and the no-cluster

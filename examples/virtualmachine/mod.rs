@@ -1,5 +1,5 @@
 //! The virtualmachine example's modules, shared by its `main` and its integration
-//! test (`tests/virtualmachine.rs`): the `VirtualMachine` custom resource ([`crd`]),
+//! test (`tests/integration/virtualmachine.rs`): the `VirtualMachine` custom resource ([`crd`]),
 //! the fake hypervisor the controller drives ([`hypervisor`]), the controller built
 //! by hand on ctrl's cache and work queue ([`controller`]), and the demo script
 //! ([`demo`]). What every example shares (flags, log output, the local API server)

@@ -8,7 +8,7 @@
 //!
 //! # The layers
 //!
-//! A module may import only the modules below it (checked by `tests/layers.rs`, with no
+//! A module may import only the modules below it (checked by `tests/integration/layers.rs`, with no
 //! file-level import circle inside a module and no function over 80 lines). Top first:
 //!
 //! ```text

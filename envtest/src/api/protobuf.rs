@@ -7,7 +7,7 @@
 //! server works on, driven by message descriptors, with no per-kind code. Kubernetes' own
 //! `generated.proto` files (vendored in `envtest/proto/`, the Kubernetes version of the `k8s-pb`
 //! crate) are compiled with protox into a `FileDescriptorSet`, checked in as `proto/k8s.fds`
-//! (`tests/protobuf_descriptors.rs` recompiles and compares); [`schema`] indexes its
+//! (`tests/integration/protobuf_descriptors.rs` recompiles and compares); [`schema`] indexes its
 //! messages by group, version and kind; prost-reflect decodes and encodes
 //! [`prost_reflect::DynamicMessage`]s; [`to_json`] and [`from_json`] map those to and from
 //! `serde_json` values field by field, under Kubernetes' JSON names. go-to-protobuf names

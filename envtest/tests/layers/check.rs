@@ -2,7 +2,8 @@
 //! breaks its declared layer order. Shared by every crate that declares one:
 //!
 //! ```ignore
-//! #[path = "../../envtest/tests/layers/check.rs"] // from another crate's tests/layers.rs
+//! // in another crate's tests/integration/main.rs; its layers.rs says `use crate::check;`
+//! #[path = "../../../envtest/tests/layers/check.rs"]
 //! mod check;
 //!
 //! /// Top-level modules of `src`, highest layer first; a line naming several modules holds peers.
@@ -858,9 +859,9 @@ fn the_checker_reads_paths_functions_and_cycles() {
     assert_eq!(diagram(doc, "# Inside"), strs(&["env", "api"]));
 }
 
-/// The three tests a crate's `tests/layers.rs` runs over its [`Report`] (`$report` is evaluated
-/// in each): references point down the layers ([`Report::assert_layers`]), no circle between
-/// files ([`Report::assert_no_file_circle`]), no function over [`MAX_FN_LINES`] lines
+/// The three tests a crate's `tests/integration/layers.rs` runs over its [`Report`] (`$report` is
+/// evaluated in each): references point down the layers ([`Report::assert_layers`]), no circle
+/// between files ([`Report::assert_no_file_circle`]), no function over [`MAX_FN_LINES`] lines
 /// ([`Report::assert_functions_fit`]).
 macro_rules! layer_tests {
     ($report:expr) => {

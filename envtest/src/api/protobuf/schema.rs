@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 
 /// The compiled descriptor set: `proto/*.proto` compiled by protox, checked in so that a build
-/// needs no proto compiler (`tests/protobuf_descriptors.rs` recompiles it and compares;
+/// needs no proto compiler (`tests/integration/protobuf_descriptors.rs` recompiles it and compares;
 /// `UPDATE_GOLDEN=1` rewrites it after `proto/vendor.sh`).
 static FDS: &[u8] = include_bytes!("../../../proto/k8s.fds");
 
