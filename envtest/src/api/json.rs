@@ -32,7 +32,8 @@ pub(crate) fn decode(body: &[u8]) -> serde_json::Result<(Value, Vec<String>)> {
 
 /// The paths of the keys `body` gives more than once; empty when it is not JSON (its decoder
 /// reports that).
-pub(crate) fn duplicate_keys(body: &[u8]) -> Vec<String> {
+#[cfg(test)]
+fn duplicate_keys(body: &[u8]) -> Vec<String> {
     decode(body).map(|(_, d)| d).unwrap_or_default()
 }
 

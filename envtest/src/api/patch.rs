@@ -59,6 +59,17 @@ pub(crate) enum Patch {
 impl Patch {
     /// Decodes `body` sent as `media_type` (without parameters) for `target`.
     pub(crate) fn decode(media_type: &str, body: &[u8], target: Target) -> Result<Self, ApiError> {
+        Self::decode_noting_duplicates(media_type, body, target).map(|(p, _)| p)
+    }
+
+    /// [`Patch::decode`], with the paths of the keys a merge patch gives more than once, which
+    /// `?fieldValidation=` reports: found while the body is decoded ([`api::json`](crate::api::json)),
+    /// not by decoding it again. Other patch types note none.
+    pub(crate) fn decode_noting_duplicates(
+        media_type: &str,
+        body: &[u8],
+        target: Target,
+    ) -> Result<(Self, Vec<String>), ApiError> {
         let bad =
             |e: serde_json::Error| ApiError::bad_request(format!("error decoding patch: {e}"));
         match media_type {
@@ -73,14 +84,16 @@ impl Patch {
                         ),
                     ));
                 }
-                Ok(Self::Json(p))
+                Ok((Self::Json(p), Vec::new()))
             }
             "application/merge-patch+json" => {
-                Ok(Self::Merge(serde_json::from_slice(body).map_err(bad)?))
+                let (p, duplicates) = crate::api::json::decode(body).map_err(bad)?;
+                Ok((Self::Merge(p), duplicates))
             }
-            "application/strategic-merge-patch+json" if target == Target::BuiltIn => {
-                Ok(Self::Strategic(serde_json::from_slice(body).map_err(bad)?))
-            }
+            "application/strategic-merge-patch+json" if target == Target::BuiltIn => Ok((
+                Self::Strategic(serde_json::from_slice(body).map_err(bad)?),
+                Vec::new(),
+            )),
             _ => Err(ApiError::unsupported_media(ACCEPTED)),
         }
     }

@@ -38,21 +38,11 @@ pub(crate) fn mode(req: &Req) -> Result<Mode, ApiError> {
     }
 }
 
-/// Checks `obj` (the patched object, at `rt`'s version) and the raw body of `req` (the patch) by
-/// the request's mode.
-pub(crate) fn check(rt: &ResourceType, obj: &Value, req: &Req) -> Result<(), ApiError> {
-    check_with(rt, obj, req, || {
-        if is_json(req) {
-            crate::api::json::duplicate_keys(&req.body)
-        } else {
-            Vec::new()
-        }
-    })
-}
-
-/// Checks `obj`, the request's body as decoded, with `duplicates`, the keys the decoder found
-/// given twice ([`endpoints::decode_body_noting_duplicates`](crate::endpoints::decode_body_noting_duplicates)),
-/// by the request's mode.
+/// Checks `obj` (the request's body as decoded, or the object its patch made) with `duplicates`,
+/// the keys the body gives twice as its decoder found them
+/// ([`endpoints::decode_body_noting_duplicates`](crate::endpoints::decode_body_noting_duplicates),
+/// [`Patch::decode_noting_duplicates`](crate::api::patch::Patch::decode_noting_duplicates)), by the
+/// request's mode.
 pub(crate) fn check_decoded(
     rt: &ResourceType,
     obj: &Value,
@@ -100,13 +90,6 @@ fn check_with(
         req.warnings.add(p);
     }
     Ok(())
-}
-
-fn is_json(req: &Req) -> bool {
-    matches!(
-        req.media_type(),
-        "" | "application/json" | "application/merge-patch+json" | "*/*"
-    )
 }
 
 /// The fields of a custom object its schema does not know.

@@ -72,7 +72,8 @@ pub(crate) fn patch(
         ));
     }
     let rt = r.rt.clone();
-    let p = Patch::decode(ct, &req.body, patch::Target::of(rt.crd.is_some()))?;
+    let (p, duplicates) =
+        Patch::decode_noting_duplicates(ct, &req.body, patch::Target::of(rt.crd.is_some()))?;
     let served_rt = rt.clone();
     let mode = super::fields::mode(req)?;
     let at = Target {
@@ -105,7 +106,7 @@ pub(crate) fn patch(
             ApiError::invalid("", "", "", &[cause])
         })?;
         if mode != super::fields::Mode::Ignore {
-            super::fields::check(&served_rt, &new, req)?;
+            super::fields::check_decoded(&served_rt, &new, req, duplicates.clone())?;
         }
         Ok(new)
     })?;
