@@ -63,8 +63,8 @@ impl Patch {
     }
 
     /// [`Patch::decode`], with the paths of the keys a merge patch gives more than once, which
-    /// `?fieldValidation=` reports: found while the body is decoded ([`api::json`](crate::api::json)),
-    /// not by decoding it again. Other patch types note none.
+    /// `?fieldValidation=` reports: found while the body is decoded
+    /// ([`api::json`](crate::api::json)), not by decoding it again. Other patch types note none.
     pub(crate) fn decode_noting_duplicates(
         media_type: &str,
         body: &[u8],
